@@ -1,0 +1,1 @@
+"""The demo pipeline: definition shared by every runner, local runner, trainer module, data."""

@@ -1,0 +1,134 @@
+"""The core Beam conversion on real files, run by real Beam pipelines."""
+import json
+import os
+
+import apache_beam as beam
+import pytest
+import tensorflow as tf
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from images import write_image, write_text
+from records import by_source_id, feature
+from tfrecorder_component.beam.transforms import ConversionOptions, ConvertManifests, ManifestSource
+from tfrecorder_component.labels import read_label_map
+from tfrecorder_component.splits import hash_split
+
+SPLITS = ['train', 'eval', 'test']
+
+
+def convert(tmp_path, sources, options=ConversionOptions(), pipeline_args=None):
+  out = str(tmp_path / 'out')
+  report = str(tmp_path / 'report')
+  with beam.Pipeline(options=PipelineOptions(pipeline_args or [])) as p:
+    _ = p | ConvertManifests(sources, {s: os.path.join(out, f'Split-{s}') for s in SPLITS},
+                             out, report, options)
+  with open(os.path.join(report, 'summary.json')) as f:
+    summary = json.load(f)
+  with open(os.path.join(report, 'errors.jsonl')) as f:
+    errors = [json.loads(l) for l in f]
+  return out, summary, errors
+
+
+@pytest.fixture
+def mixed(tmp_path):
+  """A manifest of mixed formats, colour modes, odd paths and ML_USE spellings."""
+  d = tmp_path / 'data'
+  files = {
+      'img/a.jpg': write_image(str(d / 'img/a.jpg'), 'JPEG', 'RGB', 20, 30, seed=1),
+      'img/grey.jpg': write_image(str(d / 'img/grey.jpg'), 'JPEG', 'L', 11, 7, seed=2),
+      'img/with space, comma.png': write_image(str(d / 'img/with space, comma.png'), 'PNG', 'RGBA',
+                                               9, 9, seed=3),
+      'img/ünïcødé.png': write_image(str(d / 'img/ünïcødé.png'), 'PNG', 'L', 5, 6, seed=4),
+      'img/palette.png': write_image(str(d / 'img/palette.png'), 'PNG', 'P', 8, 8, seed=5),
+      'img/anim.gif': write_image(str(d / 'img/anim.gif'), 'GIF', 'P', 10, 12, seed=6),
+      'img/pic.bmp': write_image(str(d / 'img/pic.bmp'), 'BMP', 'RGB', 7, 13, seed=7),
+      'img/u1.jpg': write_image(str(d / 'img/u1.jpg'), 'JPEG', 'RGB', 8, 8, seed=8),
+      'img/u2.png': write_image(str(d / 'img/u2.png'), 'PNG', 'RGB', 8, 8, seed=9),
+  }
+  manifest = write_text(str(d / 'manifest.csv'), (
+      'TRAIN,img/a.jpg,cat\n'
+      'train,img/grey.jpg,dog\n'
+      'Validation,"img/with space, comma.png",bird\n'
+      'TEST,img/ünïcødé.png,cat\n'
+      'validate,img/palette.png, dog \n'
+      'test,img/anim.gif,cat,bird\n'
+      'TRAINING,img/pic.bmp,bird\n'
+      'UNASSIGNED,img/u1.jpg,cat\n'
+      ',img/u2.png,dog\n'))
+  expected_split = {'img/a.jpg': 'train', 'img/grey.jpg': 'train',
+                    'img/with space, comma.png': 'eval', 'img/ünïcødé.png': 'test',
+                    'img/palette.png': 'eval', 'img/anim.gif': 'test', 'img/pic.bmp': 'train',
+                    'img/u1.jpg': hash_split('img/u1.jpg', ConversionOptions().buckets),
+                    'img/u2.png': hash_split('img/u2.png', ConversionOptions().buckets)}
+  return manifest, files, expected_split
+
+
+def test_mixed_manifest_becomes_exact_records(tmp_path, mixed):
+  manifest, files, expected_split = mixed
+  out, summary, errors = convert(tmp_path, [ManifestSource(manifest)])
+  assert errors == []
+  records = by_source_id(out, SPLITS)
+  assert sorted(records) == sorted(files)
+  labels = read_label_map(out)
+  assert labels == {'bird': 0, 'cat': 1, 'dog': 2}
+  for uri, (split, ex) in records.items():
+    data = feature(ex, 'image/encoded')[0]
+    assert data == files[uri], uri
+    decoded = tf.io.decode_image(data, expand_animations=False)
+    assert (feature(ex, 'image/height')[0], feature(ex, 'image/width')[0],
+            feature(ex, 'image/channels')[0]) == tuple(decoded.shape), uri
+    assert split == expected_split[uri], uri
+    texts = [t.decode() for t in feature(ex, 'image/class/text')]
+    assert feature(ex, 'image/class/label') == [labels[t] for t in texts]
+    assert feature(ex, 'image/filename')[0].decode() == os.path.basename(uri)
+    assert feature(ex, 'image/key/sha256')[0].decode() == __import__('hashlib').sha256(
+        data).hexdigest()
+  assert [t.decode() for t in feature(records['img/anim.gif'][1], 'image/class/text')] == [
+      'cat', 'bird']
+  assert feature(records['img/palette.png'][1], 'image/class/text') == [b'dog']
+  assert feature(records['img/pic.bmp'][1], 'image/format') == [b'bmp']
+  assert summary['rows_read'] == 9 and summary['records_written'] == 9
+  assert sum(summary['records_per_split'].values()) == 9
+  with open(os.path.join(out, 'label_map.pbtxt')) as f:
+    assert 'name: "bird"\n  id: 0' in f.read()
+
+
+def test_failed_rows_are_reported_not_lost(tmp_path):
+  d = tmp_path / 'data'
+  write_image(str(d / 'ok.jpg'))
+  write_text(str(d / 'text.jpg'), 'not an image')
+  write_text(str(d / 'empty.png'), '')
+  os.makedirs(d / 'adir.jpg')
+  manifest = write_text(str(d / 'm.csv'), 'TRAIN,ok.jpg,a\nTRAIN,gone.jpg,a\nTRAIN,text.jpg,a\n'
+                        'TEST,empty.png,b\nTRAIN,adir.jpg,a\nBOGUS,ok.jpg,a\n')
+  out, summary, errors = convert(tmp_path, [ManifestSource(manifest)])
+  got = sorted((e['row'], e['uri'], e['reason']) for e in errors)
+  assert got == [(2, 'gone.jpg', 'missing'), (3, 'text.jpg', 'not_an_image'),
+                 (4, 'empty.png', 'empty'), (5, 'adir.jpg', 'missing'),
+                 (6, 'ok.jpg', 'unknown_split')]
+  assert all(e['source'] == manifest and e['message'] for e in errors)
+  assert summary['rows_read'] == 6 == summary['records_written'] + len(errors)
+  assert list(by_source_id(out, ['train'])) == ['ok.jpg']
+
+
+def test_splits_and_label_ids_are_identical_across_runs_and_runners(tmp_path, mixed):
+  manifest, _, _ = mixed
+  a, _, _ = convert(tmp_path / 'a', [ManifestSource(manifest)])
+  b, _, _ = convert(tmp_path / 'b', [ManifestSource(manifest)], pipeline_args=[
+      '--direct_running_mode=multi_processing', '--direct_num_workers=2'])
+  ra, rb = by_source_id(a, SPLITS), by_source_id(b, SPLITS)
+  assert {k: (s, feature(e, 'image/class/label')) for k, (s, e) in ra.items()} == \
+         {k: (s, feature(e, 'image/class/label')) for k, (s, e) in rb.items()}
+
+
+def test_split_override_and_jsonl_source(tmp_path):
+  d = tmp_path / 'data'
+  write_image(str(d / 'a.png'), 'PNG')
+  manifest = write_text(str(d / 'm.jsonl'), json.dumps({
+      'imageGcsUri': 'a.png', 'classificationAnnotation': {'displayName': 'x'},
+      'dataItemResourceLabels': {'aiplatform.googleapis.com/ml_use': 'training'}}) + '\n')
+  out, summary, _ = convert(tmp_path, [ManifestSource(manifest, split='test')])
+  assert summary['records_per_split'] == {'test': 1}
+  assert list(by_source_id(out, ['test'])) == ['a.png']
+  # Splits no row went to still exist, as empty shards that readers accept.
+  assert by_source_id(out, ['train', 'eval']) == {}

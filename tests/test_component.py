@@ -1,0 +1,76 @@
+"""Component, spec and artifact type: what a pipeline author and a compiler see."""
+import re
+
+import pytest
+from tfx import v1 as tfx
+from tfx.proto import example_gen_pb2
+from tfx.dsl.components.base import executor_spec
+from tfx.types import standard_artifacts
+from tfx.utils import proto_utils
+
+from tfrecorder_component import ImageExampleGen, ImageManifest
+from tfrecorder_component.component import executor, spec
+
+
+def test_image_manifest_type_is_vertex_compatible():
+  assert re.fullmatch(r'[a-z][a-z0-9_]*\.[A-Z][A-Za-z0-9]*', ImageManifest.TYPE_NAME)
+  assert not getattr(ImageManifest, 'PROPERTIES', None)
+
+
+def test_component_with_manifest_channel():
+  importer = tfx.dsl.Importer(source_uri='/data/m.csv', artifact_type=ImageManifest)
+  gen = ImageExampleGen(manifest=importer.outputs['result'], max_error_ratio=0.1)
+  assert gen.inputs['manifest'].type is ImageManifest
+  assert gen.outputs['examples'].type is standard_artifacts.Examples
+  assert gen.exec_properties['max_error_ratio'] == 0.1
+  assert gen.exec_properties['input_base'] is None
+  output_config = proto_utils.json_to_proto(gen.exec_properties['output_config'],
+                                            example_gen_pb2.Output())
+  assert [s.name for s in output_config.split_config.splits] == [
+      'train', 'eval', 'test']
+  assert gen.executor_spec.executor_class is executor.Executor
+  assert isinstance(gen.executor_spec, executor_spec.BeamExecutorSpec)
+
+
+def test_component_with_input_base_and_configs():
+  input_config = example_gen_pb2.Input(splits=[
+      example_gen_pb2.Input.Split(name='train', pattern='span-{SPAN}/train/*'),
+      example_gen_pb2.Input.Split(name='eval', pattern='span-{SPAN}/eval/*')])
+  gen = ImageExampleGen(input_base='/data', input_config=input_config)
+  assert gen.exec_properties['input_base'] == '/data'
+  assert proto_utils.json_to_proto(gen.exec_properties['input_config'],
+                                   example_gen_pb2.Input()) == input_config
+  assert gen.inputs.get('manifest') is None
+
+
+@pytest.mark.parametrize('kwargs', [{}, {'input_base': '/d', 'manifest': 'x'}])
+def test_component_needs_exactly_one_input(kwargs):
+  if 'manifest' in kwargs:
+    kwargs['manifest'] = tfx.dsl.Importer(source_uri='/m.csv', artifact_type=ImageManifest
+                                          ).outputs['result']
+  with pytest.raises(ValueError, match='exactly one'):
+    ImageExampleGen(**kwargs)
+
+
+def test_max_error_ratio_is_validated():
+  with pytest.raises(ValueError, match='max_error_ratio'):
+    ImageExampleGen(input_base='/d', max_error_ratio=2.0)
+
+
+def test_spec_parameters():
+  assert set(spec.ImageExampleGenSpec.PARAMETERS) == {
+      'input_base', 'input_config', 'output_config', 'range_config', 'manifest_format',
+      'max_pixels', 'max_error_ratio'}
+  assert set(spec.ImageExampleGenSpec.OUTPUTS) == {'examples'}
+
+
+def test_split_plan_adds_ml_use_splits_to_hash_buckets():
+  output = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
+      example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=3),
+      example_gen_pb2.SplitConfig.Split(name='holdout', hash_buckets=1)]))
+  props = {'output_config': proto_utils.proto_to_json(output),
+           'input_config': proto_utils.proto_to_json(example_gen_pb2.Input(splits=[
+               example_gen_pb2.Input.Split(name='single_split', pattern='*')]))}
+  buckets, names = executor.split_plan(props)
+  assert buckets == (('train', 3), ('holdout', 1))
+  assert names == ['train', 'holdout', 'eval', 'test']

@@ -1,0 +1,49 @@
+"""The demo pipeline end to end: lineage through ML Metadata, accuracy, and caching."""
+import os
+
+import tensorflow_data_validation as tfdv
+
+from tfx import v1 as tfx
+from tfx.orchestration import metadata
+from tfx.orchestration.portable.mlmd import execution_lib
+
+from mlmd_queries import INPUT, OUTPUT, artifact_ids, node_executions
+from pipelines import demo_data, local_runner, pipeline
+from tfrecorder_component.mlmd import latest_output
+
+NAME = 'demo_test'
+
+
+def test_demo_pipeline_lineage_accuracy_and_cache(tmp_path):
+  manifest = demo_data.write_digits(str(tmp_path / 'digits'))
+  config = tfx.orchestration.metadata.sqlite_metadata_connection_config(
+      str(tmp_path / 'metadata.db'))
+  definition = lambda: pipeline.create_pipeline(  # pylint: disable=unnecessary-lambda-assignment
+      NAME, str(tmp_path / 'root'), manifest, str(tmp_path / 'serving'),
+      metadata_connection_config=config, train_steps=240, epochs=4)
+  tfx.orchestration.LocalDagRunner().run(definition())
+
+  with metadata.Metadata(config) as m:
+    [gen] = node_executions(m, NAME, 'ImageExampleGen')
+    [examples_id] = artifact_ids(m, gen.id, OUTPUT)
+    for consumer in ('StatisticsGen', 'Trainer', 'Evaluator'):
+      [execution] = node_executions(m, NAME, consumer)
+      assert examples_id in artifact_ids(m, execution.id, INPUT), consumer
+      assert execution.last_known_state == execution.COMPLETE
+
+  # Semantic-domain statistics mark the image feature (TFDV needs >= 100 images for it).
+  schema = latest_output(config, NAME, 'SchemaGen', 'schema')
+  inferred = tfdv.load_schema_text(os.path.join(schema.uri, 'schema.pbtxt'))
+  assert tfdv.get_feature(inferred, 'image/encoded').HasField('image_domain')
+
+  accuracy = local_runner.eval_accuracy(config, NAME)
+  assert accuracy >= 0.9
+  assert os.listdir(tmp_path / 'serving')  # blessed and pushed
+
+  tfx.orchestration.LocalDagRunner().run(definition())  # same manifest: served from cache
+  with metadata.Metadata(config) as m:
+    first, second = node_executions(m, NAME, 'ImageExampleGen')
+    assert first.id == gen.id
+    assert second.last_known_state == second.CACHED
+    assert artifact_ids(m, second.id, OUTPUT) == {examples_id}
+    assert execution_lib.is_execution_successful(second)

@@ -1,0 +1,63 @@
+"""probe_image agrees with tf.io.decode_image on real encoded bytes, from the header alone."""
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from images import encode, make_image
+from tfrecorder_component.errors import RowError
+from tfrecorder_component.image import probe_image
+
+CASES = [
+    ('JPEG', 'L', {}), ('JPEG', 'RGB', {}), ('JPEG', 'CMYK', {}),
+    ('PNG', '1', {}), ('PNG', 'L', {}), ('PNG', 'LA', {}), ('PNG', 'RGB', {}),
+    ('PNG', 'RGBA', {}), ('PNG', 'P', {}), ('PNG', 'P', {'transparency': 0}),
+    ('PNG', 'L', {'transparency': 0}), ('PNG', 'I;16', {}),
+    ('GIF', 'P', {}), ('GIF', 'L', {}),
+    ('BMP', 'RGB', {}), ('BMP', 'L', {}), ('BMP', 'RGBA', {}),
+]
+
+
+@pytest.mark.parametrize('fmt,mode,kwargs', CASES,
+                         ids=[f'{f}-{m}{"-trns" if k else ""}' for f, m, k in CASES])
+def test_probe_matches_tensorflow_decode(fmt, mode, kwargs):
+  data = encode(make_image(mode, height=13, width=21), fmt, **kwargs)
+  info = probe_image(data)
+  decoded = tf.io.decode_image(data, expand_animations=False)
+  assert (info.height, info.width, info.channels) == tuple(decoded.shape)
+  assert info.format == fmt.lower()
+
+
+def test_animated_gif_counts_frames_and_tensorflow_returns_them_all():
+  frames = [make_image('RGB', 10, 14, seed=s).convert('P') for s in range(3)]
+  data = encode(frames[0], 'GIF', save_all=True, append_images=frames[1:], duration=50)
+  info = probe_image(data)
+  assert (info.format, info.height, info.width, info.channels, info.frames) == ('gif', 10, 14, 3, 3)
+  assert tuple(tf.io.decode_image(data).shape) == (3, 10, 14, 3)
+
+
+def test_probe_reads_only_the_header():
+  # A PNG cut after its header chunks still probes: no full decode happens.
+  data = encode(make_image('RGB', 300, 400), 'PNG')
+  info = probe_image(data[:200])
+  assert (info.height, info.width, info.channels) == (300, 400, 3)
+
+
+@pytest.mark.parametrize('data,reason', [
+    (b'', 'empty'),
+    (b'hello, I am a text file', 'not_an_image'),
+    (encode(make_image('RGB'), 'WEBP'), 'unsupported_format'),
+    (encode(make_image('RGB'), 'TIFF'), 'unsupported_format'),
+    (encode(make_image('1'), 'BMP'), 'unsupported_format'),
+])
+def test_probe_refuses_what_tensorflow_cannot_decode(data, reason):
+  with pytest.raises(RowError) as e:
+    probe_image(data)
+  assert e.value.reason == reason
+
+
+def test_pixel_limit_refuses_before_decoding():
+  data = encode(make_image('L', 100, 100), 'PNG')
+  with pytest.raises(RowError) as e:
+    probe_image(data, max_pixels=9_999)
+  assert e.value.reason == 'too_large' and '100x100' in e.value.message
+  assert probe_image(data, max_pixels=10_000).height == 100

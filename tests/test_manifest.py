@@ -1,0 +1,95 @@
+"""Manifest parsing: AutoML CSV and Vertex JSONL into ManifestRows, on real files."""
+import json
+import os
+
+import pytest
+
+from images import write_text
+from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest import ManifestRow, read_manifest_file, resolve_uri
+
+
+def rows_of(items):
+  return [i for i in items if isinstance(i, ManifestRow)]
+
+
+def test_automl_csv_without_header_with_ml_use_in_any_case(tmp_path):
+  path = write_text(str(tmp_path / 'm.csv'),
+                    'TRAIN,a.jpg,cat\ntraining,b.jpg,dog\nValidation,c.jpg,cat\nVALIDATE,d.jpg\n'
+                    'test,e.jpg,dog,cat\nUNASSIGNED,f.jpg,cat\n,g.jpg,cat\n')
+  rows = read_manifest_file(path)
+  assert [r.split for r in rows] == ['train', 'train', 'eval', 'eval', 'test', None, None]
+  assert [r.labels for r in rows] == [('cat',), ('dog',), ('cat',), (), ('dog', 'cat'),
+                                      ('cat',), ('cat',)]
+  assert [r.row for r in rows] == [1, 2, 3, 4, 5, 6, 7]
+  assert rows[0].resolved_uri == str(tmp_path / 'a.jpg')
+
+
+def test_automl_csv_without_ml_use_column(tmp_path):
+  path = write_text(str(tmp_path / 'm.csv'), 'gs://bucket/a.jpg,cat\n/abs/b.png,dog\n')
+  rows = read_manifest_file(path)
+  assert [(r.image_uri, r.resolved_uri, r.split, r.labels) for r in rows] == [
+      ('gs://bucket/a.jpg', 'gs://bucket/a.jpg', None, ('cat',)),
+      ('/abs/b.png', '/abs/b.png', None, ('dog',))]
+
+
+def test_header_quoted_fields_non_ascii_bom_blank_lines(tmp_path):
+  text = ('\ufeffsplit,image_uri,label\n\n"TRAIN","sub dir/ä, b ""x"".jpg"," café "\n'
+          '\nTEST,sub dir/c.jpg,dog\n')
+  path = write_text(str(tmp_path / 'm.csv'), text)
+  rows = read_manifest_file(path)
+  assert len(rows) == 2
+  assert rows[0].image_uri == 'sub dir/ä, b "x".jpg'
+  assert rows[0].resolved_uri == os.path.join(str(tmp_path), 'sub dir/ä, b "x".jpg')
+  assert rows[0].labels == ('café',) and rows[0].row == 3
+  assert rows[1].split == 'test' and rows[1].row == 5
+
+
+def test_bad_rows_are_errors_with_row_and_reason(tmp_path):
+  path = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.jpg,cat\nTRIAN,b.jpg,cat\nTEST,,dog\nTEST\n')
+  items = read_manifest_file(path)
+  assert isinstance(items[0], ManifestRow)
+  errors = items[1:]
+  assert all(isinstance(e, RowError) for e in errors)
+  assert [(e.row, e.reason) for e in errors] == [(2, 'unknown_split'), (3, 'bad_row'),
+                                                 (4, 'bad_row')]
+  assert errors[0].uri == 'b.jpg' and 'TRIAN' in errors[0].message
+
+
+def test_vertex_jsonl_single_and_multi_label(tmp_path):
+  lines = [
+      {'imageGcsUri': 'gs://b/a.jpg', 'classificationAnnotation': {'displayName': 'cat'},
+       'dataItemResourceLabels': {'aiplatform.googleapis.com/ml_use': 'training'}},
+      {'imageGcsUri': 'b.jpg', 'classificationAnnotations': [{'displayName': 'cat'},
+                                                             {'displayName': 'dog'}],
+       'dataItemResourceLabels': {'aiplatform.googleapis.com/ml_use': 'validation'}},
+      {'imageGcsUri': 'c.jpg'},
+  ]
+  path = write_text(str(tmp_path / 'm.jsonl'), '\n'.join(json.dumps(l) for l in lines) + '\n\n')
+  rows = read_manifest_file(path)
+  assert [(r.image_uri, r.split, r.labels) for r in rows] == [
+      ('gs://b/a.jpg', 'train', ('cat',)), ('b.jpg', 'eval', ('cat', 'dog')), ('c.jpg', None, ())]
+  assert rows[1].resolved_uri == str(tmp_path / 'b.jpg')
+
+
+def test_jsonl_detected_without_extension_and_bad_json_is_a_row_error(tmp_path):
+  path = write_text(str(tmp_path / 'manifest'), '{"imageGcsUri": "a.jpg"}\n{not json\n')
+  items = read_manifest_file(path)
+  assert isinstance(items[0], ManifestRow)
+  assert isinstance(items[1], RowError) and items[1].reason == 'bad_row' and items[1].row == 2
+
+
+def test_missing_and_non_utf8_manifests_are_clear_errors(tmp_path):
+  with pytest.raises(ManifestError, match='cannot read manifest'):
+    read_manifest_file(str(tmp_path / 'nope.csv'))
+  path = str(tmp_path / 'latin1.csv')
+  with open(path, 'wb') as f:
+    f.write('TRAIN,caf\xe9.jpg,cat\n'.encode('latin-1'))
+  with pytest.raises(ManifestError, match='not UTF-8'):
+    read_manifest_file(path)
+
+
+def test_resolve_uri():
+  assert resolve_uri('x/../a.jpg', '/data/m.csv') == '/data/a.jpg'
+  assert resolve_uri('a.jpg', 'gs://b/dir/m.csv') == 'gs://b/dir/a.jpg'
+  assert resolve_uri('file:///x/a.jpg', '/data/m.csv') == '/x/a.jpg'

@@ -1,0 +1,29 @@
+"""tfrecorder-component: image manifests to TFRecords of tf.train.Example, as a TFX component.
+
+Public API (imported lazily, so `import tfrecorder_component` does not load TFX or
+TensorFlow until a name is used):
+
+- `ImageExampleGen`: the TFX component.
+- `ImageManifest`: the artifact type of its `manifest` input.
+- `read_label_map(examples_uri)`: {label: id} of an Examples artifact.
+"""
+import importlib
+
+__version__ = '0.1.0'
+
+_EXPORTS = {
+    'ImageExampleGen': 'tfrecorder_component.component.component',
+    'ImageManifest': 'tfrecorder_component.component.types',
+    'read_label_map': 'tfrecorder_component.labels',
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+  if name in _EXPORTS:
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+def __dir__():
+  return __all__

@@ -1,0 +1,1 @@
+"""The conversion pipeline as composite Beam transforms; nothing here knows about TFX."""

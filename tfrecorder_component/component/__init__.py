@@ -1,0 +1,1 @@
+"""The TFX adapter: artifact type, spec, driver, component and executor."""

@@ -1,0 +1,84 @@
+"""ImageExampleGen: an image manifest becomes a split `Examples` artifact."""
+from typing import Optional, Union
+
+from tfx.components.example_gen import utils as example_gen_utils
+from tfx.dsl.components.base import base_beam_component, executor_spec
+from tfx.orchestration import data_types
+from tfx.proto import example_gen_pb2, range_config_pb2
+from tfx.types import channel, standard_artifacts
+
+from tfrecorder_component import image as image_lib
+from tfrecorder_component import splits as splits_lib
+from tfrecorder_component.component import driver, executor, spec
+
+
+def default_output_config() -> example_gen_pb2.Output:
+  """Hash buckets for rows without ML_USE: train 8, eval 1, test 1 (AutoML's 80/10/10)."""
+  return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
+      example_gen_pb2.SplitConfig.Split(name=name, hash_buckets=n)
+      for name, n in splits_lib.DEFAULT_BUCKETS]))
+
+
+class ImageExampleGen(base_beam_component.BaseBeamComponent):
+  """Loads the images a manifest lists and writes them as split tf.train.Examples.
+
+  Give the manifest either as `manifest` (a channel of `ImageManifest`, for example
+  from `tfx.dsl.Importer`) or as `input_base` (a folder of manifests, matched by the
+  split patterns of `input_config`, `{SPAN}` / `{VERSION}` resolved to the latest as
+  FileBasedExampleGen does).
+
+  Rows keep the split their ML_USE column names (TRAIN -> train, VALIDATION -> eval,
+  TEST -> test). Unassigned rows are split by `output_config` hash buckets over the
+  image's source id (default train:eval:test = 8:1:1). With several `input_config`
+  splits, every row of a split's files takes that split.
+
+  Outputs: `examples`, a standard Examples artifact (`Split-<name>/data_tfrecord-*.gz`
+  plus `labels.txt` and `label_map.pbtxt`; see `tfrecorder_component.read_label_map`).
+  """
+
+  SPEC_CLASS = spec.ImageExampleGenSpec
+  EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
+  DRIVER_CLASS = driver.ImageExampleGenDriver
+
+  def __init__(
+      self,
+      manifest: Optional[channel.BaseChannel] = None,
+      input_base: Optional[str] = None,
+      input_config: Optional[Union[example_gen_pb2.Input, data_types.RuntimeParameter]] = None,
+      output_config: Optional[Union[example_gen_pb2.Output, data_types.RuntimeParameter]] = None,
+      range_config: Optional[Union[range_config_pb2.RangeConfig,
+                                   data_types.RuntimeParameter]] = None,
+      manifest_format: Optional[str] = None,
+      max_pixels: int = image_lib.DEFAULT_MAX_PIXELS,
+      max_error_ratio: float = 0.0):
+    """Constructs an ImageExampleGen.
+
+    Args:
+      manifest: Channel of `ImageManifest` (a manifest file or a folder of them).
+      input_base: Folder of manifest files; the alternative to `manifest`.
+      input_config: Split patterns relative to `input_base` (default: one split, '*').
+      output_config: Hash buckets for rows without ML_USE (default 8:1:1
+        train/eval/test).
+      range_config: Span range, as for FileBasedExampleGen.
+      manifest_format: 'automl_csv' or 'vertex_jsonl'; detected per file if unset.
+      max_pixels: Images with more pixels are refused before they are decoded.
+      max_error_ratio: Fraction of manifest rows that may fail (missing, not an image,
+        ...) before the execution fails. Default 0.0: any failed row fails the run.
+    """
+    if (manifest is None) == (not input_base):
+      raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
+                       'ImageManifest) or `input_base` (a folder of manifests).')
+    if not 0.0 <= max_error_ratio <= 1.0:
+      raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
+    input_config = input_config or example_gen_utils.make_default_input_config()
+    output_config = output_config or default_output_config()
+    super().__init__(spec=spec.ImageExampleGenSpec(
+        manifest=manifest,
+        input_base=input_base,
+        input_config=input_config,
+        output_config=output_config,
+        range_config=range_config,
+        manifest_format=manifest_format,
+        max_pixels=max_pixels,
+        max_error_ratio=float(max_error_ratio),
+        examples=channel.Channel(type=standard_artifacts.Examples)))

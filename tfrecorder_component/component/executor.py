@@ -1,0 +1,156 @@
+"""ImageExampleGen's executor: turns artifacts and exec properties into a conversion.
+
+The work is the core Beam transform `ConvertManifests`; this module only finds the
+manifest files, runs the pipeline, applies the error policy and writes the artifact
+properties that ExampleGen promises downstream components.
+"""
+import json
+import os
+from typing import Any, Dict, List
+
+from absl import logging
+from tfx import types
+from tfx.components.example_gen import utils as example_gen_utils
+from tfx.components.util import examples_utils
+from tfx.dsl.components.base import base_beam_executor
+from tfx.dsl.io import fileio
+from tfx.proto import example_gen_pb2
+from tfx.types import artifact_utils
+from tfx.utils import io_utils, proto_utils
+
+from tfrecorder_component import splits as splits_lib
+from tfrecorder_component.beam.transforms import ConversionOptions, ConvertManifests, ManifestSource
+from tfrecorder_component.component import spec
+from tfrecorder_component.errors import ManifestError
+
+MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt')
+FIRST_ERRORS_SHOWN = 5
+
+
+def list_manifest_files(pattern: str) -> List[str]:
+  """Manifest files matching `pattern`, or inside it when it names a folder.
+
+  Folders and files without a manifest extension (.csv, .jsonl, .txt) are skipped, so
+  a manifest may sit next to its images.
+  """
+  if fileio.isdir(pattern):
+    pattern = os.path.join(pattern, '*')
+  return sorted(path for path in fileio.glob(pattern)
+                if not fileio.isdir(path) and path.lower().endswith(MANIFEST_EXTENSIONS))
+
+
+def _sources(input_dict, exec_properties) -> List[ManifestSource]:
+  fmt = exec_properties.get(spec.MANIFEST_FORMAT_KEY) or None
+  if input_dict.get(spec.MANIFEST_KEY):
+    paths = [p for artifact in input_dict[spec.MANIFEST_KEY]
+             for p in list_manifest_files(artifact.uri)]
+    where = ', '.join(a.uri for a in input_dict[spec.MANIFEST_KEY])
+    if not paths:
+      raise ManifestError(f'no manifest files (.csv, .jsonl, .txt) found at {where}')
+    return [ManifestSource(p, fmt) for p in paths]
+  input_config = _input_config(exec_properties)
+  input_base = exec_properties[spec.INPUT_BASE_KEY]
+  many = len(input_config.splits) > 1
+  sources = []
+  for split in input_config.splits:
+    paths = list_manifest_files(os.path.join(input_base, split.pattern))
+    if not paths:
+      raise ManifestError(f'no manifest files match {split.pattern!r} under {input_base} '
+                          f'(split {split.name!r})')
+    sources.extend(ManifestSource(p, fmt, split.name if many else None) for p in paths)
+  return sources
+
+
+def _input_config(exec_properties) -> example_gen_pb2.Input:
+  config = example_gen_pb2.Input()
+  proto_utils.json_to_proto(exec_properties[spec.INPUT_CONFIG_KEY], config)
+  return config
+
+
+def split_plan(exec_properties):
+  """(hash buckets, split names) for a run."""
+  output_config = example_gen_pb2.Output()
+  proto_utils.json_to_proto(exec_properties[spec.OUTPUT_CONFIG_KEY], output_config)
+  buckets = tuple((s.name, s.hash_buckets) for s in output_config.split_config.splits) \
+      or splits_lib.DEFAULT_BUCKETS
+  input_splits = _input_config(exec_properties).splits
+  if exec_properties.get(spec.INPUT_BASE_KEY) and len(input_splits) > 1:
+    return buckets, [s.name for s in input_splits]
+  return buckets, splits_lib.output_split_names(buckets)
+
+
+def _fingerprint(sources: List[ManifestSource]) -> str:
+  return '\n'.join(io_utils.generate_fingerprint(s.split or 'single_split', s.path)
+                   for s in sources)
+
+
+def _read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
+  if not fileio.exists(path):
+    return []
+  out = []
+  with fileio.open(path) as f:
+    for line in f:
+      if len(out) >= limit:
+        break
+      out.append(json.loads(line))
+  return out
+
+
+class Executor(base_beam_executor.BaseBeamExecutor):
+  """Runs ConvertManifests and writes the Examples artifact's properties."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    self._log_startup(input_dict, output_dict, exec_properties)
+    examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
+    sources = _sources(input_dict, exec_properties)
+    buckets, split_names = split_plan(exec_properties)
+    report_dir = os.path.join(self._get_tmp_dir(), 'report')
+    fileio.makedirs(report_dir)
+    examples.split_names = artifact_utils.encode_split_names(split_names)
+    split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
+    options = ConversionOptions(buckets=buckets,
+                                max_pixels=int(exec_properties[spec.MAX_PIXELS_KEY]))
+
+    logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
+    with self._make_beam_pipeline() as pipeline:
+      _ = pipeline | 'ConvertManifests' >> ConvertManifests(
+          sources, split_dirs, label_dir=examples.uri, report_dir=report_dir, options=options)
+
+    with fileio.open(os.path.join(report_dir, 'summary.json')) as f:
+      summary = json.loads(f.read())
+    self._apply_error_policy(summary, os.path.join(report_dir, 'errors.jsonl'),
+                             float(exec_properties[spec.MAX_ERROR_RATIO_KEY]), sources)
+
+    examples.span = int(exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME) or 0)
+    examples.version = int(exec_properties.get(example_gen_utils.VERSION_PROPERTY_NAME) or 0)
+    examples.set_string_custom_property(
+        example_gen_utils.FINGERPRINT_PROPERTY_NAME,
+        exec_properties.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME) or _fingerprint(sources))
+    examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
+    examples_utils.set_file_format(examples, 'tfrecords_gzip')
+    counts = {name: summary['records_per_split'].get(name, 0) for name in split_names}
+    examples.set_json_value_custom_property('record_counts', counts)
+    examples.set_int_custom_property('rows_read', summary['rows_read'])
+    examples.set_int_custom_property('rows_failed', summary['rows_failed'])
+    examples.set_int_custom_property('num_labels', len(summary['records_per_label']))
+    logging.info('ImageExampleGen wrote %s records per split.', counts)
+
+  def _apply_error_policy(self, summary, errors_path: str, max_error_ratio: float,
+                          sources: List[ManifestSource]) -> None:
+    rows, failed = summary['rows_read'], summary['rows_failed']
+    if rows == 0:
+      raise ManifestError('the manifest has no rows: ' + ', '.join(s.path for s in sources))
+    if failed == 0 or failed / rows <= max_error_ratio:
+      if failed:
+        logging.warning('%d of %d rows failed (allowed by max_error_ratio=%s).',
+                        failed, rows, max_error_ratio)
+      return
+    first = _read_errors(errors_path, FIRST_ERRORS_SHOWN)
+    details = '\n'.join(f'  {e["source"]} row {e["row"]}: {e["uri"]!r}: {e["reason"]}: '
+                        f'{e["message"]}' for e in first)
+    raise RuntimeError(
+        f'{failed} of {rows} manifest rows failed ({failed / rows:.2%}), more than '
+        f'max_error_ratio={max_error_ratio}. First failures:\n{details}\n'
+        f'Fix or remove these rows, or raise max_error_ratio to skip them.')

@@ -1,0 +1,36 @@
+"""ImageExampleGen's component spec: what goes in, what comes out, what can be set."""
+from tfx.proto import example_gen_pb2, range_config_pb2
+from tfx.types import standard_artifacts
+from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
+
+from tfrecorder_component.component.types import ImageManifest
+
+MANIFEST_KEY = 'manifest'
+EXAMPLES_KEY = 'examples'
+INPUT_BASE_KEY = 'input_base'
+INPUT_CONFIG_KEY = 'input_config'
+OUTPUT_CONFIG_KEY = 'output_config'
+RANGE_CONFIG_KEY = 'range_config'
+MANIFEST_FORMAT_KEY = 'manifest_format'
+MAX_PIXELS_KEY = 'max_pixels'
+MAX_ERROR_RATIO_KEY = 'max_error_ratio'
+
+
+class ImageExampleGenSpec(ComponentSpec):
+  """Inputs: a manifest channel or an input_base folder. Output: split Examples."""
+
+  PARAMETERS = {
+      INPUT_BASE_KEY: ExecutionParameter(type=str, optional=True),
+      INPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Input),
+      OUTPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Output),
+      RANGE_CONFIG_KEY: ExecutionParameter(type=range_config_pb2.RangeConfig, optional=True),
+      MANIFEST_FORMAT_KEY: ExecutionParameter(type=str, optional=True),
+      MAX_PIXELS_KEY: ExecutionParameter(type=int),
+      MAX_ERROR_RATIO_KEY: ExecutionParameter(type=float),
+  }
+  INPUTS = {
+      MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),
+  }
+  OUTPUTS = {
+      EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+  }

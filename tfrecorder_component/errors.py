@@ -1,0 +1,34 @@
+"""The project's own errors: each names the row, the URI and the reason."""
+from __future__ import annotations
+
+from typing import Optional
+
+
+class RowError(ValueError):
+  """A manifest row that cannot become a record.
+
+  `reason` is a short, stable category (for example `missing`, `not_an_image`,
+  `bad_row`); the message says what happened and, where possible, what to do.
+  """
+
+  def __init__(self, reason: str, message: str, *, source: Optional[str] = None,
+               row: Optional[int] = None, uri: Optional[str] = None):
+    self.reason = reason
+    self.message = message
+    self.source = source
+    self.row = row
+    self.uri = uri
+    super().__init__(self.describe())
+
+  def describe(self) -> str:
+    where = []
+    if self.source is not None:
+      where.append(f'{self.source}' + (f' row {self.row}' if self.row is not None else ''))
+    if self.uri:
+      where.append(f'uri {self.uri!r}')
+    prefix = ', '.join(where)
+    return f'{prefix}: {self.reason}: {self.message}' if prefix else f'{self.reason}: {self.message}'
+
+
+class ManifestError(ValueError):
+  """A manifest as a whole cannot be read (missing, empty, unknown format)."""

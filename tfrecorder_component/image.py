@@ -1,0 +1,90 @@
+"""Header-only image probing: format, height, width and channels without a full decode.
+
+The channel count is the one `tf.io.decode_image(data)` returns for the bytes (for
+example 3 for a palette PNG without transparency, 4 with it; 3 for every GIF, whose
+frames TensorFlow decodes to RGB). Height and width are those of the stored pixels,
+before any EXIF orientation is applied.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+import warnings
+
+from PIL import Image
+
+from tfrecorder_component.errors import RowError
+
+# Formats that `tf.io.decode_image` decodes, keyed by Pillow's format name.
+SUPPORTED_FORMATS = {'JPEG': 'jpeg', 'PNG': 'png', 'GIF': 'gif', 'BMP': 'bmp'}
+DEFAULT_MAX_PIXELS = 178_956_970  # Pillow's own decompression-bomb limit (2**31 / 4 / 3).
+
+_PNG_CHANNELS = {'1': 1, 'L': 1, 'I': 1, 'I;16': 1, 'I;16B': 1, 'I;16L': 1,
+                 'LA': 2, 'RGB': 3, 'RGBA': 4}
+_JPEG_CHANNELS = {'L': 1, 'RGB': 3, 'YCbCr': 3, 'CMYK': 3}
+_BMP_CHANNELS_BY_BITS = {8: 1, 24: 3, 32: 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageInfo:
+  """What a record says about its image bytes."""
+  format: str   # 'jpeg', 'png', 'gif' or 'bmp'
+  height: int
+  width: int
+  channels: int
+  frames: int = 1
+
+
+def _channels(fmt: str, im: Image.Image, data: bytes) -> int:
+  if fmt == 'JPEG':
+    table = _JPEG_CHANNELS
+  elif fmt == 'PNG':
+    if im.mode == 'P':
+      return 4 if 'transparency' in im.info else 3
+    table = _PNG_CHANNELS
+  elif fmt == 'GIF':
+    return 3
+  else:  # BMP: TensorFlow goes by bits per pixel, not by Pillow's mode.
+    bits = struct.unpack_from('<H', data, 28)[0] if len(data) >= 30 else 0
+    if bits not in _BMP_CHANNELS_BY_BITS:
+      raise RowError('unsupported_format',
+                     f'{bits}-bit BMP cannot be decoded by TensorFlow (8, 24 and 32-bit can)')
+    return _BMP_CHANNELS_BY_BITS[bits]
+  if im.mode not in table:
+    raise RowError('unsupported_format', f'{fmt} with colour mode {im.mode} is not supported')
+  return table[im.mode]
+
+
+def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageInfo:
+  """Reads format, size and channels from the image header of `data`.
+
+  Raises RowError (reason `empty`, `not_an_image`, `unsupported_format` or
+  `too_large`) for bytes that cannot become a decodable record.
+  """
+  if not data:
+    raise RowError('empty', 'the file is empty (0 bytes)')
+  try:
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore', Image.DecompressionBombWarning)
+      im = Image.open(io.BytesIO(data))
+  except Image.DecompressionBombError as e:
+    raise RowError('too_large', str(e)) from None
+  except Exception as e:  # Pillow raises UnidentifiedImageError and others.
+    raise RowError('not_an_image', f'not a recognised image ({type(e).__name__}: {e})') from None
+  with im:
+    fmt = im.format
+    if fmt not in SUPPORTED_FORMATS:
+      raise RowError('unsupported_format',
+                     f'{fmt} images are not decodable by tf.io.decode_image '
+                     f'(supported: JPEG, PNG, GIF, BMP)')
+    width, height = im.size
+    if width <= 0 or height <= 0:
+      raise RowError('not_an_image', f'image header claims size {width}x{height}')
+    if width * height > max_pixels:
+      raise RowError('too_large',
+                     f'{width}x{height} = {width * height} pixels exceeds the limit of '
+                     f'{max_pixels} (raise max_pixels if this image is genuine)')
+    channels = _channels(fmt, im, data)
+    frames = getattr(im, 'n_frames', 1) if fmt == 'GIF' else 1
+  return ImageInfo(SUPPORTED_FORMATS[fmt], height, width, channels, frames)
