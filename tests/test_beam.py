@@ -104,7 +104,7 @@ def test_failed_rows_are_reported_not_lost(tmp_path):
   out, summary, errors = convert(tmp_path, [ManifestSource(manifest)])
   got = sorted((e['row'], e['uri'], e['reason']) for e in errors)
   assert got == [(2, 'gone.jpg', 'missing'), (3, 'text.jpg', 'not_an_image'),
-                 (4, 'empty.png', 'empty'), (5, 'adir.jpg', 'missing'),
+                 (4, 'empty.png', 'empty'), (5, 'adir.jpg', 'not_a_file'),
                  (6, 'ok.jpg', 'unknown_split')]
   assert all(e['source'] == manifest and e['message'] for e in errors)
   assert summary['rows_read'] == 6 == summary['records_written'] + len(errors)

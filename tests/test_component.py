@@ -10,11 +10,13 @@ from tfx.utils import proto_utils
 
 from tfrecorder_component import ImageExampleGen, ImageManifest
 from tfrecorder_component.component import executor, spec
+from tfrecorder_component.component.types import ConversionReport
 
 
-def test_image_manifest_type_is_vertex_compatible():
-  assert re.fullmatch(r'[a-z][a-z0-9_]*\.[A-Z][A-Za-z0-9]*', ImageManifest.TYPE_NAME)
-  assert not getattr(ImageManifest, 'PROPERTIES', None)
+@pytest.mark.parametrize('artifact_type', [ImageManifest, ConversionReport])
+def test_artifact_types_are_vertex_compatible(artifact_type):
+  assert re.fullmatch(r'[a-z][a-z0-9_]*\.[A-Z][A-Za-z0-9]*', artifact_type.TYPE_NAME)
+  assert not getattr(artifact_type, 'PROPERTIES', None)
 
 
 def test_component_with_manifest_channel():
@@ -22,6 +24,7 @@ def test_component_with_manifest_channel():
   gen = ImageExampleGen(manifest=importer.outputs['result'], max_error_ratio=0.1)
   assert gen.inputs['manifest'].type is ImageManifest
   assert gen.outputs['examples'].type is standard_artifacts.Examples
+  assert gen.outputs['report'].type is ConversionReport
   assert gen.exec_properties['max_error_ratio'] == 0.1
   assert gen.exec_properties['input_base'] is None
   output_config = proto_utils.json_to_proto(gen.exec_properties['output_config'],
@@ -52,16 +55,18 @@ def test_component_needs_exactly_one_input(kwargs):
     ImageExampleGen(**kwargs)
 
 
-def test_max_error_ratio_is_validated():
+def test_max_error_ratio_and_format_are_validated():
   with pytest.raises(ValueError, match='max_error_ratio'):
     ImageExampleGen(input_base='/d', max_error_ratio=2.0)
+  with pytest.raises(ValueError, match='manifest_format'):
+    ImageExampleGen(input_base='/d', manifest_format='coco')
 
 
 def test_spec_parameters():
   assert set(spec.ImageExampleGenSpec.PARAMETERS) == {
       'input_base', 'input_config', 'output_config', 'range_config', 'manifest_format',
-      'max_pixels', 'max_error_ratio'}
-  assert set(spec.ImageExampleGenSpec.OUTPUTS) == {'examples'}
+      'max_pixels', 'max_bytes', 'max_error_ratio', 'convert_unsupported'}
+  assert set(spec.ImageExampleGenSpec.OUTPUTS) == {'examples', 'report'}
 
 
 def test_split_plan_adds_ml_use_splits_to_hash_buckets():

@@ -79,14 +79,30 @@ def test_jsonl_detected_without_extension_and_bad_json_is_a_row_error(tmp_path):
   assert isinstance(items[1], RowError) and items[1].reason == 'bad_row' and items[1].row == 2
 
 
-def test_missing_and_non_utf8_manifests_are_clear_errors(tmp_path):
+def test_missing_manifest_is_a_clear_error(tmp_path):
   with pytest.raises(ManifestError, match='cannot read manifest'):
     read_manifest_file(str(tmp_path / 'nope.csv'))
-  path = str(tmp_path / 'latin1.csv')
+
+
+def test_a_non_utf8_row_fails_alone(tmp_path):
+  path = str(tmp_path / 'mixed.csv')
   with open(path, 'wb') as f:
-    f.write('TRAIN,caf\xe9.jpg,cat\n'.encode('latin-1'))
-  with pytest.raises(ManifestError, match='not UTF-8'):
-    read_manifest_file(path)
+    f.write('TRAIN,a.jpg,cat\n'.encode() + 'TRAIN,caf\xe9.jpg,cat\n'.encode('latin-1') +
+            'TEST,ü.jpg,dog\n'.encode())
+  items = read_manifest_file(path)
+  assert [type(i).__name__ for i in items] == ['ManifestRow', 'RowError', 'ManifestRow']
+  assert items[1].reason == 'bad_row' and items[1].row == 2 and 'UTF-8' in items[1].message
+  assert items[1].uri == 'caf\\xe9.jpg'
+  assert items[2].image_uri == 'ü.jpg'
+
+
+def test_header_fixes_the_column_count(tmp_path):
+  path = write_text(str(tmp_path / 'm.csv'), 'split,image_uri,label\nTRAIN,a.jpg,cat\n'
+                    'TRAIN,b.jpg\nTRAIN,c.jpg,cat,dog\n')
+  items = read_manifest_file(path)
+  assert isinstance(items[0], ManifestRow)
+  assert [(i.row, i.reason, i.uri) for i in items[1:]] == [(3, 'bad_row', 'b.jpg'),
+                                                            (4, 'bad_row', 'c.jpg')]
 
 
 def test_resolve_uri():

@@ -88,3 +88,44 @@ def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageInfo:
     channels = _channels(fmt, im, data)
     frames = getattr(im, 'n_frames', 1) if fmt == 'GIF' else 1
   return ImageInfo(SUPPORTED_FORMATS[fmt], height, width, channels, frames)
+
+
+def convert_to_png(data: bytes) -> bytes:
+  """Re-encodes an image TensorFlow cannot decode (WebP, TIFF, ...) as lossless PNG.
+
+  The first frame is kept; colour modes TensorFlow's PNG decoder lacks become RGB(A).
+  """
+  try:
+    with Image.open(io.BytesIO(data)) as im:
+      im.load()
+      if im.mode not in ('L', 'LA', 'RGB', 'RGBA'):
+        im = im.convert('RGBA' if 'A' in im.getbands() or 'transparency' in im.info else 'RGB')
+      out = io.BytesIO()
+      im.save(out, 'PNG')
+      return out.getvalue()
+  except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError.
+    raise RowError('unsupported_format', f'could not convert the image to PNG '
+                   f'({type(e).__name__}: {e})') from None
+
+
+def check_decodable(data: bytes) -> None:
+  """Decodes every frame of `data` so that no truncated or corrupt file becomes a record.
+
+  JPEG is decoded at 1/8 scale (libjpeg's DCT scaling): the whole entropy-coded stream
+  is still read, so truncation and broken data are caught, at about 40% of the cost of
+  a full decode. Raises RowError `truncated` or `corrupt`.
+  """
+  try:
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore', Image.DecompressionBombWarning)
+      with Image.open(io.BytesIO(data)) as im:
+        if im.format == 'JPEG':
+          im.draft(im.mode, (max(1, im.size[0] // 8), max(1, im.size[1] // 8)))
+        for frame in range(getattr(im, 'n_frames', 1)):
+          im.seek(frame)
+          im.load()
+  except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError, struct.error.
+    text = str(e)
+    reason = 'truncated' if 'truncated' in text or 'end of' in text.lower() else 'corrupt'
+    raise RowError(reason, f'the image data cannot be decoded ({type(e).__name__}: {text})'
+                   ) from None

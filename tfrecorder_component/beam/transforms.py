@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.errors import RowError
@@ -74,50 +75,51 @@ class ReadManifestRows(beam.PTransform):
     return {'rows': rows, ERRORS: parsed[ERRORS]}
 
 
-def read_image_bytes(uri: str) -> bytes:
-  """Reads a file from any Beam file system, with errors a person can act on."""
-  try:
-    with FileSystems.open(uri, compression_type='uncompressed') as f:
-      return f.read()
-  except (FileNotFoundError, IsADirectoryError) as e:
-    raise RowError('missing', f'cannot open the image: {e}') from None
-  except Exception as e:  # File systems raise their own types (BeamIOError, GCS errors).
-    text = str(e)
-    if 'No such file' in text or 'Not found' in text or 'not found' in text:
-      raise RowError('missing', f'the image does not exist ({text})') from None
-    if 'Is a directory' in text:
-      raise RowError('missing', 'the URI names a directory, not an image file') from None
-    raise RowError('unreadable', f'cannot read the image: {type(e).__name__}: {text}') from None
-
-
 class _LoadImage(beam.DoFn):
 
-  def __init__(self, max_pixels: int):
-    self._max_pixels = max_pixels
+  def __init__(self, options: 'ConversionOptions'):
+    self._options = options
     self._loaded = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_loaded')
+    self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
+    self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
+
+  def _load(self, row: ManifestRow):
+    options = self._options
+    data = files.read_bytes(row.resolved_uri, max_bytes=options.max_bytes)
+    self._bytes.inc(len(data))
+    try:
+      info = image_lib.probe_image(data, options.max_pixels)
+    except RowError as e:
+      if e.reason != 'unsupported_format' or not options.convert_unsupported:
+        raise
+      data = image_lib.convert_to_png(data)
+      info = image_lib.probe_image(data, options.max_pixels)
+      self._converted.inc()
+    if options.check_decode:
+      image_lib.check_decodable(data)
+    return data, info
 
   def process(self, row: ManifestRow):
     try:
-      data = read_image_bytes(row.resolved_uri)
-      info = image_lib.probe_image(data, self._max_pixels)
+      data, info = self._load(row)
     except RowError as e:
+      self._failed.inc()
       yield beam.pvalue.TaggedOutput(ERRORS, error_record(e, row))
       return
     self._loaded.inc()
-    self._bytes.inc(len(data))
     yield row, data, info
 
 
 class LoadImages(beam.PTransform):
-  """Reads each row's image bytes and probes its header: (row, bytes, ImageInfo)."""
+  """Reads each row's image, probes its header and proves it decodes: (row, bytes, info)."""
 
-  def __init__(self, max_pixels: int = image_lib.DEFAULT_MAX_PIXELS):
+  def __init__(self, options: 'ConversionOptions'):
     super().__init__()
-    self._max_pixels = max_pixels
+    self._options = options
 
   def expand(self, rows):
-    return rows | beam.ParDo(_LoadImage(self._max_pixels)).with_outputs(ERRORS, main='images')
+    return rows | beam.ParDo(_LoadImage(self._options)).with_outputs(ERRORS, main='images')
 
 
 class _ToExample(beam.DoFn):
@@ -131,12 +133,23 @@ class _ToExample(beam.DoFn):
     label_ids = {label: i for i, label in enumerate(vocabulary)}
     split = row.split or splits_lib.hash_split(row.image_uri, self._buckets)
     example = build_example(row, data, info, label_ids)
-    yield beam.pvalue.TaggedOutput(STATS, (split, row.labels))
+    sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
+    yield beam.pvalue.TaggedOutput(STATS, RecordStat(split, row.labels, sha256, row.image_uri,
+                                                     info.format))
     yield split, example.SerializeToString()
 
 
+class RecordStat(NamedTuple):
+  """What the report needs of a written record, without its bytes."""
+  split: str
+  labels: Tuple[str, ...]
+  sha256: str
+  uri: str
+  format: str
+
+
 class ToExamples(beam.PTransform):
-  """Builds serialized tf.train.Examples keyed by split; also emits (split, labels) stats."""
+  """Builds serialized tf.train.Examples keyed by split; also emits a RecordStat each."""
 
   def __init__(self, vocabulary, buckets: Sequence[Tuple[str, int]]):
     super().__init__()
@@ -212,6 +225,39 @@ class _SummaryFn(beam.CombineFn):
     }
 
 
+class FindDuplicates(beam.PTransform):
+  """Groups records by content hash; emits one dict per hash written more than once.
+
+  Catches the same image listed twice and identical bytes under different names, and
+  flags groups that span splits (test data leaking into training).
+  """
+
+  def expand(self, stats):
+    return (stats
+            | 'BySha256' >> beam.Map(lambda s: (s.sha256, (s.uri, s.split)))
+            | 'Group' >> beam.GroupByKey()
+            | 'Repeated' >> beam.Filter(lambda kv: len(kv[1]) > 1)
+            | 'Describe' >> beam.Map(_describe_duplicate))
+
+
+def _describe_duplicate(kv) -> Dict[str, Any]:
+  sha256, members = kv
+  members = sorted(members)
+  splits = sorted({split for _, split in members})
+  return {'sha256': sha256, 'uris': [u for u, _ in members],
+          'splits': [s for _, s in members], 'cross_split': len(splits) > 1}
+
+
+def _duplicate_counts(groups: List[Dict[str, Any]]) -> Dict[str, Any]:
+  groups = sorted(groups, key=lambda g: g['uris'])
+  return {
+      'groups': len(groups),
+      'extra_records': sum(len(g['uris']) - 1 for g in groups),
+      'cross_split_groups': sum(1 for g in groups if g['cross_split']),
+      'first': groups[:10],
+  }
+
+
 def _write_text(path: str, text: str) -> None:
   with FileSystems.create(path) as f:
     f.write(text.encode('utf-8'))
@@ -222,14 +268,20 @@ class ConversionOptions:
   """What a conversion does beyond reading manifests and writing splits."""
   buckets: Tuple[Tuple[str, int], ...] = splits_lib.DEFAULT_BUCKETS
   max_pixels: int = image_lib.DEFAULT_MAX_PIXELS
+  max_bytes: int = files.DEFAULT_MAX_BYTES
+  check_decode: bool = True          # decode every image so no undecodable record is written
+  convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
+
+
+REPORT_FILES = ('summary.json', 'errors.jsonl', 'duplicates.jsonl')
 
 
 class ConvertManifests(beam.PTransform):
-  """The whole conversion: manifests in; split TFRecords, label files, summary, errors out.
+  """The whole conversion: manifests in; split TFRecords, label files and a report out.
 
   Writes `Split-<name>/data_tfrecord-*.gz` under `split_dirs`, `labels.txt` and
-  `label_map.pbtxt` into `label_dir`, and `summary.json` and `errors.jsonl` into
-  `report_dir`.
+  `label_map.pbtxt` into `label_dir`, and `summary.json`, `errors.jsonl` and
+  `duplicates.jsonl` into `report_dir`.
   """
 
   def __init__(self, sources: Sequence[ManifestSource], split_dirs: Mapping[str, str],
@@ -246,27 +298,47 @@ class ConvertManifests(beam.PTransform):
     manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(self._sources)
     vocabulary = manifest['rows'] | 'LabelVocabulary' >> LabelVocabulary()
     _ = vocabulary | 'WriteLabelFiles' >> beam.Map(_WriteLabels(self._label_dir))
-    images = manifest['rows'] | 'LoadImages' >> LoadImages(self._options.max_pixels)
+    images = manifest['rows'] | 'LoadImages' >> LoadImages(self._options)
     examples = images.images | 'ToExamples' >> ToExamples(
         beam.pvalue.AsSingleton(vocabulary), self._options.buckets)
     _ = examples.records | 'WriteSplits' >> WriteSplits(self._split_dirs)
 
-    errors = ((manifest[ERRORS], images[ERRORS]) | 'AllErrors' >> beam.Flatten())
-    _ = (errors
-         | 'ErrorsToJson' >> beam.Map(lambda e: json.dumps(e, ensure_ascii=False, sort_keys=True))
-         | 'WriteErrors' >> beam.io.WriteToText(
-             FileSystems.join(self._report_dir, 'errors'), file_name_suffix='.jsonl',
-             shard_name_template=''))
+    errors = (manifest[ERRORS], images[ERRORS]) | 'AllErrors' >> beam.Flatten()
+    _ = errors | 'WriteErrors' >> _WriteJsonLines(self._report_dir, 'errors')
+    duplicates = examples[STATS] | 'FindDuplicates' >> FindDuplicates()
+    _ = duplicates | 'WriteDuplicates' >> _WriteJsonLines(self._report_dir, 'duplicates')
+    duplicate_counts = (duplicates
+                        | 'CollectDuplicates' >> beam.combiners.ToList()
+                        | 'CountDuplicates' >> beam.Map(_duplicate_counts))
     summary_inputs = (
-        (examples[STATS] | 'RecordStats' >> beam.Map(lambda s: ('records', s[0], s[1])),
+        (examples[STATS] | 'RecordStats' >> beam.Map(lambda s: ('records', s.split, s.labels)),
          errors | 'ErrorStats' >> beam.Map(lambda e: ('errors', e['reason'], ())))
         | 'AllStats' >> beam.Flatten())
     _ = (summary_inputs
          | 'Summarize' >> beam.CombineGlobally(_SummaryFn())
          | 'WriteSummary' >> beam.Map(
-             lambda s, path: _write_text(path, json.dumps(s, indent=2, ensure_ascii=False)),
-             FileSystems.join(self._report_dir, 'summary.json')))
+             _write_summary, FileSystems.join(self._report_dir, 'summary.json'),
+             duplicates=beam.pvalue.AsSingleton(duplicate_counts)))
     return beam.pvalue.PDone(pbegin.pipeline)
+
+
+def _write_summary(summary: Dict[str, Any], path: str, duplicates: Dict[str, Any]) -> None:
+  _write_text(path, json.dumps(dict(summary, duplicates=duplicates), indent=2,
+                               ensure_ascii=False))
+
+
+class _WriteJsonLines(beam.PTransform):
+  """Writes dicts as one JSON object a line into `<directory>/<name>.jsonl`."""
+
+  def __init__(self, directory: str, name: str):
+    super().__init__()
+    self._path = FileSystems.join(directory, name)
+
+  def expand(self, dicts):
+    return (dicts
+            | 'ToJson' >> beam.Map(lambda d: json.dumps(d, ensure_ascii=False, sort_keys=True))
+            | 'Write' >> beam.io.WriteToText(self._path, file_name_suffix='.jsonl',
+                                              shard_name_template=''))
 
 
 class _WriteLabels:

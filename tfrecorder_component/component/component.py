@@ -7,9 +7,11 @@ from tfx.orchestration import data_types
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import channel, standard_artifacts
 
+from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component.component import driver, executor, spec
+from tfrecorder_component.component import driver, executor, spec, types
+from tfrecorder_component.manifest import MANIFEST_FORMATS
 
 
 def default_output_config() -> example_gen_pb2.Output:
@@ -33,7 +35,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
   splits, every row of a split's files takes that split.
 
   Outputs: `examples`, a standard Examples artifact (`Split-<name>/data_tfrecord-*.gz`
-  plus `labels.txt` and `label_map.pbtxt`; see `tfrecorder_component.read_label_map`).
+  plus `labels.txt` and `label_map.pbtxt`; see `tfrecorder_component.read_label_map`),
+  and `report`, a ConversionReport (summary, failed rows, duplicate images).
   """
 
   SPEC_CLASS = spec.ImageExampleGenSpec
@@ -50,7 +53,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
                                    data_types.RuntimeParameter]] = None,
       manifest_format: Optional[str] = None,
       max_pixels: int = image_lib.DEFAULT_MAX_PIXELS,
-      max_error_ratio: float = 0.0):
+      max_bytes: int = files.DEFAULT_MAX_BYTES,
+      max_error_ratio: float = 0.0,
+      convert_unsupported: bool = False):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -61,13 +66,20 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         train/eval/test).
       range_config: Span range, as for FileBasedExampleGen.
       manifest_format: 'automl_csv' or 'vertex_jsonl'; detected per file if unset.
-      max_pixels: Images with more pixels are refused before they are decoded.
+      max_pixels: Images whose header claims more pixels are refused before they are
+        decoded (decompression bombs).
+      max_bytes: Image files larger than this are refused (default 64 MiB).
       max_error_ratio: Fraction of manifest rows that may fail (missing, not an image,
         ...) before the execution fails. Default 0.0: any failed row fails the run.
+        Failed rows are listed in the `report` output either way.
+      convert_unsupported: Re-encode images TensorFlow cannot decode (WebP, TIFF, ...)
+        as PNG instead of reporting them as `unsupported_format`.
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
                        'ImageManifest) or `input_base` (a folder of manifests).')
+    if manifest_format not in (None, *MANIFEST_FORMATS):
+      raise ValueError(f'manifest_format must be one of {MANIFEST_FORMATS}, got {manifest_format!r}')
     if not 0.0 <= max_error_ratio <= 1.0:
       raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
     input_config = input_config or example_gen_utils.make_default_input_config()
@@ -81,4 +93,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         manifest_format=manifest_format,
         max_pixels=max_pixels,
         max_error_ratio=float(max_error_ratio),
-        examples=channel.Channel(type=standard_artifacts.Examples)))
+        max_bytes=max_bytes,
+        convert_unsupported=int(bool(convert_unsupported)),
+        examples=channel.Channel(type=standard_artifacts.Examples),
+        report=channel.Channel(type=types.ConversionReport)))

@@ -104,14 +104,18 @@ class Executor(base_beam_executor.BaseBeamExecutor):
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
+    report = artifact_utils.get_single_instance(output_dict[spec.REPORT_KEY])
     sources = _sources(input_dict, exec_properties)
     buckets, split_names = split_plan(exec_properties)
-    report_dir = os.path.join(self._get_tmp_dir(), 'report')
+    report_dir = report.uri
     fileio.makedirs(report_dir)
     examples.split_names = artifact_utils.encode_split_names(split_names)
     split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
-    options = ConversionOptions(buckets=buckets,
-                                max_pixels=int(exec_properties[spec.MAX_PIXELS_KEY]))
+    options = ConversionOptions(
+        buckets=buckets,
+        max_pixels=int(exec_properties[spec.MAX_PIXELS_KEY]),
+        max_bytes=int(exec_properties[spec.MAX_BYTES_KEY]),
+        convert_unsupported=bool(exec_properties[spec.CONVERT_UNSUPPORTED_KEY]))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
     with self._make_beam_pipeline() as pipeline:
@@ -131,10 +135,19 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
     examples_utils.set_file_format(examples, 'tfrecords_gzip')
     counts = {name: summary['records_per_split'].get(name, 0) for name in split_names}
-    examples.set_json_value_custom_property('record_counts', counts)
-    examples.set_int_custom_property('rows_read', summary['rows_read'])
-    examples.set_int_custom_property('rows_failed', summary['rows_failed'])
-    examples.set_int_custom_property('num_labels', len(summary['records_per_label']))
+    duplicates = summary['duplicates']
+    for artifact in (examples, report):
+      artifact.set_json_value_custom_property('record_counts', counts)
+      artifact.set_int_custom_property('rows_read', summary['rows_read'])
+      artifact.set_int_custom_property('rows_failed', summary['rows_failed'])
+      artifact.set_int_custom_property('num_labels', len(summary['records_per_label']))
+      artifact.set_int_custom_property('duplicate_groups', duplicates['groups'])
+      artifact.set_int_custom_property('cross_split_duplicates', duplicates['cross_split_groups'])
+    report.set_json_value_custom_property('errors_per_reason', summary['errors_per_reason'])
+    if duplicates['cross_split_groups']:
+      logging.warning('%d image(s) appear in more than one split (test data leaking into '
+                      'training); see %s/duplicates.jsonl.', duplicates['cross_split_groups'],
+                      report_dir)
     logging.info('ImageExampleGen wrote %s records per split.', counts)
 
   def _apply_error_policy(self, summary, errors_path: str, max_error_ratio: float,
@@ -153,4 +166,5 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     raise RuntimeError(
         f'{failed} of {rows} manifest rows failed ({failed / rows:.2%}), more than '
         f'max_error_ratio={max_error_ratio}. First failures:\n{details}\n'
+        f'All failed rows: {errors_path}\n'
         f'Fix or remove these rows, or raise max_error_ratio to skip them.')

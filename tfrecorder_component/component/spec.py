@@ -3,7 +3,7 @@ from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
-from tfrecorder_component.component.types import ImageManifest
+from tfrecorder_component.component.types import ConversionReport, ImageManifest
 
 MANIFEST_KEY = 'manifest'
 EXAMPLES_KEY = 'examples'
@@ -14,10 +14,13 @@ RANGE_CONFIG_KEY = 'range_config'
 MANIFEST_FORMAT_KEY = 'manifest_format'
 MAX_PIXELS_KEY = 'max_pixels'
 MAX_ERROR_RATIO_KEY = 'max_error_ratio'
+MAX_BYTES_KEY = 'max_bytes'
+CONVERT_UNSUPPORTED_KEY = 'convert_unsupported'
+REPORT_KEY = 'report'
 
 
 class ImageExampleGenSpec(ComponentSpec):
-  """Inputs: a manifest channel or an input_base folder. Output: split Examples."""
+  """Inputs: a manifest channel or an input_base folder. Outputs: split Examples, a report."""
 
   PARAMETERS = {
       INPUT_BASE_KEY: ExecutionParameter(type=str, optional=True),
@@ -27,10 +30,13 @@ class ImageExampleGenSpec(ComponentSpec):
       MANIFEST_FORMAT_KEY: ExecutionParameter(type=str, optional=True),
       MAX_PIXELS_KEY: ExecutionParameter(type=int),
       MAX_ERROR_RATIO_KEY: ExecutionParameter(type=float),
+      MAX_BYTES_KEY: ExecutionParameter(type=int),
+      CONVERT_UNSUPPORTED_KEY: ExecutionParameter(type=int),  # 0 or 1
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),
   }
   OUTPUTS = {
       EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+      REPORT_KEY: ChannelParameter(type=ConversionReport),
   }

@@ -10,3 +10,10 @@ class ImageManifest(Artifact):
   declares no PROPERTIES, so Vertex AI Pipelines accepts it.
   """
   TYPE_NAME = 'tfrecorder.ImageManifest'
+
+
+class ConversionReport(Artifact):
+  """What a conversion did: `summary.json`, `errors.jsonl` (one failed row a line) and
+  `duplicates.jsonl` (images written more than once). Vertex-compatible like ImageManifest.
+  """
+  TYPE_NAME = 'tfrecorder.ConversionReport'

@@ -21,6 +21,7 @@ ML_USE_TO_SPLIT = {
     'UNASSIGNED': None, '': None,
 }
 
+MANIFEST_FORMATS = ('automl_csv', 'vertex_jsonl')
 _SCHEME = re.compile(r'^[a-zA-Z][a-zA-Z0-9+.-]*://')
 
 
@@ -79,9 +80,24 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
   if fmt not in parsers:
     raise ManifestError(f'{path}: unknown manifest format {fmt!r}; one of {sorted(parsers)}')
   for item in parsers[fmt](path, text):
-    if split_override is not None and isinstance(item, ManifestRow):
-      item = dataclasses.replace(item, split=split_override)
+    if isinstance(item, ManifestRow):
+      if _has_undecodable_bytes(item):
+        item = RowError('bad_row', 'the row is not valid UTF-8; save the manifest as UTF-8',
+                        source=path, row=item.row,
+                        uri=item.image_uri.encode('utf-8', 'surrogateescape').decode(
+                            'utf-8', 'backslashreplace'))
+      elif split_override is not None:
+        item = dataclasses.replace(item, split=split_override)
     yield item
+
+
+def _has_undecodable_bytes(row: ManifestRow) -> bool:
+  # read_manifest_file decodes with 'surrogateescape': invalid bytes become lone
+  # surrogates, so one bad row fails alone instead of the whole manifest.
+  return any(_SURROGATE.search(text) for text in (row.image_uri, *row.labels))
+
+
+_SURROGATE = re.compile('[\udc80-\udcff]')
 
 
 def read_manifest_file(path: str, fmt: Optional[str] = None,
@@ -93,10 +109,5 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
       raw = f.read()
   except Exception as e:
     raise ManifestError(f'cannot read manifest {path}: {e}') from e
-  try:
-    text = raw.decode('utf-8-sig')
-  except UnicodeDecodeError as e:
-    raise ManifestError(
-        f'manifest {path} is not UTF-8 (byte {e.start}: {raw[e.start:e.start + 1]!r}); '
-        f'save it as UTF-8') from None
+  text = raw.decode('utf-8-sig', errors='surrogateescape')
   return list(parse_manifest_text(path, text, fmt, split_override))

@@ -34,10 +34,12 @@ def _looks_like_path(field: str) -> bool:
 class _Layout:
   """Which column holds ML_USE, which the URI, which the labels."""
 
-  def __init__(self, split_col: Optional[int], uri_col: int, label_cols: Optional[List[int]]):
+  def __init__(self, split_col: Optional[int], uri_col: int, label_cols: Optional[List[int]],
+               width: Optional[int] = None):
     self.split_col = split_col
     self.uri_col = uri_col
     self.label_cols = label_cols  # None: every column after the URI
+    self.width = width  # the header's column count; None without a header
 
   @classmethod
   def from_header(cls, fields: List[str]) -> '_Layout':
@@ -45,7 +47,7 @@ class _Layout:
     split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
     uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
     labels = [i for i, n in enumerate(names) if n in LABEL_COLUMNS or n.startswith('label')]
-    return cls(split_col, uri_col, labels)
+    return cls(split_col, uri_col, labels, width=len(fields))
 
   @classmethod
   def from_first_row(cls, fields: List[str]) -> '_Layout':
@@ -81,6 +83,10 @@ def parse(path: str, text: str) -> Iterator[ParsedItem]:
 
 
 def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:
+  if layout.width is not None and len(fields) != layout.width:
+    return RowError('bad_row', f'the row has {len(fields)} column(s), the header has '
+                    f'{layout.width}', source=path, row=row,
+                    uri=fields[layout.uri_col].strip() if layout.uri_col < len(fields) else None)
   if layout.uri_col >= len(fields):
     return RowError('bad_row', f'expected an image URI in column {layout.uri_col + 1}, '
                     f'the row has {len(fields)} column(s)', source=path, row=row)

@@ -1,0 +1,107 @@
+"""Reading image bytes from any Beam file system, with retries and actionable errors.
+
+Transient failures of remote storage (connection resets, timeouts, HTTP 429/5xx) are
+retried with exponential backoff; permanent ones become a RowError whose reason and
+message say what to do.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import time
+from typing import Callable, Iterable
+
+from apache_beam.io.filesystem import BeamIOError
+from apache_beam.io.filesystems import FileSystems
+
+from tfrecorder_component.errors import RowError
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_ATTEMPTS = 4
+_TRANSIENT_ERRNOS = {errno.EAGAIN, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNABORTED,
+                     errno.EPIPE}
+_TRANSIENT_NAMES = {'ServiceUnavailable', 'TooManyRequests', 'InternalServerError',
+                    'GatewayTimeout', 'DeadlineExceeded', 'BadGateway', 'RetryError',
+                    'TransportError'}
+_PERMISSION_NAMES = {'Forbidden', 'Unauthorized', 'PermissionDenied',
+                     'DefaultCredentialsError', 'RefreshError', 'Unauthenticated'}
+_MISSING_NAMES = {'NotFound'}
+
+
+def _causes(e: BaseException) -> Iterable[BaseException]:
+  """The exception, what Beam wrapped in it, and its chained causes."""
+  seen = set()
+  stack = [e]
+  while stack:
+    current = stack.pop()
+    if current is None or id(current) in seen:
+      continue
+    seen.add(id(current))
+    yield current
+    if isinstance(current, BeamIOError) and isinstance(current.exception_details, dict):
+      stack.extend(v for v in current.exception_details.values()
+                   if isinstance(v, BaseException))
+    stack.extend([current.__cause__, current.__context__])
+
+
+def classify(e: BaseException) -> str:
+  """'missing', 'not_a_file', 'permission_denied', 'transient' or 'unreadable'."""
+  for c in _causes(e):
+    name = type(c).__name__
+    if isinstance(c, IsADirectoryError):
+      return 'not_a_file'
+    if isinstance(c, FileNotFoundError) or name in _MISSING_NAMES:
+      return 'missing'
+    if isinstance(c, PermissionError) or name in _PERMISSION_NAMES:
+      return 'permission_denied'
+    if isinstance(c, (ConnectionError, TimeoutError)) or name in _TRANSIENT_NAMES or (
+        isinstance(c, OSError) and c.errno in _TRANSIENT_ERRNOS):
+      return 'transient'
+  text = str(e)
+  if 'No such file' in text or 'Not found' in text or 'not found' in text:
+    return 'missing'
+  if 'Is a directory' in text:
+    return 'not_a_file'
+  return 'unreadable'
+
+
+_ADVICE = {
+    'missing': 'the file does not exist; fix the URI or remove the row',
+    'not_a_file': 'the URI names a directory, not an image file',
+    'permission_denied': ('permission denied; grant the identity that runs the pipeline '
+                          '(for gs://, the workers\' service account) read access, e.g. '
+                          'roles/storage.objectViewer, or run `gcloud auth '
+                          'application-default login` locally'),
+    'unreadable': 'the file could not be read',
+}
+
+
+def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEFAULT_ATTEMPTS,
+               backoff_seconds: float = 0.5,
+               sleep: Callable[[float], None] = time.sleep) -> bytes:
+  """Reads a whole file, retrying transient failures; raises RowError otherwise.
+
+  Files larger than `max_bytes` are refused (`too_large`) after reading at most
+  `max_bytes + 1` bytes.
+  """
+  for attempt in range(1, attempts + 1):
+    try:
+      with FileSystems.open(uri, compression_type='uncompressed') as f:
+        data = f.read(max_bytes + 1)
+    except Exception as e:  # File systems raise their own types; classify() sorts them.
+      kind = classify(e)
+      if kind == 'transient' and attempt < attempts:
+        delay = backoff_seconds * 2 ** (attempt - 1)
+        logging.warning('Transient error reading %s (attempt %d of %d), retrying in %.1fs: %s',
+                        uri, attempt, attempts, delay, e)
+        sleep(delay)
+        continue
+      if kind == 'transient':
+        raise RowError('unreadable', f'still failing after {attempts} attempts: '
+                       f'{type(e).__name__}: {e}') from None
+      raise RowError(kind, f'{_ADVICE[kind]} ({type(e).__name__}: {e})') from None
+    if len(data) > max_bytes:
+      raise RowError('too_large', f'the file is larger than max_bytes={max_bytes}; raise '
+                     f'max_bytes if it is genuine')
+    return data
+  raise AssertionError('unreachable')
