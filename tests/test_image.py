@@ -48,6 +48,9 @@ def test_probe_reads_only_the_header():
     (encode(make_image('RGB'), 'WEBP'), 'unsupported_format'),
     (encode(make_image('RGB'), 'TIFF'), 'unsupported_format'),
     (encode(make_image('1'), 'BMP'), 'unsupported_format'),
+    # TensorFlow's BMP decoder needs the exact size its header implies.
+    (encode(make_image('RGB'), 'BMP') + b'\0', 'unsupported_format'),
+    (encode(make_image('RGB'), 'BMP')[:-1], 'truncated'),
 ])
 def test_probe_refuses_what_tensorflow_cannot_decode(data, reason):
   with pytest.raises(RowError) as e:

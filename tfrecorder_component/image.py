@@ -45,15 +45,33 @@ def _channels(fmt: str, im: Image.Image, data: bytes) -> int:
     table = _PNG_CHANNELS
   elif fmt == 'GIF':
     return 3
-  else:  # BMP: TensorFlow goes by bits per pixel, not by Pillow's mode.
-    bits = struct.unpack_from('<H', data, 28)[0] if len(data) >= 30 else 0
-    if bits not in _BMP_CHANNELS_BY_BITS:
-      raise RowError('unsupported_format',
-                     f'{bits}-bit BMP cannot be decoded by TensorFlow (8, 24 and 32-bit can)')
-    return _BMP_CHANNELS_BY_BITS[bits]
+  else:
+    return _bmp_channels(data)
   if im.mode not in table:
     raise RowError('unsupported_format', f'{fmt} with colour mode {im.mode} is not supported')
   return table[im.mode]
+
+
+def _bmp_channels(data: bytes) -> int:
+  """TensorFlow's BMP decoder goes by bits per pixel, not by Pillow's mode, and needs the
+  file to be exactly pixel-data offset + padded rows long."""
+  if len(data) < 30:
+    raise RowError('truncated', 'the BMP header is incomplete')
+  offset, = struct.unpack_from('<i', data, 10)
+  width, height = struct.unpack_from('<ii', data, 18)
+  bits, = struct.unpack_from('<H', data, 28)
+  if bits not in _BMP_CHANNELS_BY_BITS:
+    raise RowError('unsupported_format',
+                   f'{bits}-bit BMP cannot be decoded by TensorFlow (8, 24 and 32-bit can)')
+  channels = _BMP_CHANNELS_BY_BITS[bits]
+  expected = offset + (8 * channels * abs(width) + 31) // 32 * 4 * abs(height)
+  if len(data) < expected:
+    raise RowError('truncated', f'the BMP has {len(data)} bytes, its header needs {expected}')
+  if len(data) > expected:
+    raise RowError('unsupported_format',
+                   f'the BMP has {len(data) - expected} byte(s) after its pixel data, which '
+                   f'TensorFlow\'s BMP decoder refuses (convert_unsupported re-encodes it)')
+  return channels
 
 
 def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageInfo:
