@@ -7,7 +7,7 @@ from tfx import v1 as tfx
 from tfx.orchestration import metadata
 from tfx.orchestration.portable.mlmd import execution_lib
 
-from mlmd_queries import INPUT, OUTPUT, artifact_ids, node_executions
+from mlmd_queries import INPUT, OUTPUT, artifact_ids, node_executions, output_of_type
 from pipelines import demo_data, local_runner, pipeline
 from tfrecorder_component.mlmd import latest_output
 
@@ -25,7 +25,8 @@ def test_demo_pipeline_lineage_accuracy_and_cache(tmp_path):
 
   with metadata.Metadata(config) as m:
     [gen] = node_executions(m, NAME, 'ImageExampleGen')
-    [examples_id] = artifact_ids(m, gen.id, OUTPUT)
+    outputs = artifact_ids(m, gen.id, OUTPUT)
+    examples_id = output_of_type(m, gen.id, 'Examples')
     for consumer in ('StatisticsGen', 'Trainer', 'Evaluator'):
       [execution] = node_executions(m, NAME, consumer)
       assert examples_id in artifact_ids(m, execution.id, INPUT), consumer
@@ -45,5 +46,5 @@ def test_demo_pipeline_lineage_accuracy_and_cache(tmp_path):
     first, second = node_executions(m, NAME, 'ImageExampleGen')
     assert first.id == gen.id
     assert second.last_known_state == second.CACHED
-    assert artifact_ids(m, second.id, OUTPUT) == {examples_id}
+    assert artifact_ids(m, second.id, OUTPUT) == outputs
     assert execution_lib.is_execution_successful(second)

@@ -16,6 +16,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from tfrecorder_component import files
+from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.errors import RowError
@@ -175,9 +176,11 @@ class LabelVocabulary(beam.PTransform):
 class WriteSplits(beam.PTransform):
   """Writes (split, serialized) pairs as gzipped TFRecord shards, one folder a split."""
 
-  def __init__(self, split_dirs: Mapping[str, str]):
+  def __init__(self, split_dirs: Mapping[str, str],
+               compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL):
     super().__init__()
     self._split_dirs = dict(split_dirs)
+    self._level = compression_level
 
   def expand(self, records):
     names = list(self._split_dirs)
@@ -185,9 +188,8 @@ class WriteSplits(beam.PTransform):
     for name, part in zip(names, parts):
       _ = (part
            | f'Values[{name}]' >> beam.Values()
-           | f'Write[{name}]' >> beam.io.WriteToTFRecord(
-               FileSystems.join(self._split_dirs[name], TFRECORD_FILE_NAME),
-               file_name_suffix='.gz'))
+           | f'Write[{name}]' >> beam.io.Write(sink_lib.GzipTFRecordSink(
+               FileSystems.join(self._split_dirs[name], TFRECORD_FILE_NAME), self._level)))
     return beam.pvalue.PDone(records.pipeline)
 
 
@@ -271,6 +273,7 @@ class ConversionOptions:
   max_bytes: int = files.DEFAULT_MAX_BYTES
   check_decode: bool = True          # decode every image so no undecodable record is written
   convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
+  compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
 
 
 REPORT_FILES = ('summary.json', 'errors.jsonl', 'duplicates.jsonl')
@@ -301,7 +304,8 @@ class ConvertManifests(beam.PTransform):
     images = manifest['rows'] | 'LoadImages' >> LoadImages(self._options)
     examples = images.images | 'ToExamples' >> ToExamples(
         beam.pvalue.AsSingleton(vocabulary), self._options.buckets)
-    _ = examples.records | 'WriteSplits' >> WriteSplits(self._split_dirs)
+    _ = examples.records | 'WriteSplits' >> WriteSplits(self._split_dirs,
+                                                        self._options.compression_level)
 
     errors = (manifest[ERRORS], images[ERRORS]) | 'AllErrors' >> beam.Flatten()
     _ = errors | 'WriteErrors' >> _WriteJsonLines(self._report_dir, 'errors')

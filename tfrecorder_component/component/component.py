@@ -10,6 +10,7 @@ from tfx.types import channel, standard_artifacts
 from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import splits as splits_lib
+from tfrecorder_component.beam import sink
 from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS
 
@@ -55,7 +56,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       max_pixels: int = image_lib.DEFAULT_MAX_PIXELS,
       max_bytes: int = files.DEFAULT_MAX_BYTES,
       max_error_ratio: float = 0.0,
-      convert_unsupported: bool = False):
+      convert_unsupported: bool = False,
+      compression_level: int = sink.DEFAULT_COMPRESSION_LEVEL):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -74,12 +76,17 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         Failed rows are listed in the `report` output either way.
       convert_unsupported: Re-encode images TensorFlow cannot decode (WebP, TIFF, ...)
         as PNG instead of reporting them as `unsupported_format`.
+      compression_level: gzip level of the TFRecord shards. Default 0 (stored): encoded
+        images do not compress, and deflate would dominate the run time. Use 6 for
+        uncompressed formats such as BMP.
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
                        'ImageManifest) or `input_base` (a folder of manifests).')
     if manifest_format not in (None, *MANIFEST_FORMATS):
       raise ValueError(f'manifest_format must be one of {MANIFEST_FORMATS}, got {manifest_format!r}')
+    if not 0 <= compression_level <= 9:
+      raise ValueError(f'compression_level must be 0..9, got {compression_level}')
     if not 0.0 <= max_error_ratio <= 1.0:
       raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
     input_config = input_config or example_gen_utils.make_default_input_config()
@@ -95,5 +102,6 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         max_error_ratio=float(max_error_ratio),
         max_bytes=max_bytes,
         convert_unsupported=int(bool(convert_unsupported)),
+        compression_level=compression_level,
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))

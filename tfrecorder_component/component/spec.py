@@ -16,6 +16,7 @@ MAX_PIXELS_KEY = 'max_pixels'
 MAX_ERROR_RATIO_KEY = 'max_error_ratio'
 MAX_BYTES_KEY = 'max_bytes'
 CONVERT_UNSUPPORTED_KEY = 'convert_unsupported'
+COMPRESSION_LEVEL_KEY = 'compression_level'
 REPORT_KEY = 'report'
 
 
@@ -32,6 +33,7 @@ class ImageExampleGenSpec(ComponentSpec):
       MAX_ERROR_RATIO_KEY: ExecutionParameter(type=float),
       MAX_BYTES_KEY: ExecutionParameter(type=int),
       CONVERT_UNSUPPORTED_KEY: ExecutionParameter(type=int),  # 0 or 1
+      COMPRESSION_LEVEL_KEY: ExecutionParameter(type=int),  # gzip level 0..9
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),

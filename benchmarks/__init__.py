@@ -1,0 +1,1 @@
+"""Throughput and memory benchmark of the conversion, with its baselines."""
