@@ -57,7 +57,6 @@ def _worker(method: str, manifest: str, output: str) -> Dict[str, float]:
   else:
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-    import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
     from tfrecorder_component.beam.transforms import ConvertManifests, ManifestSource  # pylint: disable=g-import-not-at-top
     t1 = time.perf_counter()
     splits = {s: os.path.join(output, f'Split-{s}') for s in ('train', 'eval', 'test')}

@@ -41,3 +41,16 @@ def test_tensorflow_reads_shards_at_every_level(tmp_path, level):
 def test_level_is_validated():
   with pytest.raises(ValueError, match='compression_level'):
     GzipTFRecordSink('/tmp/x', 10)
+
+
+def test_example_messages_serialize_exactly_like_tensorflow():
+  from tfrecorder_component import example_proto
+  ours, theirs = example_proto.Example(), tf.train.Example()
+  for message in (ours, theirs):
+    message.features.feature['image/encoded'].bytes_list.value.append(b'\x00\xffdata')
+    message.features.feature['image/class/label'].int64_list.value.extend([0, 7, 2**40])
+    message.features.feature['score'].float_list.value.extend([0.5, -1.25])
+    message.features.feature['empty'].bytes_list.SetInParent()
+  assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(
+      deterministic=True)
+  assert tf.train.Example.FromString(ours.SerializeToString()) == theirs

@@ -20,6 +20,7 @@ from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.errors import RowError
+from tfrecorder_component.example import build_example
 from tfrecorder_component.manifest import ManifestRow, read_manifest_file
 
 ERRORS = 'errors'
@@ -90,15 +91,13 @@ class _LoadImage(beam.DoFn):
     data = files.read_bytes(row.resolved_uri, max_bytes=options.max_bytes)
     self._bytes.inc(len(data))
     try:
-      info = image_lib.probe_image(data, options.max_pixels)
+      info = image_lib.probe_image(data, options.max_pixels, decode=options.check_decode)
     except RowError as e:
       if e.reason != 'unsupported_format' or not options.convert_unsupported:
         raise
       data = image_lib.convert_to_png(data)
-      info = image_lib.probe_image(data, options.max_pixels)
+      info = image_lib.probe_image(data, options.max_pixels, decode=options.check_decode)
       self._converted.inc()
-    if options.check_decode:
-      image_lib.check_decodable(data)
     return data, info
 
   def process(self, row: ManifestRow):
@@ -123,21 +122,47 @@ class LoadImages(beam.PTransform):
     return rows | beam.ParDo(_LoadImage(self._options)).with_outputs(ERRORS, main='images')
 
 
+class _AssignLabelIds(beam.DoFn):
+
+  def __init__(self):
+    self._ids: Tuple[Any, Dict[str, int]] = (None, {})
+
+  def process(self, row: ManifestRow, vocabulary: List[str]):
+    if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
+      self._ids = (vocabulary, {label: i for i, label in enumerate(vocabulary)})
+    ids = self._ids[1]
+    yield dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
+
+
+class AssignLabelIds(beam.PTransform):
+  """Sets each row's label ids from the vocabulary, before any image is read.
+
+  The vocabulary is a side input that needs every row; applying it to rows rather than
+  to loaded images means no image bytes wait for it (no materialization, no second
+  pass over the bytes).
+  """
+
+  def __init__(self, vocabulary):
+    super().__init__()
+    self._vocabulary = vocabulary
+
+  def expand(self, rows):
+    return rows | beam.ParDo(_AssignLabelIds(), vocabulary=self._vocabulary)
+
+
 class _ToExample(beam.DoFn):
 
   def __init__(self, buckets: Sequence[Tuple[str, int]]):
     self._buckets = tuple(buckets)
 
-  def process(self, element, vocabulary: List[str]):
-    from tfrecorder_component.example import build_example  # pylint: disable=g-import-not-at-top
+  def process(self, element):
     row, data, info = element
-    label_ids = {label: i for i, label in enumerate(vocabulary)}
     split = row.split or splits_lib.hash_split(row.image_uri, self._buckets)
-    example = build_example(row, data, info, label_ids)
+    example = build_example(row, data, info)
     sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
     yield beam.pvalue.TaggedOutput(STATS, RecordStat(split, row.labels, sha256, row.image_uri,
                                                      info.format))
-    yield split, example.SerializeToString()
+    yield split, example.SerializeToString(deterministic=True)  # byte-reproducible records
 
 
 class RecordStat(NamedTuple):
@@ -152,14 +177,12 @@ class RecordStat(NamedTuple):
 class ToExamples(beam.PTransform):
   """Builds serialized tf.train.Examples keyed by split; also emits a RecordStat each."""
 
-  def __init__(self, vocabulary, buckets: Sequence[Tuple[str, int]]):
+  def __init__(self, buckets: Sequence[Tuple[str, int]]):
     super().__init__()
-    self._vocabulary = vocabulary
     self._buckets = buckets
 
   def expand(self, images):
-    return images | beam.ParDo(_ToExample(self._buckets), vocabulary=self._vocabulary
-                               ).with_outputs(STATS, main='records')
+    return images | beam.ParDo(_ToExample(self._buckets)).with_outputs(STATS, main='records')
 
 
 class LabelVocabulary(beam.PTransform):
@@ -301,9 +324,10 @@ class ConvertManifests(beam.PTransform):
     manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(self._sources)
     vocabulary = manifest['rows'] | 'LabelVocabulary' >> LabelVocabulary()
     _ = vocabulary | 'WriteLabelFiles' >> beam.Map(_WriteLabels(self._label_dir))
-    images = manifest['rows'] | 'LoadImages' >> LoadImages(self._options)
-    examples = images.images | 'ToExamples' >> ToExamples(
-        beam.pvalue.AsSingleton(vocabulary), self._options.buckets)
+    rows = manifest['rows'] | 'AssignLabelIds' >> AssignLabelIds(
+        beam.pvalue.AsSingleton(vocabulary))
+    images = rows | 'LoadImages' >> LoadImages(self._options)
+    examples = images.images | 'ToExamples' >> ToExamples(self._options.buckets)
     _ = examples.records | 'WriteSplits' >> WriteSplits(self._split_dirs,
                                                         self._options.compression_level)
 

@@ -34,6 +34,7 @@ class ManifestRow:
   resolved_uri: str           # where the bytes are read from
   labels: Tuple[str, ...] = ()
   split: Optional[str] = None  # TFX split name, or None when unassigned
+  label_ids: Tuple[int, ...] = ()  # ids of `labels` in the run's vocabulary, set in the pipeline
 
 
 def split_for_ml_use(value: str) -> Optional[str]:
