@@ -31,11 +31,14 @@ METHODS = {
     'beam_inmemory_1': 'component pipeline, DirectRunner in-memory, 1 worker',
     'beam_multiproc_1': 'component pipeline, DirectRunner multi-process, 1 worker',
     'beam_multiproc_2': 'component pipeline, DirectRunner multi-process, 2 workers',
+    'beam_multiproc_2_noverify': 'same, 2 workers, verify_decode=False (header probe only)',
 }
 BEAM_ARGS = {
     'beam_inmemory_1': ['--direct_running_mode=in_memory', '--direct_num_workers=1'],
     'beam_multiproc_1': ['--direct_running_mode=multi_processing', '--direct_num_workers=1'],
     'beam_multiproc_2': ['--direct_running_mode=multi_processing', '--direct_num_workers=2'],
+    'beam_multiproc_2_noverify': ['--direct_running_mode=multi_processing',
+                                  '--direct_num_workers=2'],
 }
 STARTUP_N = 20
 
@@ -59,10 +62,12 @@ def _worker(method: str, manifest: str, output: str) -> Dict[str, float]:
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
     from tfrecorder_component.beam.transforms import ConvertManifests, ManifestSource  # pylint: disable=g-import-not-at-top
     t1 = time.perf_counter()
+    from tfrecorder_component.beam.transforms import ConversionOptions  # pylint: disable=g-import-not-at-top
     splits = {s: os.path.join(output, f'Split-{s}') for s in ('train', 'eval', 'test')}
+    options = ConversionOptions(check_decode=not method.endswith('noverify'))
     with beam.Pipeline(options=PipelineOptions(BEAM_ARGS[method])) as p:
       _ = p | ConvertManifests([ManifestSource(manifest)], splits, output,
-                               os.path.join(output, 'report'))
+                               os.path.join(output, 'report'), options)
     with open(os.path.join(output, 'report', 'summary.json')) as f:
       n = json.load(f)['records_written']
   t2 = time.perf_counter()
@@ -154,6 +159,8 @@ def main(argv=None) -> int:
     json.dump({'machine': machine, 'results': results}, f, indent=1)
   report.write(results, machine, args.results)
   print(open(os.path.join(args.results, 'results.md')).read())
+  from benchmarks import stages  # pylint: disable=g-import-not-at-top
+  stages.main(['--data', args.data, '--results', args.results])
   return 0
 
 

@@ -65,7 +65,8 @@ def test_max_error_ratio_and_format_are_validated():
 def test_spec_parameters():
   assert set(spec.ImageExampleGenSpec.PARAMETERS) == {
       'input_base', 'input_config', 'output_config', 'range_config', 'manifest_format',
-      'max_pixels', 'max_bytes', 'max_error_ratio', 'convert_unsupported', 'compression_level'}
+      'max_pixels', 'max_bytes', 'max_error_ratio', 'convert_unsupported', 'compression_level',
+      'verify_decode'}
   assert set(spec.ImageExampleGenSpec.OUTPUTS) == {'examples', 'report'}
 
 

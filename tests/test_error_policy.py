@@ -78,7 +78,7 @@ def run_executor(tmp_path, manifest_uri):
       'input_config': proto_utils.proto_to_json(example_gen_utils.make_default_input_config()),
       'output_config': proto_utils.proto_to_json(default_output_config()),
       'max_pixels': 10**8, 'max_bytes': 10**6, 'max_error_ratio': 0.0,
-      'convert_unsupported': 0, 'compression_level': 0,
+      'convert_unsupported': 0, 'compression_level': 0, 'verify_decode': 1,
   }
   executor_lib.Executor().Do({'manifest': [manifest]},
                              {'examples': [examples], 'report': [report]}, props)

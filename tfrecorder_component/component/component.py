@@ -57,7 +57,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       max_bytes: int = files.DEFAULT_MAX_BYTES,
       max_error_ratio: float = 0.0,
       convert_unsupported: bool = False,
-      compression_level: int = sink.DEFAULT_COMPRESSION_LEVEL):
+      compression_level: int = sink.DEFAULT_COMPRESSION_LEVEL,
+      verify_decode: bool = True):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -79,6 +80,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       compression_level: gzip level of the TFRecord shards. Default 0 (stored): encoded
         images do not compress, and deflate would dominate the run time. Use 6 for
         uncompressed formats such as BMP.
+      verify_decode: Decode every image once so no truncated or corrupt file becomes a
+        record (about 40% of the run time on 35 KB JPEGs). Turn off only for trusted
+        images: the header is still probed, but broken image data goes unnoticed.
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -103,5 +107,6 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         max_bytes=max_bytes,
         convert_unsupported=int(bool(convert_unsupported)),
         compression_level=compression_level,
+        verify_decode=int(bool(verify_decode)),
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))

@@ -17,6 +17,7 @@ MAX_ERROR_RATIO_KEY = 'max_error_ratio'
 MAX_BYTES_KEY = 'max_bytes'
 CONVERT_UNSUPPORTED_KEY = 'convert_unsupported'
 COMPRESSION_LEVEL_KEY = 'compression_level'
+VERIFY_DECODE_KEY = 'verify_decode'
 REPORT_KEY = 'report'
 
 
@@ -34,6 +35,7 @@ class ImageExampleGenSpec(ComponentSpec):
       MAX_BYTES_KEY: ExecutionParameter(type=int),
       CONVERT_UNSUPPORTED_KEY: ExecutionParameter(type=int),  # 0 or 1
       COMPRESSION_LEVEL_KEY: ExecutionParameter(type=int),  # gzip level 0..9
+      VERIFY_DECODE_KEY: ExecutionParameter(type=int),  # 0 or 1
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),
