@@ -11,6 +11,23 @@ def _get(results, method, n):
   return next((r for r in results if r['method'] == method and r['n'] == n), None)
 
 
+def add_steady_rates(results: List[Dict], startup_n: int) -> None:
+  """Steady-state rate of each run: the marginal rate since the next smaller run.
+
+  For N_i: (N_i - N_{i-1}) / (t_i - t_{i-1}), starting from the start-up run (Beam: the
+  same pipeline on `startup_n` images; other methods: nothing, as their run time
+  already excludes imports). Fixed costs cancel out, whatever their size.
+  """
+  for method in dict.fromkeys(r['method'] for r in results):
+    rows = sorted((r for r in results if r['method'] == method), key=lambda r: r['n'])
+    prev_n, prev_t = (startup_n, rows[0]['startup_s']) if rows[0]['startup_s'] else (0, 0.0)
+    for r in rows:
+      dt = max(r['run_s'] - prev_t, 1e-9)
+      r['images_per_s'] = (r['n'] - prev_n) / dt
+      r['mb_per_s'] = r['images_per_s'] * r['input_mb'] / r['n']
+      prev_n, prev_t = r['n'], r['run_s']
+
+
 def targets(results: List[Dict]) -> List[tuple]:
   """(target, measured, holds) for every target of the benchmark that the data covers."""
   sizes = sorted({r['n'] for r in results})
@@ -47,8 +64,9 @@ def targets(results: List[Dict]) -> List[tuple]:
   return out
 
 
-def write(results: List[Dict], machine: str, directory: str) -> None:
+def write(results: List[Dict], machine: str, directory: str, startup_n: int) -> None:
   from benchmarks.run import METHODS  # pylint: disable=g-import-not-at-top
+  add_steady_rates(results, startup_n)
   lines = [f'Measured on: {machine}.', '',
            '| N | method | run s | start-up s | steady images/s | steady MB/s | peak MB | '
            'output MB |', '|---:|---|---:|---:|---:|---:|---:|---:|']
