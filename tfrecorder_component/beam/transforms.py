@@ -1,10 +1,11 @@
 """Composite PTransforms, one job each; failures leave through a tagged `errors` output.
 
-    manifests -> ReadManifestRows -> LoadImages -> ToExamples -> WriteSplits
-                       |                 |            |
-                       +----- errors ----+------------+--> error rows (dicts)
+    manifests -> ReadManifestRows -> AssignLabelIds -> LoadImages -> ToExamples -> WriteSplits
+                       |     \-> LabelVocabulary -/       |             |
+                       |                                   |             +-> stats -> summary,
+                       +------------- errors --------------+                 FindDuplicates
 
-By construction: manifest rows = records written + error rows.
+By construction: manifest rows = records written + error rows (errors.jsonl).
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from tfrecorder_component import files
-from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import splits as splits_lib
+from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.example import build_example
 from tfrecorder_component.manifest import ManifestRow, read_manifest_file
@@ -160,8 +161,7 @@ class _ToExample(beam.DoFn):
     split = row.split or splits_lib.hash_split(row.image_uri, self._buckets)
     example = build_example(row, data, info)
     sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
-    yield beam.pvalue.TaggedOutput(STATS, RecordStat(split, row.labels, sha256, row.image_uri,
-                                                     info.format))
+    yield beam.pvalue.TaggedOutput(STATS, RecordStat(split, row.labels, sha256, row.image_uri))
     yield split, example.SerializeToString(deterministic=True)  # byte-reproducible records
 
 
@@ -171,7 +171,6 @@ class RecordStat(NamedTuple):
   labels: Tuple[str, ...]
   sha256: str
   uri: str
-  format: str
 
 
 class ToExamples(beam.PTransform):
@@ -297,9 +296,6 @@ class ConversionOptions:
   check_decode: bool = True          # decode every image so no undecodable record is written
   convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
   compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
-
-
-REPORT_FILES = ('summary.json', 'errors.jsonl', 'duplicates.jsonl')
 
 
 class ConvertManifests(beam.PTransform):
