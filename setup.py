@@ -19,6 +19,7 @@ setup(
         "apache-beam[gcp]>=2.59,<2.60",
         "pillow>=10",
         "pandas>=1.5",
+        "google-crc32c>=1.5",
     ],
     license="Apache-2.0",
 )

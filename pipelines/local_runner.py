@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 from absl import logging as absl_logging
 
@@ -36,6 +37,10 @@ def main(argv=None) -> int:
   parser.add_argument('--min-accuracy', type=float, default=0.9)
   args = parser.parse_args(argv)
 
+  # Keep the console readable: TensorFlow's C++ start-up chatter and the Google client
+  # libraries' Python-version notices say nothing about this run.
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  warnings.filterwarnings('ignore', category=FutureWarning)
   absl_logging.set_verbosity(absl_logging.WARNING)
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from pipelines import demo_data, pipeline  # pylint: disable=g-import-not-at-top
