@@ -1,7 +1,6 @@
 """probe_image agrees with tf.io.decode_image on real encoded bytes, from the header alone."""
 import pytest
 import tensorflow as tf
-from PIL import Image
 
 from images import encode, make_image
 from tfrecorder_component.errors import RowError

@@ -4,13 +4,10 @@ import os
 
 import tensorflow as tf
 import tensorflow_data_validation as tfdv
-from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
-from tfx.orchestration import metadata
 from tfx.proto import example_gen_pb2
 
 from images import write_image, write_text
-from mlmd_queries import INPUT, OUTPUT, artifact_ids, node_executions
 from records import by_source_id, feature
 from tfrecorder_component import ImageExampleGen, ImageManifest, read_label_map
 from tfrecorder_component.mlmd import latest_output
