@@ -11,6 +11,12 @@ def _get(results, method, n):
   return next((r for r in results if r['method'] == method and r['n'] == n), None)
 
 
+def _rated(results, method, n):
+  """The run of `method` at `n`, if it has a measurable rate."""
+  r = _get(results, method, n)
+  return r if r and r['images_per_s'] is not None else None
+
+
 def add_steady_rates(results: List[Dict], startup_n: int) -> None:
   """Steady-state rate of each run: the marginal rate since the next smaller run.
 
@@ -22,9 +28,10 @@ def add_steady_rates(results: List[Dict], startup_n: int) -> None:
     rows = sorted((r for r in results if r['method'] == method), key=lambda r: r['n'])
     prev_n, prev_t = (startup_n, rows[0]['startup_s']) if rows[0]['startup_s'] else (0, 0.0)
     for r in rows:
-      dt = max(r['run_s'] - prev_t, 1e-9)
-      r['images_per_s'] = (r['n'] - prev_n) / dt
-      r['mb_per_s'] = r['images_per_s'] * r['input_mb'] / r['n']
+      dt = r['run_s'] - prev_t
+      # Below half a second the difference is start-up noise, not a rate.
+      r['images_per_s'] = (r['n'] - prev_n) / dt if dt >= 0.5 else None
+      r['mb_per_s'] = r['images_per_s'] * r['input_mb'] / r['n'] if dt >= 0.5 else None
       prev_n, prev_t = r['n'], r['run_s']
 
 
@@ -33,19 +40,19 @@ def targets(results: List[Dict]) -> List[tuple]:
   sizes = sorted({r['n'] for r in results})
   big = max(sizes)
   out = []
-  comp, naive, copy = (_get(results, m, big) for m in (COMPONENT, 'naive_gzip', 'copy'))
+  comp, naive, copy = (_rated(results, m, big) for m in (COMPONENT, 'naive_gzip', 'copy'))
   if comp and naive:
     ratio = comp['images_per_s'] / naive['images_per_s']
     out.append((f'throughput at N={big:,} >= 2x naive GZIP loop', f'{ratio:.2f}x', ratio >= 2))
   if comp and copy:
     ratio = comp['images_per_s'] / copy['images_per_s']
     out.append((f'throughput at N={big:,} >= 0.5x copy limit', f'{ratio:.2f}x', ratio >= 0.5))
-  fast = _get(results, 'beam_multiproc_2_noverify', big)
+  fast = _rated(results, 'beam_multiproc_2_noverify', big)
   if fast and naive:
     ratio = fast['images_per_s'] / naive['images_per_s']
     out.append(('same with verify_decode=False >= 2x naive GZIP loop', f'{ratio:.2f}x',
                 ratio >= 2))
-  one = _get(results, 'beam_multiproc_1', big)
+  one = _rated(results, 'beam_multiproc_1', big)
   if comp and one:
     ratio = comp['images_per_s'] / one['images_per_s']
     out.append(('2 workers >= 1.6x 1 worker', f'{ratio:.2f}x', ratio >= 1.6))
@@ -71,9 +78,13 @@ def write(results: List[Dict], machine: str, directory: str, startup_n: int) -> 
            '| N | method | run s | start-up s | steady images/s | steady MB/s | peak MB | '
            'output MB |', '|---:|---|---:|---:|---:|---:|---:|---:|']
   for r in results:
+    rate = 'n/a' if r['images_per_s'] is None else f'{r["images_per_s"]:,.0f}'
+    mbps = 'n/a' if r['mb_per_s'] is None else f'{r["mb_per_s"]:.1f}'
     lines.append(f'| {r["n"]:,} | {METHODS[r["method"]]} | {r["run_s"]:.1f} | '
-                 f'{r["startup_s"]:.1f} | {r["images_per_s"]:,.0f} | {r["mb_per_s"]:.1f} | '
+                 f'{r["startup_s"]:.1f} | {rate} | {mbps} | '
                  f'{r["peak_mb"]:,.0f} | {r["output_mb"]:,.1f} |')
+  lines += ['', 'n/a: the run took less than half a second longer than the next smaller one '
+            '(or than start-up), too little to measure a rate.']
   lines += ['', '| target | measured | holds |', '|---|---:|---|']
   lines += [f'| {t} | {m} | {"yes" if ok else "**no**"} |' for t, m, ok in targets(results)]
   with open(os.path.join(directory, 'results.md'), 'w') as f:
@@ -88,12 +99,15 @@ def _plot(results: List[Dict], machine: str, path: str) -> None:
   fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
   for method in dict.fromkeys(r['method'] for r in results):
     rows = sorted((r for r in results if r['method'] == method), key=lambda r: r['n'])
-    ns = [r['n'] for r in rows]
-    ax1.plot(ns, [r['images_per_s'] for r in rows], marker='o', label=method)
-    ax2.plot(ns, [r['peak_mb'] for r in rows], marker='o', label=method)
+    rated = [r for r in rows if r['images_per_s'] is not None]
+    ax1.plot([r['n'] for r in rated], [r['images_per_s'] for r in rated], marker='o',
+             label=method)
+    ax2.plot([r['n'] for r in rows], [r['peak_mb'] for r in rows], marker='o', label=method)
   for ax, title, unit in ((ax1, 'Steady-state throughput', 'images/s'),
                           (ax2, 'Peak memory of the process tree', 'MB')):
     ax.set_xscale('log')
+    if ax is ax1:
+      ax.set_yscale('log')
     ax.set_xlabel('N images (256x256 JPEG)')
     ax.set_ylabel(unit)
     ax.set_title(title)
