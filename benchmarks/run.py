@@ -64,7 +64,7 @@ def _worker(method: str, manifest: str, output: str) -> Dict[str, float]:
     t1 = time.perf_counter()
     from tfrecorder_component.beam.transforms import ConversionOptions  # pylint: disable=g-import-not-at-top
     splits = {s: os.path.join(output, f'Split-{s}') for s in ('train', 'eval', 'test')}
-    options = ConversionOptions(check_decode=not method.endswith('noverify'))
+    options = ConversionOptions(verify_decode=not method.endswith('noverify'))
     with beam.Pipeline(options=PipelineOptions(BEAM_ARGS[method])) as p:
       _ = p | ConvertManifests([ManifestSource(manifest)], splits, output,
                                os.path.join(output, 'report'), options)

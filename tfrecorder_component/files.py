@@ -76,6 +76,12 @@ _ADVICE = {
 }
 
 
+def write_text(path: str, text: str) -> None:
+  """Writes `text` as UTF-8 to `path` on any Beam file system."""
+  with FileSystems.create(path) as f:
+    f.write(text.encode('utf-8'))
+
+
 def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEFAULT_ATTEMPTS,
                backoff_seconds: float = 0.5,
                sleep: Callable[[float], None] = time.sleep) -> bytes:

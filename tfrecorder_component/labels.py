@@ -24,10 +24,10 @@ def label_map_pbtxt(vocabulary: Iterable[str]) -> str:
 
 def write_label_files(directory: str, vocabulary: List[str]) -> None:
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.files import write_text  # pylint: disable=g-import-not-at-top
   for name, text in ((LABELS_FILE, ''.join(l + '\n' for l in vocabulary)),
                      (LABEL_MAP_FILE, label_map_pbtxt(vocabulary))):
-    with FileSystems.create(FileSystems.join(directory, name)) as f:
-      f.write(text.encode('utf-8'))
+    write_text(FileSystems.join(directory, name), text)
 
 
 def read_label_map(examples_uri: str) -> Dict[str, int]:

@@ -92,12 +92,12 @@ class _LoadImage(beam.DoFn):
     data = files.read_bytes(row.resolved_uri, max_bytes=options.max_bytes)
     self._bytes.inc(len(data))
     try:
-      info = image_lib.probe_image(data, options.max_pixels, decode=options.check_decode)
+      info = image_lib.probe_image(data, options.max_pixels, decode=options.verify_decode)
     except RowError as e:
       if e.reason != 'unsupported_format' or not options.convert_unsupported:
         raise
       data = image_lib.convert_to_png(data)
-      info = image_lib.probe_image(data, options.max_pixels, decode=options.check_decode)
+      info = image_lib.probe_image(data, options.max_pixels, decode=options.verify_decode)
       self._converted.inc()
     return data, info
 
@@ -282,18 +282,13 @@ def _duplicate_counts(groups: List[Dict[str, Any]]) -> Dict[str, Any]:
   }
 
 
-def _write_text(path: str, text: str) -> None:
-  with FileSystems.create(path) as f:
-    f.write(text.encode('utf-8'))
-
-
 @dataclasses.dataclass(frozen=True)
 class ConversionOptions:
   """What a conversion does beyond reading manifests and writing splits."""
   buckets: Tuple[Tuple[str, int], ...] = splits_lib.DEFAULT_BUCKETS
   max_pixels: int = image_lib.DEFAULT_MAX_PIXELS
   max_bytes: int = files.DEFAULT_MAX_BYTES
-  check_decode: bool = True          # decode every image so no undecodable record is written
+  verify_decode: bool = True         # decode every image so no undecodable record is written
   convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
   compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
 
@@ -347,7 +342,7 @@ class ConvertManifests(beam.PTransform):
 
 
 def _write_summary(summary: Dict[str, Any], path: str, duplicates: Dict[str, Any]) -> None:
-  _write_text(path, json.dumps(dict(summary, duplicates=duplicates), indent=2,
+  files.write_text(path, json.dumps(dict(summary, duplicates=duplicates), indent=2,
                                ensure_ascii=False))
 
 

@@ -117,7 +117,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         max_bytes=int(exec_properties[spec.MAX_BYTES_KEY]),
         convert_unsupported=bool(exec_properties[spec.CONVERT_UNSUPPORTED_KEY]),
         compression_level=int(exec_properties[spec.COMPRESSION_LEVEL_KEY]),
-        check_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]))
+        verify_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
     with self._make_beam_pipeline() as pipeline:
