@@ -21,11 +21,12 @@ def test_frame_is_byte_identical_to_beams_own_writer():
     assert tfrecord_frame(record) == expected.getvalue()
 
 
-@pytest.mark.parametrize('level', [0, 1, 6])
-def test_tensorflow_reads_shards_at_every_level(tmp_path, level):
+@pytest.mark.parametrize('level,batched', [(0, False), (1, False), (6, False), (0, True)])
+def test_tensorflow_reads_shards_at_every_level(tmp_path, level, batched):
+  elements = [RECORDS[:3], RECORDS[3:]] if batched else RECORDS
   with beam.Pipeline() as p:
-    _ = p | beam.Create(RECORDS) | beam.io.Write(
-        GzipTFRecordSink(str(tmp_path / 'data_tfrecord'), level))
+    _ = p | beam.Create(elements) | beam.io.Write(
+        GzipTFRecordSink(str(tmp_path / 'data_tfrecord'), level, batched=batched))
   shards = sorted(glob.glob(str(tmp_path / 'data_tfrecord-*.gz')))
   assert shards
   read = [r.numpy() for r in tf.data.TFRecordDataset(shards, compression_type='GZIP')]

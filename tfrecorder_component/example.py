@@ -15,7 +15,7 @@ from tfrecorder_component.manifest import ManifestRow
 def build_example(row: ManifestRow, data: bytes, info: ImageInfo):
   """Builds a classification record; `image/encoded` holds `data` unchanged.
 
-  `row.label_ids` must hold the ids of `row.labels` (see beam.transforms.AssignLabelIds).
+  `row.label_ids` must hold the ids of `row.labels` (see beam.transforms.ConvertBatches).
   Fields are appended in place: three times faster than building Feature objects.
   """
   example = tf_example.Example()

@@ -46,9 +46,13 @@ class _GzipFile:
 
 
 class GzipTFRecordSink(filebasedsink.FileBasedSink):
-  """Writes bytes records as gzipped TFRecord shards (`<prefix>-SSSSS-of-NNNNN.gz`)."""
+  """Writes bytes records as gzipped TFRecord shards (`<prefix>-SSSSS-of-NNNNN.gz`).
 
-  def __init__(self, file_path_prefix: str, compression_level: int = DEFAULT_COMPRESSION_LEVEL):
+  With `batched=True` each element is a sequence of records, written in order.
+  """
+
+  def __init__(self, file_path_prefix: str, compression_level: int = DEFAULT_COMPRESSION_LEVEL,
+               batched: bool = False):
     if not 0 <= compression_level <= 9:
       raise ValueError(f'compression_level must be 0..9, got {compression_level}')
     super().__init__(file_path_prefix=file_path_prefix, coder=coders.BytesCoder(),
@@ -56,9 +60,13 @@ class GzipTFRecordSink(filebasedsink.FileBasedSink):
                      mime_type='application/octet-stream',
                      compression_type=CompressionTypes.UNCOMPRESSED)
     self._level = compression_level
+    self._batched = batched
 
   def open(self, temp_path):
     return _GzipFile(super().open(temp_path), self._level)
 
-  def write_encoded_record(self, file_handle, value: bytes) -> None:
-    file_handle.write(tfrecord_frame(value))
+  def write_record(self, file_handle, value) -> None:
+    if self._batched:
+      file_handle.write(b''.join(tfrecord_frame(record) for record in value))
+    else:
+      file_handle.write(tfrecord_frame(value))

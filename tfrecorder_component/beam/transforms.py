@@ -1,9 +1,11 @@
 """Composite PTransforms, one job each; failures leave through a tagged `errors` output.
 
-    manifests -> ReadManifestRows -> AssignLabelIds -> LoadImages -> ToExamples -> WriteSplits
-                       |     \-> LabelVocabulary -/       |             |
-                       |                                   |             +-> stats -> summary,
-                       +------------- errors --------------+                 FindDuplicates
+    manifests -> ReadManifestRows -> ConvertBatches -----------------------> WriteSplits
+                   |        \-> LabelVocabulary -/ (side input)   |   \
+                   |                                              |    +-> stats -> summary,
+                   +--------------------- errors -----------------+            FindDuplicates
+
+Rows travel in batches (ROWS_PER_BATCH); everything per row happens inside one DoFn.
 
 By construction: manifest rows = records written + error rows (errors.jsonl).
 """
@@ -49,120 +51,50 @@ def error_record(error: RowError, row: Optional[ManifestRow] = None) -> Dict[str
   }
 
 
+ROWS_PER_BATCH = 64
+
+
 class _ParseManifest(beam.DoFn):
 
+  def __init__(self, rows_per_batch: int):
+    self._rows_per_batch = rows_per_batch
+
   def process(self, source: ManifestSource):
+    batch: List[ManifestRow] = []
     for item in read_manifest_file(source.path, source.format, source.split):
       if isinstance(item, RowError):
         yield beam.pvalue.TaggedOutput(ERRORS, error_record(item))
-      else:
-        yield item
+        continue
+      batch.append(item)
+      if len(batch) == self._rows_per_batch:
+        yield batch
+        batch = []
+    if batch:
+      yield batch
 
 
 class ReadManifestRows(beam.PTransform):
-  """Parses manifest files into ManifestRows (main) and error rows (`errors`).
+  """Parses manifest files into batches of ManifestRows (main) and error rows (`errors`).
 
-  Each file is parsed by one worker so rows keep their positions; the rows are then
-  redistributed so image loading fans out across all workers.
+  Each file is parsed by one worker so rows keep their positions; the batches are then
+  redistributed so image loading fans out across all workers. Rows travel in batches so
+  that Beam's per-element cost (a few hundred microseconds across the stages of a
+  DirectRunner pipeline) is paid once per batch, and the runner holds one small element
+  per batch rather than per row.
   """
 
-  def __init__(self, sources: Sequence[ManifestSource]):
+  def __init__(self, sources: Sequence[ManifestSource], rows_per_batch: int = ROWS_PER_BATCH):
     super().__init__()
     self._sources = list(sources)
+    self._rows_per_batch = rows_per_batch
 
   def expand(self, pbegin):
     parsed = (pbegin
               | 'ListManifests' >> beam.Create(self._sources)
-              | 'Parse' >> beam.ParDo(_ParseManifest()).with_outputs(ERRORS, main='rows'))
-    rows = parsed.rows | 'Redistribute' >> beam.Reshuffle()
-    return {'rows': rows, ERRORS: parsed[ERRORS]}
-
-
-class _LoadImage(beam.DoFn):
-
-  def __init__(self, options: 'ConversionOptions'):
-    self._options = options
-    self._loaded = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_loaded')
-    self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
-    self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
-    self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
-
-  def _load(self, row: ManifestRow):
-    options = self._options
-    data = files.read_bytes(row.resolved_uri, max_bytes=options.max_bytes)
-    self._bytes.inc(len(data))
-    try:
-      info = image_lib.probe_image(data, options.max_pixels, decode=options.verify_decode)
-    except RowError as e:
-      if e.reason != 'unsupported_format' or not options.convert_unsupported:
-        raise
-      data = image_lib.convert_to_png(data)
-      info = image_lib.probe_image(data, options.max_pixels, decode=options.verify_decode)
-      self._converted.inc()
-    return data, info
-
-  def process(self, row: ManifestRow):
-    try:
-      data, info = self._load(row)
-    except RowError as e:
-      self._failed.inc()
-      yield beam.pvalue.TaggedOutput(ERRORS, error_record(e, row))
-      return
-    self._loaded.inc()
-    yield row, data, info
-
-
-class LoadImages(beam.PTransform):
-  """Reads each row's image, probes its header and proves it decodes: (row, bytes, info)."""
-
-  def __init__(self, options: 'ConversionOptions'):
-    super().__init__()
-    self._options = options
-
-  def expand(self, rows):
-    return rows | beam.ParDo(_LoadImage(self._options)).with_outputs(ERRORS, main='images')
-
-
-class _AssignLabelIds(beam.DoFn):
-
-  def __init__(self):
-    self._ids: Tuple[Any, Dict[str, int]] = (None, {})
-
-  def process(self, row: ManifestRow, vocabulary: List[str]):
-    if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
-      self._ids = (vocabulary, {label: i for i, label in enumerate(vocabulary)})
-    ids = self._ids[1]
-    yield dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
-
-
-class AssignLabelIds(beam.PTransform):
-  """Sets each row's label ids from the vocabulary, before any image is read.
-
-  The vocabulary is a side input that needs every row; applying it to rows rather than
-  to loaded images means no image bytes wait for it (no materialization, no second
-  pass over the bytes).
-  """
-
-  def __init__(self, vocabulary):
-    super().__init__()
-    self._vocabulary = vocabulary
-
-  def expand(self, rows):
-    return rows | beam.ParDo(_AssignLabelIds(), vocabulary=self._vocabulary)
-
-
-class _ToExample(beam.DoFn):
-
-  def __init__(self, buckets: Sequence[Tuple[str, int]]):
-    self._buckets = tuple(buckets)
-
-  def process(self, element):
-    row, data, info = element
-    split = row.split or splits_lib.hash_split(row.image_uri, self._buckets)
-    example = build_example(row, data, info)
-    sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
-    yield beam.pvalue.TaggedOutput(STATS, RecordStat(split, row.labels, sha256, row.image_uri))
-    yield split, example.SerializeToString(deterministic=True)  # byte-reproducible records
+              | 'Parse' >> beam.ParDo(_ParseManifest(self._rows_per_batch)).with_outputs(
+                  ERRORS, main='rows'))
+    batches = parsed.rows | 'Redistribute' >> beam.Reshuffle()
+    return {'batches': batches, ERRORS: parsed[ERRORS]}
 
 
 class RecordStat(NamedTuple):
@@ -173,30 +105,123 @@ class RecordStat(NamedTuple):
   uri: str
 
 
-class ToExamples(beam.PTransform):
-  """Builds serialized tf.train.Examples keyed by split; also emits a RecordStat each."""
+def load_image(row: ManifestRow, options: 'ConversionOptions'
+               ) -> Tuple[bytes, image_lib.ImageInfo, bool]:
+  """Reads a row's image, probes its header and (by default) proves it decodes.
 
-  def __init__(self, buckets: Sequence[Tuple[str, int]]):
+  Returns (bytes, info, converted); raises RowError naming the reason.
+  """
+  data = files.read_bytes(row.resolved_uri, max_bytes=options.max_bytes)
+  try:
+    return data, image_lib.probe_image(data, options.max_pixels,
+                                       decode=options.verify_decode), False
+  except RowError as e:
+    if e.reason != 'unsupported_format' or not options.convert_unsupported:
+      raise
+  data = image_lib.convert_to_png(data)
+  return data, image_lib.probe_image(data, options.max_pixels,
+                                     decode=options.verify_decode), True
+
+
+class _ConvertBatch(beam.DoFn):
+  """A batch of rows in; per split, a batch of serialized Examples out.
+
+  For each row: label ids from the vocabulary, read, probe and decode check, split,
+  Example. Side outputs: one error record per failed row (`errors`) and one list of
+  RecordStats per batch (`stats`).
+  """
+
+  def __init__(self, options: 'ConversionOptions'):
+    self._options = options
+    self._ids: Tuple[Any, Dict[str, int]] = (None, {})
+    self._loaded = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_loaded')
+    self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
+    self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
+    self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
+
+  def _label_ids(self, vocabulary: List[str]) -> Dict[str, int]:
+    if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
+      self._ids = (vocabulary, {label: i for i, label in enumerate(vocabulary)})
+    return self._ids[1]
+
+  def process(self, batch: List[ManifestRow], vocabulary: List[str]):
+    ids = self._label_ids(vocabulary)
+    buckets = self._options.buckets
+    records: Dict[str, List[bytes]] = {}
+    stats: List[RecordStat] = []
+    loaded = converted = nbytes = 0
+    for row in batch:
+      row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
+      try:
+        data, info, was_converted = load_image(row, self._options)
+      except RowError as e:
+        self._failed.inc()
+        yield beam.pvalue.TaggedOutput(ERRORS, error_record(e, row))
+        continue
+      loaded += 1
+      converted += was_converted
+      nbytes += len(data)
+      split = row.split or splits_lib.hash_split(row.image_uri, buckets)
+      example = build_example(row, data, info)
+      sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
+      # deterministic: byte-reproducible records
+      records.setdefault(split, []).append(example.SerializeToString(deterministic=True))
+      stats.append(RecordStat(split, row.labels, sha256, row.image_uri))
+    self._loaded.inc(loaded)
+    self._converted.inc(converted)
+    self._bytes.inc(nbytes)
+    for split, serialized in records.items():
+      yield split, serialized
+    if stats:
+      yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+class ConvertBatches(beam.PTransform):
+  """Batches of rows -> (split, [serialized tf.train.Example]) pairs.
+
+  Outputs: `records` (main), `errors` (one dict per failed row) and `stats` (a list of
+  RecordStat per batch). Label ids come from `vocabulary`, a singleton side input, and
+  are set on rows before any image is read: no image bytes wait for the vocabulary.
+  """
+
+  def __init__(self, vocabulary, options: 'ConversionOptions'):
     super().__init__()
-    self._buckets = buckets
+    self._vocabulary = vocabulary
+    self._options = options
 
-  def expand(self, images):
-    return images | beam.ParDo(_ToExample(self._buckets)).with_outputs(STATS, main='records')
+  def expand(self, batches):
+    return batches | beam.ParDo(_ConvertBatch(self._options),
+                                vocabulary=self._vocabulary).with_outputs(
+                                    ERRORS, STATS, main='records')
+
+
+class _LabelSetFn(beam.CombineFn):
+  """The sorted set of labels of batches of rows."""
+
+  def create_accumulator(self):
+    return set()
+
+  def add_input(self, acc, batch):
+    for row in batch:
+      acc.update(row.labels)
+    return acc
+
+  def merge_accumulators(self, accumulators):
+    return set().union(*accumulators)
+
+  def extract_output(self, acc):
+    return sorted(acc)
 
 
 class LabelVocabulary(beam.PTransform):
-  """The sorted set of labels in the manifest rows, as a one-element PCollection."""
+  """The sorted set of labels in batches of manifest rows, as a one-element PCollection."""
 
-  def expand(self, rows):
-    return (rows
-            | 'Labels' >> beam.FlatMap(lambda row: row.labels)
-            | 'Distinct' >> beam.Distinct()
-            | 'Sorted' >> beam.combiners.ToList()
-            | 'Sort' >> beam.Map(sorted))
+  def expand(self, batches):
+    return batches | beam.CombineGlobally(_LabelSetFn())
 
 
 class WriteSplits(beam.PTransform):
-  """Writes (split, serialized) pairs as gzipped TFRecord shards, one folder a split."""
+  """Writes (split, [serialized]) pairs as gzipped TFRecord shards, one folder a split."""
 
   def __init__(self, split_dirs: Mapping[str, str],
                compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL):
@@ -211,21 +236,26 @@ class WriteSplits(beam.PTransform):
       _ = (part
            | f'Values[{name}]' >> beam.Values()
            | f'Write[{name}]' >> beam.io.Write(sink_lib.GzipTFRecordSink(
-               FileSystems.join(self._split_dirs[name], TFRECORD_FILE_NAME), self._level)))
+               FileSystems.join(self._split_dirs[name], TFRECORD_FILE_NAME), self._level,
+               batched=True)))
     return beam.pvalue.PDone(records.pipeline)
 
 
 class _SummaryFn(beam.CombineFn):
-  """Counts records per split and per label, and errors per reason."""
+  """Counts records per split and per label (from RecordStat lists), errors per reason."""
 
   def create_accumulator(self):
     return {'records': {}, 'labels': {}, 'errors': {}}
 
   def add_input(self, acc, element):
-    kind, key, labels = element
-    acc[kind][key] = acc[kind].get(key, 0) + 1
-    for label in labels:
-      acc['labels'][label] = acc['labels'].get(label, 0) + 1
+    if isinstance(element, dict):  # an error record
+      acc['errors'][element['reason']] = acc['errors'].get(element['reason'], 0) + 1
+      return acc
+    records, labels = acc['records'], acc['labels']
+    for stat in element:
+      records[stat.split] = records.get(stat.split, 0) + 1
+      for label in stat.labels:
+        labels[label] = labels.get(label, 0) + 1
     return acc
 
   def merge_accumulators(self, accumulators):
@@ -249,23 +279,60 @@ class _SummaryFn(beam.CombineFn):
     }
 
 
+DUPLICATE_KEY_SHARDS = 16  # hex digits of the hash; lets a distributed runner spread the work
+
+
+class _ContentIndexFn(beam.CombineFn):
+  """sha256 -> [(uri, split), ...] of RecordStat lists; outputs the repeated hashes only.
+
+  Keeps the hash and where it was seen for every record of its key shard: duplicates
+  cannot be found with less, and the runner combines partial indexes per bundle.
+  """
+
+  def create_accumulator(self):
+    return {}
+
+  def add_input(self, acc, stats):
+    for stat in stats:
+      acc.setdefault(stat.sha256, []).append((stat.uri, stat.split))
+    return acc
+
+  def merge_accumulators(self, accumulators):
+    accumulators = iter(accumulators)
+    out = next(accumulators)
+    for acc in accumulators:
+      for sha256, members in acc.items():
+        out.setdefault(sha256, []).extend(members)
+    return out
+
+  def extract_output(self, acc):
+    return [_describe_duplicate(sha256, members) for sha256, members in acc.items()
+            if len(members) > 1]
+
+
+def _by_shard(stats: List[RecordStat]):
+  shards: Dict[str, List[RecordStat]] = {}
+  for stat in stats:
+    shards.setdefault(stat.sha256[0], []).append(stat)
+  return shards.items()
+
+
 class FindDuplicates(beam.PTransform):
-  """Groups records by content hash; emits one dict per hash written more than once.
+  """Finds records with equal content hashes; emits one dict per hash seen more than once.
 
   Catches the same image listed twice and identical bytes under different names, and
-  flags groups that span splits (test data leaking into training).
+  flags groups that span splits (test data leaking into training). Input: RecordStat
+  lists.
   """
 
   def expand(self, stats):
     return (stats
-            | 'BySha256' >> beam.Map(lambda s: (s.sha256, (s.uri, s.split)))
-            | 'Group' >> beam.GroupByKey()
-            | 'Repeated' >> beam.Filter(lambda kv: len(kv[1]) > 1)
-            | 'Describe' >> beam.Map(_describe_duplicate))
+            | 'ByHashPrefix' >> beam.FlatMap(_by_shard)
+            | 'Index' >> beam.CombinePerKey(_ContentIndexFn())
+            | 'Repeated' >> beam.FlatMap(lambda kv: kv[1]))
 
 
-def _describe_duplicate(kv) -> Dict[str, Any]:
-  sha256, members = kv
+def _describe_duplicate(sha256: str, members) -> Dict[str, Any]:
   members = sorted(members)
   splits = sorted({split for _, split in members})
   return {'sha256': sha256, 'uris': [u for u, _ in members],
@@ -313,27 +380,22 @@ class ConvertManifests(beam.PTransform):
 
   def expand(self, pbegin):
     manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(self._sources)
-    vocabulary = manifest['rows'] | 'LabelVocabulary' >> LabelVocabulary()
+    vocabulary = manifest['batches'] | 'LabelVocabulary' >> LabelVocabulary()
     _ = vocabulary | 'WriteLabelFiles' >> beam.Map(_WriteLabels(self._label_dir))
-    rows = manifest['rows'] | 'AssignLabelIds' >> AssignLabelIds(
-        beam.pvalue.AsSingleton(vocabulary))
-    images = rows | 'LoadImages' >> LoadImages(self._options)
-    examples = images.images | 'ToExamples' >> ToExamples(self._options.buckets)
-    _ = examples.records | 'WriteSplits' >> WriteSplits(self._split_dirs,
-                                                        self._options.compression_level)
+    converted = manifest['batches'] | 'Convert' >> ConvertBatches(
+        beam.pvalue.AsSingleton(vocabulary), self._options)
+    _ = converted.records | 'WriteSplits' >> WriteSplits(self._split_dirs,
+                                                         self._options.compression_level)
 
-    errors = (manifest[ERRORS], images[ERRORS]) | 'AllErrors' >> beam.Flatten()
+    errors = (manifest[ERRORS], converted[ERRORS]) | 'AllErrors' >> beam.Flatten()
     _ = errors | 'WriteErrors' >> _WriteJsonLines(self._report_dir, 'errors')
-    duplicates = examples[STATS] | 'FindDuplicates' >> FindDuplicates()
+    duplicates = converted[STATS] | 'FindDuplicates' >> FindDuplicates()
     _ = duplicates | 'WriteDuplicates' >> _WriteJsonLines(self._report_dir, 'duplicates')
     duplicate_counts = (duplicates
                         | 'CollectDuplicates' >> beam.combiners.ToList()
                         | 'CountDuplicates' >> beam.Map(_duplicate_counts))
-    summary_inputs = (
-        (examples[STATS] | 'RecordStats' >> beam.Map(lambda s: ('records', s.split, s.labels)),
-         errors | 'ErrorStats' >> beam.Map(lambda e: ('errors', e['reason'], ())))
-        | 'AllStats' >> beam.Flatten())
-    _ = (summary_inputs
+    _ = ((converted[STATS], errors)
+         | 'AllStats' >> beam.Flatten()
          | 'Summarize' >> beam.CombineGlobally(_SummaryFn())
          | 'WriteSummary' >> beam.Map(
              _write_summary, FileSystems.join(self._report_dir, 'summary.json'),
