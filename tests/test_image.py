@@ -63,3 +63,18 @@ def test_pixel_limit_refuses_before_decoding():
     probe_image(data, max_pixels=9_999)
   assert e.value.reason == 'too_large' and '100x100' in e.value.message
   assert probe_image(data, max_pixels=10_000).height == 100
+
+
+def test_gif_cut_inside_its_image_is_refused_as_tensorflow_refuses_it():
+  """Pillow decodes a GIF whose image data lacks its block terminator; TensorFlow's
+  giflib does not (found by the property-based test). Without only the trailer, both
+  decode it."""
+  data = encode(make_image('P', 6, 8, seed=3), 'GIF')
+  assert data.endswith(b'\x00;')
+  assert tf.io.decode_image(data[:-1]).shape == (1, 6, 8, 3)
+  assert probe_image(data[:-1], decode=True).frames == 1
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    tf.io.decode_image(data[:-2])
+  with pytest.raises(RowError) as e:
+    probe_image(data[:-2], decode=True)
+  assert e.value.reason == 'truncated'

@@ -109,11 +109,11 @@ def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS,
     channels = _channels(fmt, im, data)
     frames = getattr(im, 'n_frames', 1) if fmt == 'GIF' else 1
     if decode:
-      _decode(im)
+      _decode(im, data)
   return ImageInfo(SUPPORTED_FORMATS[fmt], height, width, channels, frames)
 
 
-def _decode(im: Image.Image) -> None:
+def _decode(im: Image.Image, data: bytes) -> None:
   """Decodes every frame of an opened image; raises RowError `truncated` or `corrupt`.
 
   JPEG is decoded at 1/8 scale (libjpeg's DCT scaling): the whole entropy-coded stream
@@ -121,6 +121,8 @@ def _decode(im: Image.Image) -> None:
   a full decode. Pillow fails on the same truncated and broken files TensorFlow fails
   on (the property-based tests check that whatever passes decodes in TensorFlow).
   """
+  if im.format == 'GIF':
+    _check_gif_blocks(data)
   try:
     if im.format == 'JPEG':
       im.draft(im.mode, (max(1, im.size[0] // 8), max(1, im.size[1] // 8)))
@@ -132,6 +134,39 @@ def _decode(im: Image.Image) -> None:
     reason = 'truncated' if 'truncated' in text or 'end of' in text.lower() else 'corrupt'
     raise RowError(reason, f'the image data cannot be decoded ({type(e).__name__}: {text})'
                    ) from None
+
+
+def _check_gif_blocks(data: bytes) -> None:
+  """Refuses a GIF whose image data stops short, as TensorFlow's decoder (giflib's
+  DGifSlurp) does and Pillow does not.
+
+  TensorFlow keeps what it read once an image is complete: a missing trailer or a broken
+  block after a complete image is accepted, an image without its block terminator is not.
+  """
+  pos = 13
+  flags = data[10] if len(data) > 10 else 0
+  if flags & 0x80:  # global colour table
+    pos += 3 << ((flags & 7) + 1)
+  images = 0
+  while pos < len(data):
+    kind = data[pos]
+    if kind == 0x2C:  # image descriptor, local colour table, LZW code size, sub-blocks
+      local = data[pos + 9] if pos + 9 < len(data) else 0
+      pos += 10 + ((3 << ((local & 7) + 1)) if local & 0x80 else 0) + 1
+    elif kind == 0x21:  # extension: label, sub-blocks
+      pos += 2
+    else:  # the trailer, or a block giflib stops at
+      break
+    while pos < len(data) and data[pos]:
+      pos += data[pos] + 1
+    if pos >= len(data):  # no block terminator
+      if kind == 0x2C:
+        raise RowError('truncated', f'the GIF\'s image {images + 1} stops before its end')
+      break
+    pos += 1
+    images += kind == 0x2C
+  if not images:
+    raise RowError('truncated', 'the GIF holds no complete image')
 
 
 def convert_to_png(data: bytes) -> bytes:
