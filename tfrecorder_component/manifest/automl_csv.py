@@ -2,84 +2,156 @@
 
 A header row is optional. With a header, columns are found by name (`split` or
 `ml_use`; `image_uri`, `uri`, `gcs_file_path`, `image`, `path` or `filename`; `label`,
-`labels` or `label_*`); without one, the first column is ML_USE when the first data
-row's first field is not a file path.
+`labels` or `label_*`), and every other named column becomes a typed feature of the
+record; without one, the first column is ML_USE when the first data row's first field
+is not a file path.
 """
 from __future__ import annotations
 
 import csv
 import io
-from typing import Iterator, List, Optional
+import re
+from typing import Iterator, List, Mapping, Optional, Tuple, Union
 
-from tfrecorder_component.errors import RowError
-from tfrecorder_component.manifest import ManifestRow, ParsedItem, resolve_uri, split_for_ml_use
+from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ParsedItem,
+                                           check_feature_name, resolve_uri,
+                                           split_for_ml_use, type_features)
 
 SPLIT_COLUMNS = ('split', 'ml_use', 'mluse', 'set')
 URI_COLUMNS = ('image_uri', 'uri', 'gcs_file_path', 'image', 'image_path', 'path', 'filename', 'file')
 LABEL_COLUMNS = ('label', 'labels', 'class', 'category')
 
 
-def _is_header(fields: List[str]) -> bool:
+def is_label_column(name: str) -> bool:
+  return name in LABEL_COLUMNS or name.startswith('label')
+
+
+def is_header(fields: List[str]) -> bool:
+  """Whether a CSV row names columns: it names a URI column and holds no data value."""
   names = [f.strip().lower() for f in fields]
-  return any(n in URI_COLUMNS for n in names) and all(
-      n in SPLIT_COLUMNS or n in URI_COLUMNS or n in LABEL_COLUMNS or n.startswith('label') or not n
-      for n in names)
+  if not any(n in URI_COLUMNS for n in names):
+    return False
+  if all(n in SPLIT_COLUMNS or n in URI_COLUMNS or is_label_column(n) or not n for n in names):
+    return True
+  return not any(looks_like_uri(f) or (f.strip() and f.strip().upper() in ML_USE_TO_SPLIT)
+                 for f in fields)
 
 
-def _looks_like_path(field: str) -> bool:
+def looks_like_path(field: str) -> bool:
   f = field.strip()
   return '/' in f or '\\' in f or '.' in f or ':' in f
 
 
-class _Layout:
-  """Which column holds ML_USE, which the URI, which the labels."""
-
-  def __init__(self, split_col: Optional[int], uri_col: int, label_cols: Optional[List[int]],
-               width: Optional[int] = None):
-    self.split_col = split_col
-    self.uri_col = uri_col
-    self.label_cols = label_cols  # None: every column after the URI
-    self.width = width  # the header's column count; None without a header
-
-  @classmethod
-  def from_header(cls, fields: List[str]) -> '_Layout':
-    names = [f.strip().lower() for f in fields]
-    split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
-    uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
-    labels = [i for i, n in enumerate(names) if n in LABEL_COLUMNS or n.startswith('label')]
-    return cls(split_col, uri_col, labels, width=len(fields))
-
-  @classmethod
-  def from_first_row(cls, fields: List[str]) -> '_Layout':
-    first = fields[0]
-    has_ml_use = first.strip().upper() in ('TRAIN', 'TRAINING', 'VALIDATION', 'VALIDATE',
-                                           'EVAL', 'TEST', 'UNASSIGNED', '') \
-        or not _looks_like_path(first)
-    return cls(0, 1, None) if has_ml_use else cls(None, 0, None)
+_URI_START = re.compile(r'([a-zA-Z][a-zA-Z0-9+.-]*:|/|\\|\.{1,2}/)')
+_EXTENSION = re.compile(r'\.[A-Za-z0-9]{2,5}\Z')
 
 
-def parse(path: str, text: str) -> Iterator[ParsedItem]:
-  layout: Optional[_Layout] = None
+def looks_like_uri(field: str) -> bool:
+  """Whether a field reads as an image location rather than a column name."""
+  f = field.strip()
+  return bool(_URI_START.match(f) or _EXTENSION.search(f))
+
+
+def has_ml_use_column(first_row: List[str]) -> bool:
+  """Without a header: whether the first data row starts with an ML_USE field."""
+  first = first_row[0]
+  return first.strip().upper() in ('TRAIN', 'TRAINING', 'VALIDATION', 'VALIDATE', 'EVAL',
+                                   'TEST', 'UNASSIGNED', '') or not looks_like_path(first)
+
+
+def csv_rows(path: str, text: str) -> Iterator[Union[Tuple[int, List[str]], RowError]]:
+  """The non-blank rows of a CSV text with their line numbers, or RowErrors for bad syntax."""
   reader = csv.reader(io.StringIO(text, newline=''), skipinitialspace=False)
-  row_number = 0
   while True:
     try:
       fields = next(reader)
     except StopIteration:
       return
     except csv.Error as e:
-      row_number = reader.line_num
-      yield RowError('bad_row', f'CSV syntax error: {e}', source=path, row=row_number)
+      yield RowError('bad_row', f'CSV syntax error: {e}', source=path, row=reader.line_num)
       continue
-    row_number = reader.line_num
-    if not any(f.strip() for f in fields):
-      continue  # blank line
+    if any(f.strip() for f in fields):
+      yield reader.line_num, fields
+
+
+def feature_columns(path: str, fields: List[str], used: List[int]) -> List[Tuple[int, str]]:
+  """The header's named columns outside `used`, as (index, name): the extra features."""
+  columns = [(i, f.strip()) for i, f in enumerate(fields) if i not in used and f.strip()]
+  seen = set()
+  for _, name in columns:
+    check_feature_name(path, name)
+    if name in seen:
+      raise ManifestError(f'{path}: the header names column {name!r} twice; give each '
+                          'column its own name')
+    seen.add(name)
+  return columns
+
+
+def raw_features(fields: List[str], columns: List[Tuple[int, str]]) -> Tuple[Tuple[str, str], ...]:
+  """The non-empty values of the feature columns of a row, as (name, text), sorted by name."""
+  return tuple(sorted((name, fields[i].strip()) for i, name in columns
+                      if i < len(fields) and fields[i].strip()))
+
+
+def split_of(path: str, row: int, fields: List[str], split_col: Optional[int],
+             uri: str) -> Union[Optional[str], RowError]:
+  """The TFX split of a row's ML_USE field, or an `unknown_split` RowError."""
+  if split_col is None:
+    return None
+  value = fields[split_col] if split_col < len(fields) else ''
+  try:
+    return split_for_ml_use(value)
+  except KeyError:
+    return RowError('unknown_split',
+                    f'unknown ML_USE value {value!r} (use TRAIN, VALIDATION, TEST, '
+                    f'UNASSIGNED or leave it empty)', source=path, row=row, uri=uri)
+
+
+class _Layout:
+  """Which column holds ML_USE, which the URI, which the labels and which features."""
+
+  def __init__(self, split_col: Optional[int], uri_col: int, label_cols: Optional[List[int]],
+               width: Optional[int] = None,
+               feature_cols: Optional[List[Tuple[int, str]]] = None):
+    self.split_col = split_col
+    self.uri_col = uri_col
+    self.label_cols = label_cols  # None: every column after the URI
+    self.width = width  # the header's column count; None without a header
+    self.feature_cols = feature_cols or []
+
+  @classmethod
+  def from_header(cls, path: str, fields: List[str]) -> '_Layout':
+    names = [f.strip().lower() for f in fields]
+    split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
+    uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
+    labels = [i for i, n in enumerate(names) if is_label_column(n)]
+    used = [uri_col, *labels] + ([split_col] if split_col is not None else [])
+    return cls(split_col, uri_col, labels, width=len(fields),
+               feature_cols=feature_columns(path, fields, used))
+
+  @classmethod
+  def from_first_row(cls, fields: List[str]) -> '_Layout':
+    return cls(0, 1, None) if has_ml_use_column(fields) else cls(None, 0, None)
+
+
+def parse(path: str, text: str, *, image_root: Optional[str] = None,
+          feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
+  del image_root  # image URIs resolve against the manifest's folder
+  layout: Optional[_Layout] = None
+  items: List[ParsedItem] = []
+  for entry in csv_rows(path, text):
+    if isinstance(entry, RowError):
+      items.append(entry)
+      continue
+    row_number, fields = entry
     if layout is None:
-      if _is_header(fields):
-        layout = _Layout.from_header(fields)
+      if is_header(fields):
+        layout = _Layout.from_header(path, fields)
         continue
       layout = _Layout.from_first_row(fields)
-    yield _parse_row(path, row_number, fields, layout)
+    items.append(_parse_row(path, row_number, fields, layout))
+  return type_features(path, items, feature_types or {}, from_text=True)
 
 
 def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:
@@ -93,19 +165,14 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
   uri = fields[layout.uri_col].strip()
   if not uri:
     return RowError('bad_row', 'the image URI is empty', source=path, row=row)
-  split = None
-  if layout.split_col is not None:
-    value = fields[layout.split_col] if layout.split_col < len(fields) else ''
-    try:
-      split = split_for_ml_use(value)
-    except KeyError:
-      return RowError('unknown_split',
-                      f'unknown ML_USE value {value!r} (use TRAIN, VALIDATION, TEST, '
-                      f'UNASSIGNED or leave it empty)', source=path, row=row, uri=uri)
+  split = split_of(path, row, fields, layout.split_col, uri)
+  if isinstance(split, RowError):
+    return split
   if layout.label_cols is None:
     label_fields = fields[layout.uri_col + 1:]
   else:
     label_fields = [fields[i] for i in layout.label_cols if i < len(fields)]
   labels = tuple(dict.fromkeys(l.strip() for l in label_fields if l.strip()))
-  return ManifestRow(source=path, row=row, image_uri=uri, resolved_uri=resolve_uri(uri, path),
-                     labels=labels, split=split)
+  return ManifestRow(source=path, row=row, image_uri=uri,
+                     resolved_uri=resolve_uri(uri, path), labels=labels,
+                     split=split, features=raw_features(fields, layout.feature_cols))

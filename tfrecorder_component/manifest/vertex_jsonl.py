@@ -1,25 +1,34 @@
-"""Vertex AI JSONL import format for image classification.
+"""Vertex AI JSONL import format for image classification and object detection.
 
 Each line: `{"imageGcsUri": ..., "classificationAnnotation": {"displayName": ...}}`
-(single-label) or `"classificationAnnotations": [...]` (multi-label), with the split
-in `dataItemResourceLabels["aiplatform.googleapis.com/ml_use"]`.
+(single-label), `"classificationAnnotations": [...]` (multi-label) or
+`"boundingBoxAnnotations": [{"displayName", "xMin", "yMin", "xMax", "yMax"}, ...]`
+(detection, normalised coordinates), with the split in
+`dataItemResourceLabels["aiplatform.googleapis.com/ml_use"]`. Other top-level fields
+become typed features of the record.
 """
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.manifest import ManifestRow, ParsedItem, resolve_uri, split_for_ml_use
+from tfrecorder_component.manifest import (FeatureValue, ManifestRow, ObjectBox, ParsedItem,
+                                           as_number, check_feature_name, resolve_uri,
+                                           split_for_ml_use, type_features)
 
 ML_USE_KEY = 'aiplatform.googleapis.com/ml_use'
+KNOWN_KEYS = ('imageGcsUri', 'classificationAnnotation', 'classificationAnnotations',
+              'boundingBoxAnnotations', 'dataItemResourceLabels')
+BOX_KEYS = ('xMin', 'yMin', 'xMax', 'yMax')
 
 
-def parse(path: str, text: str) -> Iterator[ParsedItem]:
-  for number, line in enumerate(text.splitlines(), start=1):
-    if not line.strip():
-      continue
-    yield _parse_line(path, number, line)
+def parse(path: str, text: str, *, image_root: Optional[str] = None,
+          feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
+  del image_root  # image URIs resolve against the manifest's folder
+  items = [_parse_line(path, number, line)
+           for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+  return type_features(path, items, feature_types or {}, from_text=False, what='field')
 
 
 def _parse_line(path: str, row: int, line: str) -> ParsedItem:
@@ -27,6 +36,8 @@ def _parse_line(path: str, row: int, line: str) -> ParsedItem:
     obj = json.loads(line)
   except json.JSONDecodeError as e:
     return RowError('bad_row', f'invalid JSON: {e}', source=path, row=row)
+  except RecursionError:
+    return RowError('bad_row', 'invalid JSON: nested too deeply', source=path, row=row)
   if not isinstance(obj, dict):
     return RowError('bad_row', 'each line must be a JSON object', source=path, row=row)
   uri = obj.get('imageGcsUri')
@@ -41,8 +52,14 @@ def _parse_line(path: str, row: int, line: str) -> ParsedItem:
       isinstance(a, dict) and isinstance(a.get('displayName'), str) for a in annotations):
     return RowError('bad_row', 'classification annotations must be objects with a string '
                     '"displayName"', source=path, row=row, uri=uri)
-  labels = tuple(dict.fromkeys(a['displayName'].strip() for a in annotations
-                               if a['displayName'].strip()))
+  names = [a['displayName'].strip() for a in annotations]
+  objects = None
+  if obj.get('boundingBoxAnnotations') is not None:
+    objects = _boxes(obj['boundingBoxAnnotations'])
+    if isinstance(objects, str):
+      return RowError('bad_row', objects, source=path, row=row, uri=uri)
+    names += [o.label for o in objects]
+  labels = tuple(dict.fromkeys(n for n in names if n))
   resource_labels = obj.get('dataItemResourceLabels') or {}
   value = resource_labels.get(ML_USE_KEY, '') if isinstance(resource_labels, dict) else ''
   try:
@@ -50,5 +67,47 @@ def _parse_line(path: str, row: int, line: str) -> ParsedItem:
   except KeyError:
     return RowError('unknown_split', f'unknown {ML_USE_KEY} value {value!r} (use training, '
                     f'validation or test)', source=path, row=row, uri=uri)
-  return ManifestRow(source=path, row=row, image_uri=uri, resolved_uri=resolve_uri(uri, path),
-                     labels=labels, split=split)
+  features = _features(path, obj)
+  if isinstance(features, str):
+    return RowError('bad_row', features, source=path, row=row, uri=uri)
+  return ManifestRow(source=path, row=row, image_uri=uri,
+                     resolved_uri=resolve_uri(uri, path), labels=labels,
+                     split=split, objects=objects, features=features)
+
+
+def _boxes(annotations: object) -> Union[Tuple[ObjectBox, ...], str]:
+  """The objects of `boundingBoxAnnotations`, or what is wrong with them."""
+  if not isinstance(annotations, list):
+    return '"boundingBoxAnnotations" must be a list of objects'
+  boxes = []
+  for index, a in enumerate(annotations):
+    where = f'boundingBoxAnnotations[{index}]'
+    if not isinstance(a, dict):
+      return f'{where} must be an object'
+    name = a.get('displayName')
+    if not isinstance(name, str) or not name.strip():
+      return f'{where} needs a non-empty string "displayName"'
+    values = []
+    for key in BOX_KEYS:
+      value = a.get(key)
+      number = as_number(value)
+      if number is None:
+        return (f'{where} ({name.strip()!r}): "{key}" must be a number normalised to [0, 1], '
+                f'got {value!r}')
+      values.append(number)
+    boxes.append(ObjectBox(name.strip(), *values))
+  return tuple(boxes)
+
+
+def _features(path: str, obj: dict) -> Union[Tuple[Tuple[str, FeatureValue], ...], str]:
+  """The line's other top-level fields as (name, JSON value), or what is wrong with them."""
+  features = []
+  for name, value in obj.items():
+    if not name or name in KNOWN_KEYS or value is None or value == '':
+      continue
+    check_feature_name(path, name)
+    if isinstance(value, (dict, list)):
+      return (f'field {name!r} holds a nested {type(value).__name__}; extra fields become '
+              'features and must be a number, a string or a boolean')
+    features.append((name, value))
+  return tuple(sorted(features))

@@ -1,0 +1,174 @@
+"""AutoML Vision / Vertex AI object detection CSV, one box per line.
+
+`[ML_USE,]IMAGE_URI,LABEL,X_MIN,Y_MIN,,,X_MAX,Y_MAX,,` (two vertices) or
+`[ML_USE,]IMAGE_URI,LABEL,X1,Y1,X2,Y2,X3,Y3,X4,Y4` (four vertices), coordinates
+normalised to [0, 1]; `[ML_USE,]IMAGE_URI,,,,,,,,,` is an image without objects.
+Lines of the same image are not merged here. With an (optional) header, columns are
+found by name as in the classification CSV, the 8 columns after the label column hold
+the coordinates and every other named column becomes a typed feature.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from typing import List, Mapping, Optional, Tuple
+
+from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
+                                           parse_number, resolve_uri, type_features)
+from tfrecorder_component.manifest.automl_csv import (SPLIT_COLUMNS, URI_COLUMNS, csv_rows,
+                                                      feature_columns, has_ml_use_column,
+                                                      is_header, is_label_column,
+                                                      raw_features, split_of)
+
+COORDINATES = 8
+TWO_VERTEX_FIELDS = (0, 1, 4, 5)  # X_MIN, Y_MIN, X_MAX, Y_MAX among the 8 coordinate fields
+_SNIFF_ROWS = 1000
+
+
+def _is_number_or_empty(field: str) -> bool:
+  return not field.strip() or parse_number(field) is not None
+
+
+def sniff(head: str) -> bool:
+  """Whether the first data row of a CSV text is a detection row (see `detect_format`).
+
+  Rows with nothing after the URI (an image without objects, or unlabelled) say
+  nothing either way; the first row with more decides.
+  """
+  reader = csv.reader(io.StringIO(head.lstrip('\ufeff'), newline=''))
+  label_col: Optional[int] = None
+  width: Optional[int] = None
+  first = True
+  try:
+    for number, fields in enumerate(reader):
+      if number >= _SNIFF_ROWS:
+        return False
+      if not any(f.strip() for f in fields):
+        continue
+      header, first = first and is_header(fields), False
+      if header:
+        names = [f.strip().lower() for f in fields]
+        label_col = next((i for i, n in enumerate(names) if is_label_column(n)), None)
+        if label_col is None:
+          return False
+        width = len(fields)
+        continue
+      if label_col is not None:
+        coordinates = fields[label_col + 1:label_col + 1 + COORDINATES]
+        return (len(fields) == width and len(coordinates) == COORDINATES and
+                all(_is_number_or_empty(f) for f in coordinates))
+      if len(fields) == 11 and fields[0].strip().upper() not in ML_USE_TO_SPLIT:
+        return False
+      if len(fields) in (10, 11):
+        return all(_is_number_or_empty(f) for f in fields[-COORDINATES:])
+      if any(f.strip() for f in fields[2:]):
+        return False
+  except csv.Error:
+    return False
+  return False
+
+
+class _Layout:
+  """Which column holds ML_USE, the URI, the label, the coordinates and the features."""
+
+  def __init__(self, split_col: Optional[int], uri_col: int, label_col: int,
+               width: Optional[int] = None,
+               feature_cols: Optional[List[Tuple[int, str]]] = None):
+    self.split_col = split_col
+    self.uri_col = uri_col
+    self.label_col = label_col  # the 8 coordinate columns follow it
+    self.width = width  # the header's column count; None without a header
+    self.feature_cols = feature_cols or []
+
+  @classmethod
+  def from_header(cls, path: str, fields: List[str]) -> '_Layout':
+    names = [f.strip().lower() for f in fields]
+    split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
+    uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
+    label_col = next((i for i, n in enumerate(names) if is_label_column(n)), None)
+    if label_col is None or label_col + COORDINATES >= len(fields):
+      raise ManifestError(f'{path}: a detection CSV header needs a label column followed by '
+                          f'{COORDINATES} coordinate columns (X_MIN,Y_MIN,,,X_MAX,Y_MAX,, or '
+                          f'four X,Y vertices); got {fields!r}')
+    used = [uri_col, *range(label_col, label_col + 1 + COORDINATES)]
+    if split_col is not None:
+      used.append(split_col)
+    return cls(split_col, uri_col, label_col, width=len(fields),
+               feature_cols=feature_columns(path, fields, used))
+
+  @classmethod
+  def from_first_row(cls, fields: List[str]) -> '_Layout':
+    if len(fields) == 11 or (len(fields) != 10 and has_ml_use_column(fields)):
+      return cls(0, 1, 2)
+    return cls(None, 0, 1)
+
+
+def parse(path: str, text: str, *, image_root: Optional[str] = None,
+          feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
+  del image_root  # image URIs resolve against the manifest's folder
+  layout: Optional[_Layout] = None
+  items: List[ParsedItem] = []
+  for entry in csv_rows(path, text):
+    if isinstance(entry, RowError):
+      items.append(entry)
+      continue
+    row_number, fields = entry
+    if layout is None:
+      if is_header(fields):
+        layout = _Layout.from_header(path, fields)
+        continue
+      layout = _Layout.from_first_row(fields)
+    items.append(_parse_row(path, row_number, fields, layout))
+  return type_features(path, items, feature_types or {}, from_text=True)
+
+
+def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:
+  uri = fields[layout.uri_col].strip() if layout.uri_col < len(fields) else ''
+  if layout.width is not None and len(fields) != layout.width:
+    return RowError('bad_row', f'the row has {len(fields)} column(s), the header has '
+                    f'{layout.width}', source=path, row=row, uri=uri or None)
+  if not uri:
+    return RowError('bad_row', f'the image URI (column {layout.uri_col + 1}) is empty',
+                    source=path, row=row)
+  end = layout.label_col + 1 + COORDINATES
+  if layout.width is None and any(f.strip() for f in fields[end:]):
+    return RowError('bad_row', f'the row has {len(fields)} columns; a detection row is '
+                    '[ML_USE,]URI,LABEL and 8 coordinates (X_MIN,Y_MIN,,,X_MAX,Y_MAX,,)',
+                    source=path, row=row, uri=uri)
+  split = split_of(path, row, fields, layout.split_col, uri)
+  if isinstance(split, RowError):
+    return split
+  box_fields = [f.strip() for f in fields[layout.label_col:end]]
+  box_fields += [''] * (1 + COORDINATES - len(box_fields))
+  label, coordinates = box_fields[0], box_fields[1:]
+  resolved = resolve_uri(uri, path)
+  features = raw_features(fields, layout.feature_cols)
+  if not label and not any(coordinates):
+    return ManifestRow(source=path, row=row, image_uri=uri, resolved_uri=resolved, split=split,
+                       objects=(), features=features)
+  box = _box(label, coordinates)
+  if isinstance(box, str):
+    return RowError('bad_row', box, source=path, row=row, uri=uri)
+  return ManifestRow(source=path, row=row, image_uri=uri, resolved_uri=resolved,
+                     labels=(label,), split=split, objects=(box,), features=features)
+
+
+def _box(label: str, coordinates: List[str]) -> ObjectBox | str:
+  """The box of one line, or what is wrong with it."""
+  if not label:
+    return ('the box has no label; write the label before the coordinates, or leave the '
+            'coordinates empty for an image without objects')
+  filled = tuple(i for i, f in enumerate(coordinates) if f)
+  if filled not in (TWO_VERTEX_FIELDS, tuple(range(COORDINATES))):
+    return (f'label {label!r} needs a box: X_MIN,Y_MIN,,,X_MAX,Y_MAX,, (two vertices) or '
+            f'X1,Y1,X2,Y2,X3,Y3,X4,Y4 (four vertices); got {",".join(coordinates)!r}')
+  values = [parse_number(coordinates[i]) for i in filled]
+  bad = [coordinates[i] for i, v in zip(filled, values) if v is None]
+  if bad:
+    return (f'box coordinates must be numbers normalised to [0, 1]; got '
+            f'{", ".join(repr(b) for b in bad)}')
+  if len(values) == len(TWO_VERTEX_FIELDS):
+    return ObjectBox(label, *values)
+  xs, ys = values[0::2], values[1::2]
+  return ObjectBox(label, min(xs), min(ys), max(xs), max(ys))

@@ -1,0 +1,70 @@
+"""Pascal VOC XML: one file annotates one image.
+
+`<annotation><filename>` names the image (resolved against `image_root`, by default
+the XML file's folder); each `<object>` has a `<name>`, optional `<difficult>` and
+`<truncated>` flags and a `<bndbox>` of `<xmin> <ymin> <xmax> <ymax>` in pixels.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Iterator, List, Mapping, Optional
+
+from tfrecorder_component.errors import RowError
+from tfrecorder_component.manifest import (ManifestRow, ObjectBox, ParsedItem, parse_number,
+                                           resolve_uri)
+
+_TRUE = ('1', 'true', 'yes')
+_FALSE = ('', '0', 'false', 'no')
+
+
+def parse(path: str, text: str, *, image_root: Optional[str] = None,
+          feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+  del feature_types  # Pascal VOC has no extra columns
+  yield _parse(path, text, image_root)
+
+
+def _parse(path: str, text: str, image_root: Optional[str]) -> ParsedItem:
+  try:
+    # As bytes, so that the XML declaration's encoding (such as ISO-8859-1) applies.
+    root = ET.fromstring(text.encode('utf-8', 'surrogateescape'))
+  except (ET.ParseError, ValueError, UnicodeError) as e:
+    return RowError('bad_row', f'not a valid Pascal VOC XML file: {e}', source=path, row=1)
+  filename = (root.findtext('filename') or '').strip()
+  if not filename:
+    return RowError('bad_row', 'the annotation has no <filename>; name the image file it '
+                    'annotates', source=path, row=1)
+  objects: List[ObjectBox] = []
+  for index, element in enumerate(root.findall('object')):
+    box = _object(element)
+    if isinstance(box, str):
+      return RowError('bad_row', f'<object> {index + 1}: {box}', source=path, row=1,
+                      uri=filename)
+    objects.append(box)
+  return ManifestRow(source=path, row=1, image_uri=filename,
+                     resolved_uri=resolve_uri(filename, path, image_root),
+                     labels=tuple(dict.fromkeys(o.label for o in objects)),
+                     objects=tuple(objects))
+
+
+def _object(element: ET.Element) -> ObjectBox | str:
+  """One `<object>` as a pixel box, or what is wrong with it."""
+  name = (element.findtext('name') or '').strip()
+  if not name:
+    return 'it has no <name>'
+  flags = {}
+  for flag in ('difficult', 'truncated'):
+    value = (element.findtext(flag) or '').strip().lower()
+    if value not in _TRUE + _FALSE:
+      return f'<{flag}> of {name!r} must be 0 or 1, got {value!r}'
+    flags[flag] = value in _TRUE
+  bndbox = element.find('bndbox')
+  if bndbox is None:
+    return f'{name!r} has no <bndbox>'
+  coordinates = []
+  for tag in ('xmin', 'ymin', 'xmax', 'ymax'):
+    text = bndbox.findtext(tag)
+    number = parse_number(text) if text is not None else None
+    if number is None:
+      return f'<bndbox><{tag}> of {name!r} must be a number of pixels, got {text!r}'
+    coordinates.append(number)
+  return ObjectBox(name, *coordinates, normalized=False, **flags)
