@@ -1,0 +1,370 @@
+"""Opt-in image transforms applied before an image becomes a record (Pillow only).
+
+The steps run in a fixed order: EXIF orientation, colour conversion, resize, encode.
+Bounding boxes given with the image follow every geometric step and come back
+normalised in the output image. When no step changes the pixels and the format
+stays, the original bytes are returned untouched.
+
+Multi-frame images (animated GIF, APNG) are reduced to their first frame, the frame
+`tf.io.decode_image(..., expand_animations=False)` would return. Wherever alpha has to
+go (JPEG output, `color='rgb'` or `'grey'`, GIF, whose frames TensorFlow decodes to
+RGB) it is composited onto `pad_color`. 16-bit greyscale becomes 8-bit (the top byte,
+as TensorFlow's own uint8 decode does). Re-encoded images carry no EXIF, so no
+orientation tag; an ICC profile is kept while the colour space stays RGB or grey.
+JPEGs that are scaled down a lot are decoded at a reduced DCT scale first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import warnings
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+from PIL import Image, ImageOps
+
+from tfrecorder_component.errors import RowError
+
+Box = Tuple[float, float, float, float]  # (xmin, ymin, xmax, ymax), normalised to [0, 1]
+
+RESIZE_MODES = ('stretch', 'fit', 'crop')
+COLORS = ('rgb', 'grey')
+ENCODINGS = ('jpeg', 'png')
+
+_ORIENTATION_TAG = 0x0112
+_SIXTEEN_BIT = ('I', 'I;16', 'I;16B', 'I;16L', 'I;16N')
+_GREY_MODES = ('1', 'L', 'LA') + _SIXTEEN_BIT
+_ALPHA_MODES = ('RGBA', 'LA', 'PA', 'RGBa', 'La')
+_DRAFT_GAP = 2  # JPEG DCT scaling stops at twice the target size; resampling does the rest.
+_REDUCING_GAP = 3.0
+
+
+def _orient_box(box: Box, orientation: int) -> Box:
+  """Maps a box in the stored pixels to the upright image for an EXIF orientation."""
+  x0, y0, x1, y1 = box
+  if orientation == 2:   # mirrored horizontally
+    return 1 - x1, y0, 1 - x0, y1
+  if orientation == 3:   # rotated 180
+    return 1 - x1, 1 - y1, 1 - x0, 1 - y0
+  if orientation == 4:   # mirrored vertically
+    return x0, 1 - y1, x1, 1 - y0
+  if orientation == 5:   # transposed: (x, y) -> (y, x)
+    return y0, x0, y1, x1
+  if orientation == 6:   # turned 90 clockwise to upright: (x, y) -> (1 - y, x)
+    return 1 - y1, x0, 1 - y0, x1
+  if orientation == 7:   # transversed: (x, y) -> (1 - y, 1 - x)
+    return 1 - y1, 1 - x1, 1 - y0, 1 - x0
+  if orientation == 8:   # turned 90 anticlockwise to upright: (x, y) -> (y, 1 - x)
+    return y0, 1 - x1, y1, 1 - x0
+  return box
+
+
+def _is_int(value) -> bool:
+  return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageTransform:
+  """What to do to each image; the default does nothing (`is_identity`).
+
+  `size` is the exact output (width, height), reached by `resize_mode`: 'stretch'
+  (aspect ignored), 'fit' (scaled to fit inside, centred on `pad_color`) or 'crop'
+  (scaled to cover, centre cropped). `longest_side` instead scales so that the longer
+  side has that length, keeping the aspect. `color` is None (keep), 'rgb' or 'grey';
+  `encode` is None (JPEG stays JPEG, everything else re-encoded becomes PNG), 'jpeg'
+  or 'png'.
+  """
+  auto_orient: bool = False
+  size: Optional[Tuple[int, int]] = None
+  longest_side: Optional[int] = None
+  resize_mode: str = 'stretch'
+  color: Optional[str] = None
+  encode: Optional[str] = None
+  jpeg_quality: int = 95
+  pad_color: Tuple[int, int, int] = (0, 0, 0)
+
+  def __post_init__(self):
+    if self.size is not None:
+      size = tuple(self.size)
+      if len(size) != 2 or not all(_is_int(v) and v > 0 for v in size):
+        raise ValueError(f'size must be two positive integers (width, height), got {self.size!r}')
+      object.__setattr__(self, 'size', size)
+    if self.longest_side is not None and not (_is_int(self.longest_side)
+                                              and self.longest_side > 0):
+      raise ValueError(f'longest_side must be a positive integer, got {self.longest_side!r}')
+    if self.size is not None and self.longest_side is not None:
+      raise ValueError('give either size or longest_side, not both')
+    if self.resize_mode not in RESIZE_MODES:
+      raise ValueError(f'resize_mode must be one of {", ".join(RESIZE_MODES)}, '
+                       f'got {self.resize_mode!r}')
+    if self.resize_mode != 'stretch' and self.size is None:
+      raise ValueError(f'resize_mode {self.resize_mode!r} needs size (width, height)')
+    if self.color is not None and self.color not in COLORS:
+      raise ValueError(f'color must be None, {" or ".join(map(repr, COLORS))}, '
+                       f'got {self.color!r}')
+    if self.encode is not None and self.encode not in ENCODINGS:
+      raise ValueError(f'encode must be None, {" or ".join(map(repr, ENCODINGS))}, '
+                       f'got {self.encode!r}')
+    if not (_is_int(self.jpeg_quality) and 1 <= self.jpeg_quality <= 100):
+      raise ValueError(f'jpeg_quality must be an integer from 1 to 100, got {self.jpeg_quality!r}')
+    pad = tuple(self.pad_color)
+    if len(pad) != 3 or not all(_is_int(v) and 0 <= v <= 255 for v in pad):
+      raise ValueError(f'pad_color must be three integers from 0 to 255, got {self.pad_color!r}')
+    object.__setattr__(self, 'pad_color', pad)
+
+  @property
+  def is_identity(self) -> bool:
+    """True when nothing is asked: records keep the original bytes."""
+    return (not self.auto_orient and self.size is None and self.longest_side is None
+            and self.color is None and self.encode is None)
+
+  def to_json(self) -> str:
+    """The fields as a JSON object (how the component stores them as a parameter)."""
+    return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+  @classmethod
+  def from_json(cls, text: Optional[str]) -> Optional['ImageTransform']:
+    return cls(**json.loads(text)) if text else None
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformResult:
+  """The bytes to store and the boxes normalised in them.
+
+  `boxes` has one entry per input box, clipped to [0, 1], or None for a box that left
+  the image or became empty. `scale` is output pixels per upright input pixel in x and
+  y, for scaling annotated areas.
+  """
+  data: bytes
+  boxes: List[Optional[Box]]
+  changed: bool
+  scale: Tuple[float, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+  """The resize worked out on the upright image's size."""
+  size: Tuple[int, int]                        # output (width, height)
+  content: Tuple[int, int]                     # what the (cropped) image is resampled to
+  region: Tuple[float, float, float, float]    # normalised source region that is kept
+  offset: Tuple[int, int]                      # where the content lands (fit padding)
+  scale: Tuple[float, float]
+
+
+def _plan_resize(transform: ImageTransform, width: int, height: int) -> Optional[_Plan]:
+  full = (0.0, 0.0, 1.0, 1.0)
+  if transform.longest_side is not None:
+    side = transform.longest_side
+    if width >= height:
+      size = (side, max(1, round(height * side / width)))
+    else:
+      size = (max(1, round(width * side / height)), side)
+    plan = _Plan(size, size, full, (0, 0), (size[0] / width, size[1] / height))
+  elif transform.size is not None:
+    tw, th = transform.size
+    if transform.resize_mode == 'stretch':
+      plan = _Plan((tw, th), (tw, th), full, (0, 0), (tw / width, th / height))
+    elif transform.resize_mode == 'fit':
+      s = min(tw / width, th / height)
+      cw = min(tw, max(1, round(width * s)))
+      ch = min(th, max(1, round(height * s)))
+      plan = _Plan((tw, th), (cw, ch), full, ((tw - cw) // 2, (th - ch) // 2),
+                   (cw / width, ch / height))
+    else:
+      s = max(tw / width, th / height)
+      rw = min(1.0, tw / s / width)
+      rh = min(1.0, th / s / height)
+      region = ((1 - rw) / 2, (1 - rh) / 2, (1 + rw) / 2, (1 + rh) / 2)
+      plan = _Plan((tw, th), (tw, th), region, (0, 0), (s, s))
+  else:
+    return None
+  if plan.size == (width, height):
+    return None
+  return plan
+
+
+def _resize_box(box: Box, plan: _Plan) -> Box:
+  rx0, ry0, rx1, ry1 = plan.region
+  cw, ch = plan.content
+  ox, oy = plan.offset
+  tw, th = plan.size
+
+  def fx(x: float) -> float:
+    return (ox + (x - rx0) / (rx1 - rx0) * cw) / tw
+
+  def fy(y: float) -> float:
+    return (oy + (y - ry0) / (ry1 - ry0) * ch) / th
+
+  x0, y0, x1, y1 = box
+  return fx(x0), fy(y0), fx(x1), fy(y1)
+
+
+def _as_box(box: Sequence[float]) -> Box:
+  values = tuple(float(v) for v in box)
+  if len(values) != 4:
+    raise ValueError(f'a box is 4 numbers (xmin, ymin, xmax, ymax), got {box!r}')
+  return values
+
+
+def _clip(box: Box) -> Optional[Box]:
+  x0, y0, x1, y1 = (min(1.0, max(0.0, float(v))) for v in box)
+  if x1 <= x0 or y1 <= y0:
+    return None
+  return x0, y0, x1, y1
+
+
+def _orientation(im: Image.Image) -> int:
+  try:
+    value = im.getexif().get(_ORIENTATION_TAG, 1)
+  except Exception:  # Unreadable EXIF carries no usable orientation.
+    return 1
+  return value if value in range(1, 9) else 1
+
+
+def _target_mode(im: Image.Image, fmt: str, color: Optional[str], out_format: str) -> str:
+  if color == 'grey':
+    mode = 'L'
+  elif color == 'rgb':
+    mode = 'RGB'
+  else:
+    alpha = fmt != 'GIF' and _has_alpha(im, fmt)
+    grey = im.mode in _GREY_MODES and fmt != 'GIF'
+    mode = ('LA' if alpha else 'L') if grey else ('RGBA' if alpha else 'RGB')
+  if out_format == 'JPEG':
+    mode = mode.replace('A', '')
+  return mode
+
+
+def _has_alpha(im: Image.Image, fmt: str) -> bool:
+  """Whether the pixels carry transparency that TensorFlow's decode would show.
+
+  A colour-key tRNS on a greyscale or RGB PNG is ignored, as TensorFlow ignores it; a
+  palette's transparency counts, and a GIF's, which TensorFlow paints black.
+  """
+  return im.mode in _ALPHA_MODES or ('transparency' in im.info
+                                     and (im.mode == 'P' or fmt == 'GIF'))
+
+
+def _convert(im: Image.Image, fmt: str, mode: str,
+             pad_color: Tuple[int, int, int]) -> Image.Image:
+  """Converts to mode ('L', 'LA', 'RGB' or 'RGBA'), compositing lost alpha onto pad_color."""
+  if im.mode in _SIXTEEN_BIT:
+    grey = np.clip(np.asarray(im).astype(np.int64), 0, 65535) >> 8
+    im = Image.fromarray(grey.astype(np.uint8), 'L')
+  if im.mode == mode:
+    return im
+  if _has_alpha(im, fmt) and 'A' not in mode:
+    canvas = Image.new('RGBA', im.size, pad_color + (255,))
+    canvas.alpha_composite(im.convert('RGBA'))
+    return canvas.convert(mode)
+  return im.convert(mode)
+
+
+def _pad_value(mode: str, pad_color: Tuple[int, int, int]):
+  if mode in ('L', 'LA'):
+    grey = Image.new('RGB', (1, 1), pad_color).convert('L').getpixel((0, 0))
+    return grey if mode == 'L' else (grey, 255)
+  return pad_color if mode == 'RGB' else pad_color + (255,)
+
+
+def _resize(im: Image.Image, plan: _Plan, pad_color: Tuple[int, int, int]) -> Image.Image:
+  w, h = im.size
+  rx0, ry0, rx1, ry1 = plan.region
+  content = im.resize(plan.content, Image.Resampling.LANCZOS,
+                      box=(rx0 * w, ry0 * h, rx1 * w, ry1 * h), reducing_gap=_REDUCING_GAP)
+  if plan.content == plan.size:
+    return content
+  canvas = Image.new(im.mode, plan.size, _pad_value(im.mode, pad_color))
+  canvas.paste(content, plan.offset)
+  return canvas
+
+
+def _draft(im: Image.Image, plan: Optional[_Plan], orientation: int, grey: bool) -> None:
+  """Lets libjpeg decode at a reduced scale (and straight to grey) where that is enough."""
+  if im.format != 'JPEG':
+    return
+  size = None
+  if plan is not None:
+    rx0, ry0, rx1, ry1 = plan.region
+    need_w = math.ceil(plan.content[0] / (rx1 - rx0)) * _DRAFT_GAP
+    need_h = math.ceil(plan.content[1] / (ry1 - ry0)) * _DRAFT_GAP
+    size = (need_h, need_w) if orientation >= 5 else (need_w, need_h)
+  mode = 'L' if grey and im.mode == 'RGB' else None
+  if size is not None or mode is not None:
+    im.draft(mode, size)
+
+
+def _same_colour_space(source_mode: str, mode: str) -> bool:
+  return (source_mode in ('RGB', 'RGBA') and mode in ('RGB', 'RGBA')) or (
+      source_mode in ('L', 'LA') and mode in ('L', 'LA'))
+
+
+def apply_transform(data: bytes, transform: ImageTransform,
+                    boxes: Sequence[Box] = ()) -> TransformResult:
+  """Applies `transform` to the image `data` and maps `boxes` along with it.
+
+  Boxes are normalised to the stored pixels (before EXIF orientation). Only the first
+  frame of a multi-frame image is transformed. Raises ValueError for a box that is not
+  4 numbers, RowError `transform_failed` when the image cannot be decoded or encoded.
+  """
+  boxes = [_as_box(box) for box in boxes]
+  if transform.is_identity:
+    return TransformResult(data, [_clip(b) for b in boxes], False, (1.0, 1.0))
+  try:
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore', Image.DecompressionBombWarning)
+      with Image.open(io.BytesIO(data)) as im:
+        return _transform_open(data, im, transform, boxes)
+  except RowError:
+    raise
+  except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError and others.
+    raise RowError('transform_failed', f'could not transform the image '
+                   f'({type(e).__name__}: {e})') from None
+
+
+def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
+                    boxes: List[Box]) -> TransformResult:
+  fmt = im.format
+  if fmt is None:
+    raise RowError('transform_failed', 'the image format is not recognised')
+  orientation = _orientation(im) if transform.auto_orient else 1
+  width, height = im.size
+  if orientation >= 5:
+    width, height = height, width
+  plan = _plan_resize(transform, width, height)
+  out_format = (transform.encode or ('jpeg' if fmt == 'JPEG' else 'png')).upper()
+  source_format = fmt if fmt in ('JPEG', 'PNG') else None
+  wanted_mode = {'rgb': 'RGB', 'grey': 'L'}.get(transform.color)
+  recolour = wanted_mode is not None and (im.mode != wanted_mode or fmt == 'GIF')
+  reencode = transform.encode is not None and out_format != source_format
+  if orientation == 1 and plan is None and not recolour and not reencode:
+    return TransformResult(data, [_clip(b) for b in boxes], False, (1.0, 1.0))
+
+  source_mode = im.mode
+  icc_profile = im.info.get('icc_profile')
+  _draft(im, plan, orientation, transform.color == 'grey')
+  im.load()
+  if orientation != 1:
+    im = ImageOps.exif_transpose(im)
+    boxes = [_orient_box(b, orientation) for b in boxes]
+  im = _convert(im, fmt, _target_mode(im, fmt, transform.color, out_format),
+                transform.pad_color)
+  scale = (1.0, 1.0)
+  if plan is not None:
+    im = _resize(im, plan, transform.pad_color)
+    boxes = [_resize_box(b, plan) for b in boxes]
+    scale = plan.scale
+
+  im.info = {}
+  options = {}
+  if icc_profile and _same_colour_space(source_mode, im.mode):
+    options['icc_profile'] = icc_profile
+  if out_format == 'JPEG':
+    options.update(quality=transform.jpeg_quality, optimize=False)
+  else:
+    options.update(optimize=False)
+  out = io.BytesIO()
+  im.save(out, out_format, **options)
+  return TransformResult(out.getvalue(), [_clip(b) for b in boxes], True, scale)
