@@ -1,4 +1,5 @@
 """Component, spec and artifact type: what a pipeline author and a compiler see."""
+import json
 import re
 
 import pytest
@@ -11,6 +12,7 @@ from tfx.utils import proto_utils
 from tfrecorder_component import ImageExampleGen, ImageManifest
 from tfrecorder_component.component import executor, spec
 from tfrecorder_component.component.types import ConversionReport
+from tfrecorder_component.transform import ImageTransform
 
 
 @pytest.mark.parametrize('artifact_type', [ImageManifest, ConversionReport])
@@ -66,8 +68,23 @@ def test_spec_parameters():
   assert set(spec.ImageExampleGenSpec.PARAMETERS) == {
       'input_base', 'input_config', 'output_config', 'range_config', 'manifest_format',
       'max_pixels', 'max_bytes', 'max_error_ratio', 'convert_unsupported', 'compression_level',
-      'verify_decode'}
+      'verify_decode', 'image_root', 'feature_types', 'image_transform'}
   assert set(spec.ImageExampleGenSpec.OUTPUTS) == {'examples', 'report'}
+
+
+def test_transform_and_feature_types_are_checked_and_stored_as_json():
+  gen = ImageExampleGen(input_base='/d', image_transform={'auto_orient': True, 'size': [64, 48],
+                                                          'resize_mode': 'fit'},
+                        feature_types={'weight': 'float'}, manifest_format='coco_json')
+  params = gen.exec_properties
+  transform = ImageTransform.from_json(params['image_transform'])
+  assert transform == ImageTransform(auto_orient=True, size=(64, 48), resize_mode='fit')
+  assert json.loads(params['feature_types']) == {'weight': 'float'}
+  assert ImageExampleGen(input_base='/d').exec_properties['image_transform'] is None
+  with pytest.raises(ValueError, match='resize_mode'):
+    ImageExampleGen(input_base='/d', image_transform={'size': [8, 8], 'resize_mode': 'squash'})
+  with pytest.raises(ValueError, match='feature_types'):
+    ImageExampleGen(input_base='/d', feature_types={'weight': 'double'})
 
 
 def test_split_plan_adds_ml_use_splits_to_hash_buckets():

@@ -1,11 +1,15 @@
 """The label vocabulary that travels with the data: `labels.txt` and `label_map.pbtxt`.
 
-Ids are 0-based positions in the sorted vocabulary, the same ids written to
-`image/class/label`, so they are identical across runs of the same manifest.
+Ids follow the sorted vocabulary, so they are identical across runs of the same
+manifest: 0-based for classification (the ids of `image/class/label`, as Keras' sparse
+labels expect), 1-based for detection (the ids of `image/object/class/label`; the Object
+Detection API reserves 0 for the background). label_map.pbtxt holds the ids the records
+hold; labels.txt lists the labels in id order.
 """
 from __future__ import annotations
 
 import os
+import re
 from typing import Dict, Iterable, List
 
 LABELS_FILE = 'labels.txt'
@@ -16,28 +20,32 @@ def _quote(text: str) -> str:
   return '"' + text.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n') + '"'
 
 
-def label_map_pbtxt(vocabulary: Iterable[str]) -> str:
+def label_map_pbtxt(vocabulary: Iterable[str], first_id: int = 0) -> str:
   """StringIntLabelMap text format, one `item` per label."""
   return ''.join(f'item {{\n  name: {_quote(name)}\n  id: {i}\n}}\n'
-                 for i, name in enumerate(vocabulary))
+                 for i, name in enumerate(vocabulary, start=first_id))
 
 
-def write_label_files(directory: str, vocabulary: List[str]) -> None:
+def write_label_files(directory: str, vocabulary: List[str], first_id: int = 0) -> None:
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.files import write_text  # pylint: disable=g-import-not-at-top
   for name, text in ((LABELS_FILE, ''.join(l + '\n' for l in vocabulary)),
-                     (LABEL_MAP_FILE, label_map_pbtxt(vocabulary))):
+                     (LABEL_MAP_FILE, label_map_pbtxt(vocabulary, first_id))):
     write_text(FileSystems.join(directory, name), text)
 
 
-def read_label_map(examples_uri: str) -> Dict[str, int]:
-  """Returns {label: id} for an Examples artifact URI (or any folder holding labels.txt).
+_ITEM = re.compile(r'item\s*\{\s*name:\s*"((?:[^"\\]|\\.)*)"\s*id:\s*(-?\d+)\s*\}')
+_UNESCAPE = re.compile(r'\\(.)')
 
-  Also accepts a `tfx.types.Artifact`.
+
+def read_label_map(examples_uri: str) -> Dict[str, int]:
+  """Returns {label: id} for an Examples artifact URI (or any folder holding
+  label_map.pbtxt), with the ids the records hold. Also accepts a `tfx.types.Artifact`.
   """
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   uri = getattr(examples_uri, 'uri', examples_uri)
-  path = FileSystems.join(os.fspath(uri), LABELS_FILE)
+  path = FileSystems.join(os.fspath(uri), LABEL_MAP_FILE)
   with FileSystems.open(path, compression_type='uncompressed') as f:
-    lines = f.read().decode('utf-8').split('\n')
-  return {label: i for i, label in enumerate(lines[:-1] if lines and lines[-1] == '' else lines)}
+    text = f.read().decode('utf-8')
+  return {_UNESCAPE.sub(lambda m: '\n' if m.group(1) == 'n' else m.group(1), name): int(i)
+          for name, i in _ITEM.findall(text)}

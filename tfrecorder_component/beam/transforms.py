@@ -18,26 +18,37 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from tfrecorder_component import boxes as boxes_lib
 from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
+from tfrecorder_component import transform as transform_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.beam import sink as sink_lib
-from tfrecorder_component.errors import RowError
-from tfrecorder_component.example import build_example
+from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.example import DetectedObject, build_example
 from tfrecorder_component.manifest import ManifestRow, read_manifest_file
 
 ERRORS = 'errors'
 STATS = 'stats'
+BOX_ISSUES = 'box_issues'
+OBJECTS = 'objects'
 METRICS_NAMESPACE = 'tfrecorder_component'
 TFRECORD_FILE_NAME = 'data_tfrecord'  # as TFX ExampleGen writes it: Split-<name>/data_tfrecord-*.gz
 
 
 @dataclasses.dataclass(frozen=True)
 class ManifestSource:
-  """One manifest file to read, with an optional split that every row takes."""
+  """One manifest file to read, with an optional split that every row takes.
+
+  `image_root`: the folder COCO `file_name`s and Pascal VOC `filename`s are resolved
+  against (default: the annotation file's folder). `feature_types`: (column, 'int' |
+  'float' | 'string') pairs declaring the types of extra manifest columns.
+  """
   path: str
   format: Optional[str] = None
   split: Optional[str] = None
+  image_root: Optional[str] = None
+  feature_types: Tuple[Tuple[str, str], ...] = ()
 
 
 def error_record(error: RowError, row: Optional[ManifestRow] = None) -> Dict[str, Any]:
@@ -61,9 +72,14 @@ class _ParseManifest(beam.DoFn):
 
   def process(self, source: ManifestSource):
     batch: List[ManifestRow] = []
-    for item in read_manifest_file(source.path, source.format, source.split):
+    for item in read_manifest_file(source.path, source.format, source.split,
+                                   image_root=source.image_root,
+                                   feature_types=dict(source.feature_types) or None):
       if isinstance(item, RowError):
         yield beam.pvalue.TaggedOutput(ERRORS, error_record(item))
+        continue
+      if item.objects is not None:  # detection: rows of one image are grouped first
+        yield beam.pvalue.TaggedOutput(OBJECTS, ((item.source, item.image_uri), item))
         continue
       batch.append(item)
       if len(batch) == self._rows_per_batch:
@@ -92,9 +108,63 @@ class ReadManifestRows(beam.PTransform):
     parsed = (pbegin
               | 'ListManifests' >> beam.Create(self._sources)
               | 'Parse' >> beam.ParDo(_ParseManifest(self._rows_per_batch)).with_outputs(
-                  ERRORS, main='rows'))
-    batches = parsed.rows | 'Redistribute' >> beam.Reshuffle()
-    return {'batches': batches, ERRORS: parsed[ERRORS]}
+                  ERRORS, OBJECTS, main='rows'))
+    images = (parsed[OBJECTS]
+              | 'GroupObjects' >> beam.CombinePerKey(_MergeObjectsFn())
+              | 'ImageRows' >> beam.ParDo(_CheckMerged()).with_outputs(ERRORS, main='rows'))
+    image_batches = images.rows | 'BatchImages' >> beam.BatchElements(
+        min_batch_size=self._rows_per_batch, max_batch_size=self._rows_per_batch)
+    batches = ((parsed.rows, image_batches)
+               | 'AllBatches' >> beam.Flatten()
+               | 'Redistribute' >> beam.Reshuffle())
+    errors = (parsed[ERRORS], images[ERRORS]) | 'ParseErrors' >> beam.Flatten()
+    return {'batches': batches, ERRORS: errors}
+
+
+class _MergeObjectsFn(beam.CombineFn):
+  """Merges the rows of one detection image (one row per box in AutoML CSV, one per
+  annotation in COCO) into one row. A Beam combine, so the grouping scales with the
+  runner. Objects are ordered by manifest row, then by value: the same record
+  whatever order the rows arrive in.
+  """
+
+  def create_accumulator(self):
+    return []
+
+  def add_input(self, acc, row: ManifestRow):
+    acc.append(row)
+    return acc
+
+  def merge_accumulators(self, accumulators):
+    return [row for acc in accumulators for row in acc]
+
+  def extract_output(self, acc):
+    if len(acc) == 1:
+      return acc[0]
+    rows = sorted(acc, key=lambda r: (r.row, r.split or ''))
+    if len({r.split for r in rows}) > 1:  # returned as a list: _CheckMerged reports it
+      return rows
+    objects = sorted(((r.row, o, i) for r in rows for i, o in enumerate(r.objects)),
+                     key=lambda t: (t[0], repr(dataclasses.astuple(t[1])), t[2]))
+    boxes = tuple(o for _, o, _ in objects)
+    return dataclasses.replace(
+        rows[0], objects=boxes, labels=tuple(dict.fromkeys(o.label for o in boxes)),
+        features=tuple(sorted(dict(f for r in rows for f in r.features).items())))
+
+
+class _CheckMerged(beam.DoFn):
+  """Passes merged image rows on; an image whose rows disagree on the split fails."""
+
+  def process(self, kv):
+    (source, uri), merged = kv
+    if isinstance(merged, ManifestRow):
+      yield merged
+      return
+    rows = ', '.join(f'{r.row} ({r.split or "unassigned"})' for r in merged)
+    yield beam.pvalue.TaggedOutput(ERRORS, error_record(RowError(
+        'conflicting_split', f'the rows of this image give different ML_USE values: rows '
+        f'{rows}; give every row of an image the same ML_USE', source=source,
+        row=merged[0].row, uri=uri)))
 
 
 class RecordStat(NamedTuple):
@@ -103,6 +173,7 @@ class RecordStat(NamedTuple):
   labels: Tuple[str, ...]
   sha256: str
   uri: str
+  objects: Tuple[str, ...] = ()  # detection: the label of each object written
 
 
 def load_image(row: ManifestRow, options: 'ConversionOptions'
@@ -126,9 +197,10 @@ def load_image(row: ManifestRow, options: 'ConversionOptions'
 class _ConvertBatch(beam.DoFn):
   """A batch of rows in; per split, a batch of serialized Examples out.
 
-  For each row: label ids from the vocabulary, read, probe and decode check, split,
-  Example. Side outputs: one error record per failed row (`errors`) and one list of
-  RecordStats per batch (`stats`).
+  For each row: label ids from the vocabulary, read, probe and decode check, boxes
+  checked (see `boxes`), optional image transform, split, Example. Side outputs: one
+  error record per failed row (`errors`), one list of RecordStats per batch (`stats`),
+  one record per dropped or clipped box (`box_issues`).
   """
 
   def __init__(self, options: 'ConversionOptions'):
@@ -139,34 +211,47 @@ class _ConvertBatch(beam.DoFn):
     self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
 
-  def _label_ids(self, vocabulary: List[str]) -> Dict[str, int]:
+  def _label_ids(self, vocabulary: Dict[str, Any]) -> Dict[str, int]:
     if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
-      self._ids = (vocabulary, {label: i for i, label in enumerate(vocabulary)})
+      first = first_label_id(vocabulary['task'])
+      self._ids = (vocabulary, {label: i for i, label in enumerate(vocabulary['labels'],
+                                                                   start=first)})
     return self._ids[1]
 
-  def process(self, batch: List[ManifestRow], vocabulary: List[str]):
+  def process(self, batch: List[ManifestRow], vocabulary: Dict[str, Any]):
     ids = self._label_ids(vocabulary)
     buckets = self._options.buckets
     records: Dict[str, List[bytes]] = {}
     stats: List[RecordStat] = []
     loaded = converted = nbytes = 0
     for row in batch:
-      row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
       try:
         data, info, was_converted = load_image(row, self._options)
+        nbytes += len(data)
+        data, info, objects, issues = _objects_and_transform(row, data, info, ids,
+                                                             self._options)
       except RowError as e:
         self._failed.inc()
         yield beam.pvalue.TaggedOutput(ERRORS, error_record(e, row))
         continue
+      for issue in issues:
+        yield beam.pvalue.TaggedOutput(BOX_ISSUES, dict(
+            source=row.source, row=row.row, uri=row.image_uri, **issue.as_dict()))
       loaded += 1
       converted += was_converted
-      nbytes += len(data)
+      if objects is None:
+        row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
       split = row.split or splits_lib.hash_split(row.image_uri, buckets)
-      example = build_example(row, data, info)
+      example = build_example(row, data, info, objects)
       sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
       # deterministic: byte-reproducible records
       records.setdefault(split, []).append(example.SerializeToString(deterministic=True))
-      stats.append(RecordStat(split, row.labels, sha256, row.image_uri))
+      if objects is None:
+        stats.append(RecordStat(split, row.labels, sha256, row.image_uri))
+      else:
+        names = tuple(o.label for o in objects)
+        stats.append(RecordStat(split, tuple(dict.fromkeys(names)), sha256, row.image_uri,
+                                names))
     self._loaded.inc(loaded)
     self._converted.inc(converted)
     self._bytes.inc(nbytes)
@@ -174,6 +259,37 @@ class _ConvertBatch(beam.DoFn):
       yield split, serialized
     if stats:
       yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageInfo,
+                           ids: Dict[str, int], options: 'ConversionOptions'):
+  """Checks the row's boxes against the stored image, then applies the image transform
+  (boxes move with the pixels). Returns (bytes, info, objects or None, box issues)."""
+  kept, issues = ([], []) if row.objects is None else boxes_lib.normalize_boxes(
+      row.objects, info.width, info.height)
+  scale = (1.0, 1.0)
+  transform = options.transform
+  if transform is not None and not transform.is_identity:
+    result = transform_lib.apply_transform(data, transform, [box for _, _, box in kept])
+    if result.changed:
+      data, scale = result.data, result.scale
+      info = image_lib.probe_image(data, options.max_pixels)
+      for (index, obj, _), box in zip(kept, result.boxes):
+        if box is None:
+          issues.append(boxes_lib.BoxIssue(index, obj.label,
+                                           (obj.xmin, obj.ymin, obj.xmax, obj.ymax),
+                                           'dropped', 'outside_after_transform'))
+      kept = [(index, obj, box) for (index, obj, _), box in zip(kept, result.boxes)
+              if box is not None]
+  if row.objects is None:
+    return data, info, None, issues
+  objects = [DetectedObject(
+      label=obj.label, class_id=ids[obj.label], box=box,
+      area=(obj.area * scale[0] * scale[1] if obj.area is not None
+            else boxes_lib.pixel_area(box, info.width, info.height)),
+      is_crowd=obj.is_crowd, difficult=obj.difficult, truncated=obj.truncated)
+             for _, obj, box in kept]
+  return data, info, objects, issues
 
 
 class ConvertBatches(beam.PTransform):
@@ -192,29 +308,45 @@ class ConvertBatches(beam.PTransform):
   def expand(self, batches):
     return batches | beam.ParDo(_ConvertBatch(self._options),
                                 vocabulary=self._vocabulary).with_outputs(
-                                    ERRORS, STATS, main='records')
+                                    ERRORS, STATS, BOX_ISSUES, main='records')
+
+
+def first_label_id(task: str) -> int:
+  """Class ids start at 0 for classification, at 1 for detection (0 is background)."""
+  return 1 if task == 'detection' else 0
 
 
 class _LabelSetFn(beam.CombineFn):
-  """The sorted set of labels of batches of rows."""
+  """The sorted set of labels of batches of rows, and the task: classification or
+  detection (a run converts one or the other)."""
 
   def create_accumulator(self):
-    return set()
+    return set(), set()
 
   def add_input(self, acc, batch):
+    labels, tasks = acc
     for row in batch:
-      acc.update(row.labels)
+      labels.update(row.labels)
+      if row.objects is not None:
+        labels.update(o.label for o in row.objects)
+      tasks.add('classification' if row.objects is None else 'detection')
     return acc
 
   def merge_accumulators(self, accumulators):
-    return set().union(*accumulators)
+    accumulators = list(accumulators)
+    return (set().union(*(a[0] for a in accumulators)),
+            set().union(*(a[1] for a in accumulators)))
 
   def extract_output(self, acc):
-    return sorted(acc)
+    labels, tasks = acc
+    if len(tasks) > 1:
+      raise ManifestError('the manifests mix classification and detection rows; convert '
+                          'them in separate runs')
+    return {'labels': sorted(labels), 'task': next(iter(tasks), 'classification')}
 
 
 class LabelVocabulary(beam.PTransform):
-  """The sorted set of labels in batches of manifest rows, as a one-element PCollection."""
+  """{'labels': sorted labels, 'task': ...} of batches of manifest rows, one element."""
 
   def expand(self, batches):
     return batches | beam.CombineGlobally(_LabelSetFn())
@@ -245,17 +377,20 @@ class _SummaryFn(beam.CombineFn):
   """Counts records per split and per label (from RecordStat lists), errors per reason."""
 
   def create_accumulator(self):
-    return {'records': {}, 'labels': {}, 'errors': {}}
+    return {'records': {}, 'labels': {}, 'objects': {}, 'errors': {}, 'box_issues': {}}
 
   def add_input(self, acc, element):
-    if isinstance(element, dict):  # an error record
-      acc['errors'][element['reason']] = acc['errors'].get(element['reason'], 0) + 1
+    if isinstance(element, tuple):  # ('errors' | 'box_issues', reason)
+      kind, key = element
+      acc[kind][key] = acc[kind].get(key, 0) + 1
       return acc
-    records, labels = acc['records'], acc['labels']
+    records, labels, objects = acc['records'], acc['labels'], acc['objects']
     for stat in element:
       records[stat.split] = records.get(stat.split, 0) + 1
       for label in stat.labels:
         labels[label] = labels.get(label, 0) + 1
+      for label in stat.objects:
+        objects[label] = objects.get(label, 0) + 1
     return acc
 
   def merge_accumulators(self, accumulators):
@@ -276,6 +411,9 @@ class _SummaryFn(beam.CombineFn):
         'records_per_split': dict(sorted(acc['records'].items())),
         'records_per_label': dict(sorted(acc['labels'].items())),
         'errors_per_reason': dict(sorted(acc['errors'].items())),
+        'objects_written': sum(acc['objects'].values()),
+        'objects_per_label': dict(sorted(acc['objects'].items())),
+        'box_issues': dict(sorted(acc['box_issues'].items())),
     }
 
 
@@ -358,6 +496,7 @@ class ConversionOptions:
   verify_decode: bool = True         # decode every image so no undecodable record is written
   convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
   compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
+  transform: Optional[transform_lib.ImageTransform] = None  # None: bytes pass through
 
 
 class ConvertManifests(beam.PTransform):
@@ -394,7 +533,12 @@ class ConvertManifests(beam.PTransform):
     duplicate_counts = (duplicates
                         | 'CollectDuplicates' >> beam.combiners.ToList()
                         | 'CountDuplicates' >> beam.Map(_duplicate_counts))
-    _ = ((converted[STATS], errors)
+    _ = (converted[BOX_ISSUES]
+         | 'WriteBoxIssues' >> _WriteJsonLines(self._report_dir, 'box_issues'))
+    _ = ((converted[STATS],
+          errors | 'ErrorReasons' >> beam.Map(lambda e: ('errors', e['reason'])),
+          converted[BOX_ISSUES] | 'BoxIssueReasons' >> beam.Map(
+              lambda b: ('box_issues', f'{b["action"]}:{b["reason"]}')))
          | 'AllStats' >> beam.Flatten()
          | 'Summarize' >> beam.CombineGlobally(_SummaryFn())
          | 'WriteSummary' >> beam.Map(
@@ -427,6 +571,7 @@ class _WriteLabels:
   def __init__(self, directory: str):
     self._directory = directory
 
-  def __call__(self, vocabulary: List[str]) -> None:
+  def __call__(self, vocabulary: Dict[str, Any]) -> None:
     from tfrecorder_component import labels as labels_lib  # pylint: disable=g-import-not-at-top
-    labels_lib.write_label_files(self._directory, vocabulary)
+    labels_lib.write_label_files(self._directory, vocabulary['labels'],
+                                 first_label_id(vocabulary['task']))

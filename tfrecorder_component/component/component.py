@@ -1,5 +1,6 @@
 """ImageExampleGen: an image manifest becomes a split `Examples` artifact."""
-from typing import Optional, Union
+import json
+from typing import Any, Dict, Optional, Union
 
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.dsl.components.base import base_beam_component, executor_spec
@@ -10,6 +11,7 @@ from tfx.types import channel, standard_artifacts
 from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import splits as splits_lib
+from tfrecorder_component import transform as transform_lib
 from tfrecorder_component.beam import sink
 from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS
@@ -58,7 +60,10 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       max_error_ratio: float = 0.0,
       convert_unsupported: bool = False,
       compression_level: int = sink.DEFAULT_COMPRESSION_LEVEL,
-      verify_decode: bool = True):
+      verify_decode: bool = True,
+      image_root: Optional[str] = None,
+      feature_types: Optional[Dict[str, str]] = None,
+      image_transform: Optional[Union[transform_lib.ImageTransform, Dict[str, Any]]] = None):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -68,7 +73,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       output_config: Hash buckets for rows without ML_USE (default 8:1:1
         train/eval/test).
       range_config: Span range, as for FileBasedExampleGen.
-      manifest_format: 'automl_csv' or 'vertex_jsonl'; detected per file if unset.
+      manifest_format: One of 'automl_csv', 'automl_detection_csv', 'vertex_jsonl',
+        'coco_json', 'pascal_voc'; detected per file if unset (see README).
       max_pixels: Images whose header claims more pixels are refused before they are
         decoded (decompression bombs).
       max_bytes: Image files larger than this are refused (default 64 MiB).
@@ -83,6 +89,12 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       verify_decode: Decode every image once so no truncated or corrupt file becomes a
         record (about 40% of the run time on 35 KB JPEGs). Turn off only for trusted
         images: the header is still probed, but broken image data goes unnoticed.
+      image_root: Folder (or gs:// prefix) that COCO `file_name`s and Pascal VOC
+        `filename`s are relative to; default: the annotation file's folder.
+      feature_types: {column: 'int' | 'float' | 'string'} for extra manifest columns
+        carried as features; undeclared columns are inferred per file.
+      image_transform: An `ImageTransform` (or its fields as a dict): auto-orient,
+        resize, colour, re-encode. Default: image bytes pass through unchanged.
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -93,6 +105,11 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       raise ValueError(f'compression_level must be 0..9, got {compression_level}')
     if not 0.0 <= max_error_ratio <= 1.0:
       raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
+    if isinstance(image_transform, dict):
+      image_transform = transform_lib.ImageTransform(**image_transform)
+    if feature_types and not set(feature_types.values()) <= {'int', 'float', 'string'}:
+      raise ValueError(f"feature_types values must be 'int', 'float' or 'string', got "
+                       f'{feature_types}')
     input_config = input_config or example_gen_utils.make_default_input_config()
     output_config = output_config or default_output_config()
     super().__init__(spec=spec.ImageExampleGenSpec(
@@ -108,5 +125,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         convert_unsupported=int(bool(convert_unsupported)),
         compression_level=compression_level,
         verify_decode=int(bool(verify_decode)),
+        image_root=image_root,
+        feature_types=json.dumps(feature_types, sort_keys=True) if feature_types else None,
+        image_transform=image_transform.to_json() if image_transform is not None else None,
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))

@@ -19,19 +19,20 @@ from tfx.types import artifact_utils
 from tfx.utils import io_utils, proto_utils
 
 from tfrecorder_component import splits as splits_lib
+from tfrecorder_component import transform as transform_lib
 from tfrecorder_component.beam.transforms import ConversionOptions, ConvertManifests, ManifestSource
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
 
-MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt')
+MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt', '.json', '.xml')
 FIRST_ERRORS_SHOWN = 5
 
 
 def list_manifest_files(pattern: str) -> List[str]:
   """Manifest files matching `pattern`, or inside it when it names a folder.
 
-  Folders and files without a manifest extension (.csv, .jsonl, .txt) are skipped, so
-  a manifest may sit next to its images.
+  Folders and files without a manifest extension (.csv, .jsonl, .txt, .json for COCO,
+  .xml for Pascal VOC) are skipped, so a manifest may sit next to its images.
   """
   if fileio.isdir(pattern):
     pattern = os.path.join(pattern, '*')
@@ -41,13 +42,21 @@ def list_manifest_files(pattern: str) -> List[str]:
 
 def _sources(input_dict, exec_properties) -> List[ManifestSource]:
   fmt = exec_properties.get(spec.MANIFEST_FORMAT_KEY) or None
+  image_root = exec_properties.get(spec.IMAGE_ROOT_KEY) or None
+  feature_types = tuple(sorted(json.loads(exec_properties.get(spec.FEATURE_TYPES_KEY)
+                                          or '{}').items()))
+
+  def source(path: str, split=None) -> ManifestSource:
+    return ManifestSource(path, fmt, split, image_root, feature_types)
+
   if input_dict.get(spec.MANIFEST_KEY):
     paths = [p for artifact in input_dict[spec.MANIFEST_KEY]
              for p in list_manifest_files(artifact.uri)]
     where = ', '.join(a.uri for a in input_dict[spec.MANIFEST_KEY])
     if not paths:
-      raise ManifestError(f'no manifest files (.csv, .jsonl, .txt) found at {where}')
-    return [ManifestSource(p, fmt) for p in paths]
+      raise ManifestError(f'no manifest files ({", ".join(MANIFEST_EXTENSIONS)}) found at '
+                          f'{where}')
+    return [source(p) for p in paths]
   input_config = _input_config(exec_properties)
   input_base = exec_properties[spec.INPUT_BASE_KEY]
   many = len(input_config.splits) > 1
@@ -57,7 +66,7 @@ def _sources(input_dict, exec_properties) -> List[ManifestSource]:
     if not paths:
       raise ManifestError(f'no manifest files match {split.pattern!r} under {input_base} '
                           f'(split {split.name!r})')
-    sources.extend(ManifestSource(p, fmt, split.name if many else None) for p in paths)
+    sources.extend(source(p, split.name if many else None) for p in paths)
   return sources
 
 
@@ -117,7 +126,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         max_bytes=int(exec_properties[spec.MAX_BYTES_KEY]),
         convert_unsupported=bool(exec_properties[spec.CONVERT_UNSUPPORTED_KEY]),
         compression_level=int(exec_properties[spec.COMPRESSION_LEVEL_KEY]),
-        verify_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]))
+        verify_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]),
+        transform=transform_lib.ImageTransform.from_json(
+            exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
     with self._make_beam_pipeline() as pipeline:
@@ -146,6 +157,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       artifact.set_int_custom_property('duplicate_groups', duplicates['groups'])
       artifact.set_int_custom_property('cross_split_duplicates', duplicates['cross_split_groups'])
     report.set_json_value_custom_property('errors_per_reason', summary['errors_per_reason'])
+    if summary['objects_written'] or summary['box_issues']:
+      examples.set_int_custom_property('objects_written', summary['objects_written'])
+      report.set_json_value_custom_property('box_issues', summary['box_issues'])
     if duplicates['cross_split_groups']:
       logging.warning('%d image(s) appear in more than one split (test data leaking into '
                       'training); see %s/duplicates.jsonl.', duplicates['cross_split_groups'],

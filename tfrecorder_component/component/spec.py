@@ -18,6 +18,9 @@ MAX_BYTES_KEY = 'max_bytes'
 CONVERT_UNSUPPORTED_KEY = 'convert_unsupported'
 COMPRESSION_LEVEL_KEY = 'compression_level'
 VERIFY_DECODE_KEY = 'verify_decode'
+IMAGE_ROOT_KEY = 'image_root'
+FEATURE_TYPES_KEY = 'feature_types'
+IMAGE_TRANSFORM_KEY = 'image_transform'
 REPORT_KEY = 'report'
 
 
@@ -36,6 +39,9 @@ class ImageExampleGenSpec(ComponentSpec):
       CONVERT_UNSUPPORTED_KEY: ExecutionParameter(type=int),  # 0 or 1
       COMPRESSION_LEVEL_KEY: ExecutionParameter(type=int),  # gzip level 0..9
       VERIFY_DECODE_KEY: ExecutionParameter(type=int),  # 0 or 1
+      IMAGE_ROOT_KEY: ExecutionParameter(type=str, optional=True),
+      FEATURE_TYPES_KEY: ExecutionParameter(type=str, optional=True),  # JSON {column: type}
+      IMAGE_TRANSFORM_KEY: ExecutionParameter(type=str, optional=True),  # JSON ImageTransform
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),

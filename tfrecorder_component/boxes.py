@@ -1,0 +1,75 @@
+"""Detection boxes: one documented rule for invalid boxes, applied before records are built.
+
+For each annotated box, in the frame of the stored pixels:
+
+1. A coordinate that is not a finite number: the box is dropped (`not_finite`).
+2. Pixel boxes (COCO, Pascal VOC) are divided by the image's stored width and height.
+3. Zero or negative width or height (including swapped corners): dropped (`empty`).
+4. The box is clipped to the image, [0, 1]. Nothing left inside: dropped
+   (`outside_image`); otherwise, if clipping moved an edge by more than 1e-6, the box is
+   kept and counted as `clipped`.
+
+Dropped and clipped boxes are listed in the report (box_issues.jsonl) and counted in
+summary.json; a record whose boxes were all dropped is an image with no objects.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Dict, List, Optional, Tuple
+
+from tfrecorder_component.manifest import ObjectBox
+
+Box = Tuple[float, float, float, float]  # xmin, ymin, xmax, ymax, normalised
+_TOLERANCE = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class BoxIssue:
+  """A box the rule dropped or clipped."""
+  index: int      # position of the object in the row's annotations
+  label: str
+  box: Tuple[float, float, float, float]  # as annotated
+  action: str     # 'dropped' or 'clipped'
+  reason: str     # 'not_finite', 'empty', 'outside_image', 'clipped'
+
+  def as_dict(self) -> Dict:
+    return dict(dataclasses.asdict(self), box=list(self.box))
+
+
+def normalize_boxes(objects: Tuple[ObjectBox, ...], width: int, height: int
+                    ) -> Tuple[List[Tuple[int, ObjectBox, Box]], List[BoxIssue]]:
+  """Applies the rule above: ((index, object, normalised box) of kept ones, issues)."""
+  kept: List[Tuple[int, ObjectBox, Box]] = []
+  issues: List[BoxIssue] = []
+  for index, obj in enumerate(objects):
+    raw = (obj.xmin, obj.ymin, obj.xmax, obj.ymax)
+    box, reason = _normalize(raw, obj.normalized, width, height)
+    if box is None:
+      issues.append(BoxIssue(index, obj.label, raw, 'dropped', reason))
+      continue
+    if reason == 'clipped':
+      issues.append(BoxIssue(index, obj.label, raw, 'clipped', reason))
+    kept.append((index, obj, box))
+  return kept, issues
+
+
+def _normalize(raw: Box, normalized: bool, width: int, height: int
+               ) -> Tuple[Optional[Box], str]:
+  if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in raw):
+    return None, 'not_finite'
+  xmin, ymin, xmax, ymax = raw
+  if not normalized:
+    xmin, xmax, ymin, ymax = xmin / width, xmax / width, ymin / height, ymax / height
+  if xmax <= xmin or ymax <= ymin:
+    return None, 'empty'
+  clipped = (min(max(xmin, 0.0), 1.0), min(max(ymin, 0.0), 1.0),
+             min(max(xmax, 0.0), 1.0), min(max(ymax, 0.0), 1.0))
+  if clipped[2] <= clipped[0] or clipped[3] <= clipped[1]:
+    return None, 'outside_image'
+  moved = max(abs(a - b) for a, b in zip(clipped, (xmin, ymin, xmax, ymax)))
+  return clipped, ('clipped' if moved > _TOLERANCE else 'ok')
+
+
+def pixel_area(box: Box, width: int, height: int) -> float:
+  return (box[2] - box[0]) * width * (box[3] - box[1]) * height
