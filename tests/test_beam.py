@@ -132,3 +132,27 @@ def test_split_override_and_jsonl_source(tmp_path):
   assert list(by_source_id(out, ['test'])) == ['a.png']
   # Splits no row went to still exist, as empty shards that readers accept.
   assert by_source_id(out, ['train', 'eval']) == {}
+
+
+def test_multi_label_rows_and_extra_columns_become_typed_features(tmp_path):
+  d = tmp_path / 'data'
+  write_image(str(d / 'a.jpg'), seed=1)
+  write_image(str(d / 'b.jpg'), seed=2)
+  manifest = write_text(str(d / 'm.csv'),
+                        'ml_use,image_uri,label_1,label_2,weight,count,photographer,zip\n'
+                        'TRAIN,a.jpg,cat,dog,0.5,3,Ann,01234\n'
+                        'TRAIN,b.jpg,dog,,2,,Bob,99999\n')
+  options = ManifestSource(manifest, feature_types=(('zip', 'string'),))
+  out, summary, errors = convert(tmp_path, [options])
+  assert errors == []
+  records = by_source_id(out, ['train'])
+  a, b = records['a.jpg'][1], records['b.jpg'][1]
+  assert feature(a, 'image/class/text') == [b'cat', b'dog']
+  assert feature(a, 'image/class/label') == [0, 1] and feature(b, 'image/class/label') == [1]
+  assert feature(a, 'weight') == [0.5] and feature(b, 'weight') == [2.0]  # inferred float
+  assert a.features.feature['weight'].WhichOneof('kind') == 'float_list'
+  assert feature(a, 'count') == [3] and 'count' not in b.features.feature  # empty: left out
+  assert a.features.feature['count'].WhichOneof('kind') == 'int64_list'
+  assert feature(a, 'photographer') == [b'Ann']
+  assert feature(a, 'zip') == [b'01234']  # declared string: the leading zero stays
+  assert summary['records_per_label'] == {'cat': 1, 'dog': 2}

@@ -205,3 +205,41 @@ def test_auto_orient_and_resize_keep_boxes_on_their_objects(tmp_path):
   inside = pixels[y0:y1, x0:x1].astype(np.float32)
   assert np.abs(inside - reference[y0:y1, x0:x1]).mean() < 8  # the box holds the pagoda
   assert area == pytest.approx((x1 - x0) * (y1 - y0), rel=0.05)
+
+
+def test_coco_folder_through_tfx_with_a_transform(tmp_path, photos):
+  """input_base holding a COCO JSON (images elsewhere, image_root), resized in the
+  pipeline; StatisticsGen and SchemaGen read the detection records unchanged."""
+  import tensorflow_data_validation as tfdv
+  from tfx import v1 as tfx
+  from test_pipeline import run
+  from tfrecorder_component import ImageExampleGen
+  from tensorflow_metadata.proto.v0 import schema_pb2
+  from tfrecorder_component.mlmd import latest_output
+
+  (tmp_path / 'annotations').mkdir()
+  write_coco(tmp_path / 'annotations' / 'instances.json')
+  gen = ImageExampleGen(input_base=str(tmp_path / 'annotations'), image_root=str(photos),
+                        image_transform={'longest_side': 320, 'encode': 'png'})
+  stats = tfx.components.StatisticsGen(examples=gen.outputs['examples'])
+  schema = tfx.components.SchemaGen(statistics=stats.outputs['statistics'])
+  config = run([gen, stats, schema], str(tmp_path / 'tfx'), 'coco')
+
+  examples = latest_output(config, 'coco', 'ImageExampleGen', 'examples')
+  assert examples.get_int_custom_property('objects_written') == 4
+  records = by_source_id(examples.uri, SPLITS)
+  assert sorted(records) == sorted(OBJECTS)
+  for name, (_, example) in records.items():
+    assert feature(example, 'image/format') == [b'png']
+    pixels = tf.io.decode_image(feature(example, 'image/encoded')[0])
+    assert tuple(pixels.shape) == (214, 320, 3)
+    assert (feature(example, 'image/height'), feature(example, 'image/width')) == ([214], [320])
+    got = objects_of(example)
+    for g, w in zip(got, expected_objects(name)):  # normalised boxes survive the resize
+      assert g[:2] == w[:2]
+      np.testing.assert_allclose(g[2], w[2], atol=2e-3)
+  schema_uri = latest_output(config, 'coco', 'SchemaGen', 'schema').uri
+  inferred = tfdv.load_schema_text(os.path.join(schema_uri, 'schema.pbtxt'))
+  types = {f.name: f.type for f in inferred.feature}
+  assert types['image/object/bbox/xmin'] == schema_pb2.FLOAT
+  assert types['image/object/class/label'] == schema_pb2.INT
