@@ -129,6 +129,34 @@ def test_coco_and_automl_csv_give_the_same_boxes_and_ids(tmp_path, photos):
     assert 'name: "flower"\n  id: 1' in f.read()
 
 
+def test_model_garden_decoder_reads_the_records(tmp_path, photos):
+  """The TensorFlow Model Garden's own detection decoder (tf-models-official) reads the
+  records: boxes ([ymin, xmin, ymax, xmax]), 1-based classes, crowd flags, areas."""
+  from official.vision.dataloaders import tf_example_decoder  # pylint: disable=g-import-not-at-top
+  decoder = tf_example_decoder.TfExampleDecoder(include_mask=False)
+  out, _, errors = convert(tmp_path, [ManifestSource(write_coco(photos / 'decoder.json'))])
+  assert errors == []
+  records = by_source_id(out, SPLITS)
+  for name, (_, example) in records.items():
+    decoded = decoder.decode(tf.constant(example.SerializeToString()))
+    assert decoded['source_id'].numpy() == name.encode()
+    assert tuple(decoded['image'].shape) == (H, W, 3)
+    assert (int(decoded['height']), int(decoded['width'])) == (H, W)
+    got = sorted(zip(decoded['groundtruth_classes'].numpy().tolist(),
+                     decoded['groundtruth_boxes'].numpy().tolist(),
+                     decoded['groundtruth_is_crowd'].numpy().tolist(),
+                     decoded['groundtruth_area'].numpy().tolist()))
+    want = sorted((EXPECTED_IDS[label], [y / H, x / W, (y + h) / H, (x + w) / W],
+                   (label, x) in CROWD, w * h * 0.8) for label, x, y, w, h in OBJECTS[name])
+    assert [g[0] for g in got] == [w[0] for w in want], name
+    for g, w in zip(got, want):
+      np.testing.assert_allclose(g[1], w[1], atol=1e-3)
+      assert g[2] == w[2]
+      assert g[3] == pytest.approx(w[3], rel=1e-4)
+  empty = decoder.decode(tf.constant(records['empty.jpg'][1].SerializeToString()))
+  assert tuple(empty['groundtruth_boxes'].shape) == (0, 4)
+
+
 def test_coco_image_root(tmp_path, photos):
   """file_name is resolved against image_root, not the JSON's folder, when given."""
   coco = write_coco(tmp_path / 'elsewhere.json')
