@@ -129,6 +129,42 @@ def test_coco_and_automl_csv_give_the_same_boxes_and_ids(tmp_path, photos):
     assert 'name: "flower"\n  id: 1' in f.read()
 
 
+def test_pascal_voc_and_vertex_jsonl_give_the_same_boxes(tmp_path, photos):
+  voc_dir = tmp_path / 'voc'
+  voc_dir.mkdir()
+  for name, objects in OBJECTS.items():
+    xml = ''.join(f'<object><name>{label}</name><difficult>{int(label == "tree")}</difficult>'
+                  f'<truncated>0</truncated><bndbox><xmin>{x}</xmin><ymin>{y}</ymin>'
+                  f'<xmax>{x + w}</xmax><ymax>{y + h}</ymax></bndbox></object>'
+                  for label, x, y, w, h in objects)
+    (voc_dir / (name + '.xml')).write_text(
+        f'<annotation><filename>{name}</filename><size><width>{W}</width>'
+        f'<height>{H}</height><depth>3</depth></size>{xml}</annotation>')
+  lines = [json.dumps({'imageGcsUri': name, 'boundingBoxAnnotations': [
+      {'displayName': label, 'xMin': x / W, 'yMin': str(y / H), 'xMax': (x + w) / W,
+       'yMax': str((y + h) / H)} for label, x, y, w, h in objects]})
+           for name, objects in OBJECTS.items()]
+  (photos / 'boxes.jsonl').write_text('\n'.join(lines) + '\n')
+  voc_sources = [ManifestSource(str(p), image_root=str(photos))
+                 for p in sorted(voc_dir.glob('*.xml'))]
+  out_voc, _, errors_voc = convert(tmp_path / 'voc_run', voc_sources)
+  out_jsonl, _, errors_jsonl = convert(tmp_path / 'jsonl_run',
+                                       [ManifestSource(str(photos / 'boxes.jsonl'))])
+  assert errors_voc == [] and errors_jsonl == []
+  for out in (out_voc, out_jsonl):
+    records = by_source_id(out, SPLITS)
+    assert sorted(records) == sorted(OBJECTS)
+    for name, (_, example) in records.items():
+      got, want = objects_of(example), expected_objects(name)
+      assert [g[:2] for g in got] == [w[:2] for w in want], name
+      for g, w in zip(got, want):
+        np.testing.assert_allclose(g[2], w[2], atol=1e-3)
+    assert read_label_map(out) == EXPECTED_IDS
+  china = by_source_id(out_voc, SPLITS)['china.jpg'][1]
+  assert sorted(zip(feature(china, 'image/object/class/text'),
+                    feature(china, 'image/object/difficult'))) == [(b'pagoda', 0), (b'tree', 1)]
+
+
 def test_model_garden_decoder_reads_the_records(tmp_path, photos):
   """The TensorFlow Model Garden's own detection decoder (tf-models-official) reads the
   records: boxes ([ymin, xmin, ymax, xmax]), 1-based classes, crowd flags, areas."""
