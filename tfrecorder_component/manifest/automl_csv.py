@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Callable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ParsedItem,
@@ -138,7 +138,15 @@ class _Layout:
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
   del image_root  # image URIs resolve against the manifest's folder
-  layout: Optional[_Layout] = None
+  return parse_rows(path, text, feature_types, _Layout, _parse_row)
+
+
+def parse_rows(path: str, text: str, feature_types: Optional[Mapping[str, str]], layout_class,
+               parse_row: Callable) -> List[ParsedItem]:
+  """The rows of an AutoML CSV: the layout comes from the header, else the first row
+  (`layout_class.from_header` / `from_first_row`); `parse_row(path, row, fields, layout)`
+  turns each row into a ManifestRow or RowError; extra columns are then typed."""
+  layout = None
   items: List[ParsedItem] = []
   for entry in csv_rows(path, text):
     if isinstance(entry, RowError):
@@ -147,10 +155,10 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
     row_number, fields = entry
     if layout is None:
       if is_header(fields):
-        layout = _Layout.from_header(path, fields)
+        layout = layout_class.from_header(path, fields)
         continue
-      layout = _Layout.from_first_row(fields)
-    items.append(_parse_row(path, row_number, fields, layout))
+      layout = layout_class.from_first_row(fields)
+    items.append(parse_row(path, row_number, fields, layout))
   return type_features(path, items, feature_types or {}, from_text=True)
 
 

@@ -15,10 +15,10 @@ from typing import List, Mapping, Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
-                                           parse_number, resolve_uri, type_features)
-from tfrecorder_component.manifest.automl_csv import (SPLIT_COLUMNS, URI_COLUMNS, csv_rows,
+                                           parse_number, resolve_uri)
+from tfrecorder_component.manifest.automl_csv import (SPLIT_COLUMNS, URI_COLUMNS,
                                                       feature_columns, has_ml_use_column,
-                                                      is_header, is_label_column,
+                                                      is_header, is_label_column, parse_rows,
                                                       raw_features, split_of)
 
 COORDINATES = 8
@@ -107,20 +107,7 @@ class _Layout:
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
   del image_root  # image URIs resolve against the manifest's folder
-  layout: Optional[_Layout] = None
-  items: List[ParsedItem] = []
-  for entry in csv_rows(path, text):
-    if isinstance(entry, RowError):
-      items.append(entry)
-      continue
-    row_number, fields = entry
-    if layout is None:
-      if is_header(fields):
-        layout = _Layout.from_header(path, fields)
-        continue
-      layout = _Layout.from_first_row(fields)
-    items.append(_parse_row(path, row_number, fields, layout))
-  return type_features(path, items, feature_types or {}, from_text=True)
+  return parse_rows(path, text, feature_types, _Layout, _parse_row)
 
 
 def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:
