@@ -14,7 +14,7 @@ from tfrecorder_component import splits as splits_lib
 from tfrecorder_component import transform as transform_lib
 from tfrecorder_component.beam import sink
 from tfrecorder_component.component import driver, executor, spec, types
-from tfrecorder_component.manifest import MANIFEST_FORMATS
+from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
 
 
 def default_output_config() -> example_gen_pb2.Output:
@@ -107,9 +107,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
     if isinstance(image_transform, dict):
       image_transform = transform_lib.ImageTransform(**image_transform)
-    if feature_types and not set(feature_types.values()) <= {'int', 'float', 'string'}:
-      raise ValueError(f"feature_types values must be 'int', 'float' or 'string', got "
-                       f'{feature_types}')
+    check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry
     input_config = input_config or example_gen_utils.make_default_input_config()
     output_config = output_config or default_output_config()
     super().__init__(spec=spec.ImageExampleGenSpec(
