@@ -108,6 +108,14 @@ def split_of(path: str, row: int, fields: List[str], split_col: Optional[int],
                     f'UNASSIGNED or leave it empty)', source=path, row=row, uri=uri)
 
 
+def header_columns(fields: List[str]) -> Tuple[List[str], Optional[int], int]:
+  """A header's lower-cased names, its ML_USE column (or None) and its URI column."""
+  names = [f.strip().lower() for f in fields]
+  split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
+  uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
+  return names, split_col, uri_col
+
+
 class _Layout:
   """Which column holds ML_USE, which the URI, which the labels and which features."""
 
@@ -122,9 +130,7 @@ class _Layout:
 
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
-    names = [f.strip().lower() for f in fields]
-    split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
-    uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
+    names, split_col, uri_col = header_columns(fields)
     labels = [i for i, n in enumerate(names) if is_label_column(n)]
     used = [uri_col, *labels] + ([split_col] if split_col is not None else [])
     return cls(split_col, uri_col, labels, width=len(fields),

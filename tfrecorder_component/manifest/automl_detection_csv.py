@@ -16,9 +16,9 @@ from typing import List, Mapping, Optional, Tuple
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
                                            parse_number, resolve_uri)
-from tfrecorder_component.manifest.automl_csv import (SPLIT_COLUMNS, URI_COLUMNS,
-                                                      feature_columns, has_ml_use_column,
-                                                      is_header, is_label_column, parse_rows,
+from tfrecorder_component.manifest.automl_csv import (feature_columns, has_ml_use_column,
+                                                      header_columns, is_header,
+                                                      is_label_column, parse_rows,
                                                       raw_features, split_of)
 
 COORDINATES = 8
@@ -83,9 +83,7 @@ class _Layout:
 
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
-    names = [f.strip().lower() for f in fields]
-    split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
-    uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
+    names, split_col, uri_col = header_columns(fields)
     label_col = next((i for i, n in enumerate(names) if is_label_column(n)), None)
     if label_col is None or label_col + COORDINATES >= len(fields):
       raise ManifestError(f'{path}: a detection CSV header needs a label column followed by '
