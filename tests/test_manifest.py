@@ -109,3 +109,41 @@ def test_resolve_uri():
   assert resolve_uri('x/../a.jpg', '/data/m.csv') == '/data/a.jpg'
   assert resolve_uri('a.jpg', 'gs://b/dir/m.csv') == 'gs://b/dir/a.jpg'
   assert resolve_uri('file:///x/a.jpg', '/data/m.csv') == '/x/a.jpg'
+
+
+def test_extra_columns_are_typed_over_the_whole_file_in_file_order(tmp_path):
+  # The first rows have no extra values; the types come from every later row, and the
+  # rows stay in file order around the bad one.
+  path = write_text(str(tmp_path / 'm.csv'),
+                    'image_uri,label,count,zone\n'
+                    'a.jpg,cat,,\nb.jpg,cat,,\nc.jpg,cat,3,7\nbad,,,\n'
+                    'd.jpg,dog,4,x\n,dog,1,\ne.jpg,dog,5,\n')
+  items = read_manifest_file(path)
+  assert [i.row for i in items] == [2, 3, 4, 5, 6, 7, 8]
+  assert isinstance(items[5], RowError) and items[5].reason == 'bad_row'
+  by_uri = {i.image_uri: i.features for i in rows_of(items)}
+  assert by_uri == {'a.jpg': (), 'b.jpg': (), 'c.jpg': (('count', 3), ('zone', '7')),
+                    'bad': (), 'd.jpg': (('count', 4), ('zone', 'x')),
+                    'e.jpg': (('count', 5),)}
+
+
+def test_a_file_is_parsed_twice_only_when_it_has_extra_values():
+  from tfrecorder_component.manifest import typed_items  # pylint: disable=g-import-not-at-top
+  calls = []
+
+  def parse(rows):
+    def untyped():
+      calls.append(1)
+      for number, features in enumerate(rows, start=1):
+        yield ManifestRow(source='m', row=number, image_uri=f'{number}.jpg',
+                          resolved_uri=f'/{number}.jpg', features=features)
+    return untyped
+
+  plain = list(typed_items('m', parse([(), ()]), {}, from_text=True))
+  assert len(calls) == 1 and [r.row for r in plain] == [1, 2]
+  calls.clear()
+  typed = list(typed_items('m', parse([(), (('n', '1.5'),), (('n', '2'),)]), {},
+                           from_text=True))
+  assert len(calls) == 2
+  assert [(r.row, r.features) for r in typed] == [(1, ()), (2, (('n', 1.5),)),
+                                                   (3, (('n', 2.0),))]

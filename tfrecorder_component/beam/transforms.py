@@ -5,8 +5,9 @@
                    |                                              |    +-> stats -> summary,
                    +--------------------- errors -----------------+            FindDuplicates
 
-Rows travel in chunks (at most MAX_CHUNKS_PER_FILE per manifest file, as plain tuples);
-everything per row happens inside one DoFn, which emits records in batches of
+Rows are parsed as they are read and travel in chunks (at most MAX_CHUNKS_PER_FILE per
+manifest file, each one compressed blob; see `Chunk`); everything per row happens inside
+one DoFn, which emits records in batches of
 ROWS_PER_BATCH.
 
 By construction: manifest rows = records written + error rows (errors.jsonl).
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
+import zlib
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
@@ -28,7 +31,7 @@ from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.example import DetectedObject, build_example
-from tfrecorder_component.manifest import ManifestRow, read_manifest_file
+from tfrecorder_component.manifest import ManifestRow, iter_manifest_file
 
 ERRORS = 'errors'
 STATS = 'stats'
@@ -67,53 +70,70 @@ def error_record(error: RowError, row: Optional[ManifestRow] = None) -> Dict[str
 ROWS_PER_BATCH = 64
 MAX_CHUNKS_PER_FILE = 64
 
-PackedRow = Tuple[Any, ...]
+# A chunk of rows: (labels of its rows, task, rows). The rows are one zlib-compressed
+# pickle of plain tuples: the DirectRunner holds every element of a shuffle decoded in
+# memory, where a blob stays one bytes object (about 20 bytes a row for a typical
+# manifest, against some 500 for rows as Python objects). The labels let the vocabulary
+# be built without opening the rows.
+Chunk = Tuple[Tuple[str, ...], str, bytes]
 
 
-def pack_rows(rows: Sequence[ManifestRow]) -> List[PackedRow]:
-  """Rows as tuples of primitives: Beam encodes them in half the bytes and a fifth of
-  the time of the dataclasses, which matters where the runner buffers every row."""
-  return [(r.source, r.row, r.image_uri, r.resolved_uri, r.labels, r.split, r.objects,
-           r.features) for r in rows]
+def pack_chunk(rows: Sequence[ManifestRow]) -> Chunk:
+  """Rows of one task (all classification or all detection) as a Chunk."""
+  labels = set()
+  for r in rows:
+    labels.update(r.labels)
+    labels.update(o.label for o in r.objects or ())
+  task = 'classification' if rows[0].objects is None else 'detection'
+  packed = [(r.source, r.row, r.image_uri, r.resolved_uri, r.labels, r.split, r.objects,
+             r.features) for r in rows]
+  return (tuple(sorted(labels)), task,
+          zlib.compress(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL), 1))
 
 
-def unpack_rows(packed: Sequence[PackedRow]) -> List[ManifestRow]:
+def unpack_chunk(chunk: Chunk) -> List[ManifestRow]:
   return [ManifestRow(source=t[0], row=t[1], image_uri=t[2], resolved_uri=t[3],
-                      labels=tuple(t[4]), split=t[5],
-                      objects=None if t[6] is None else tuple(t[6]),
-                      features=tuple(tuple(f) for f in t[7])) for t in packed]
+                      labels=t[4], split=t[5], objects=t[6], features=t[7])
+          for t in pickle.loads(zlib.decompress(chunk[2]))]
 
 
 class _ParseManifest(beam.DoFn):
+  """Streams a manifest file's rows out in chunks as they are parsed: at most
+  `max_chunks` per file (sized from the file's line count), of at least `rows_per_batch`
+  rows. No file is held parsed in memory."""
 
   def __init__(self, rows_per_batch: int, max_chunks: int):
     self._rows_per_batch = rows_per_batch
     self._max_chunks = max_chunks
 
   def process(self, source: ManifestSource):
-    rows: List[ManifestRow] = []
-    for item in read_manifest_file(source.path, source.format, source.split,
-                                   image_root=source.image_root,
-                                   feature_types=dict(source.feature_types) or None):
+    lines, items = iter_manifest_file(source.path, source.format, source.split,
+                                      image_root=source.image_root,
+                                      feature_types=dict(source.feature_types) or None)
+    size = max(self._rows_per_batch, -(-lines // self._max_chunks))
+    chunk: List[ManifestRow] = []
+    for item in items:
       if isinstance(item, RowError):
         yield beam.pvalue.TaggedOutput(ERRORS, error_record(item))
       elif item.objects is not None:  # detection: rows of one image are grouped first
         yield beam.pvalue.TaggedOutput(OBJECTS, ((item.source, item.image_uri), item))
       else:
-        rows.append(item)
-    size = max(self._rows_per_batch, -(-len(rows) // self._max_chunks))
-    for start in range(0, len(rows), size):
-      yield pack_rows(rows[start:start + size])
+        chunk.append(item)
+        if len(chunk) == size:
+          yield pack_chunk(chunk)
+          chunk = []
+    if chunk:
+      yield pack_chunk(chunk)
 
 
 class ReadManifestRows(beam.PTransform):
-  """Parses manifest files into chunks of packed rows (main) and error rows (`errors`).
+  """Parses manifest files into Chunks of rows (main) and error rows (`errors`).
 
   Each file is parsed by one worker so rows keep their positions; the chunks are then
   redistributed so image loading fans out across all workers. A file becomes at most
   `max_chunks` chunks (of at least `rows_per_batch` rows): the DirectRunner buffers
-  every element that crosses a stage boundary, and a few large elements of plain tuples
-  cost far less than one element per row. Detection rows are first merged per image.
+  every element that crosses a stage boundary, and a few compressed blobs cost far less
+  than one element per row. Detection rows are first merged per image.
   """
 
   def __init__(self, sources: Sequence[ManifestSource], rows_per_batch: int = ROWS_PER_BATCH,
@@ -134,7 +154,7 @@ class ReadManifestRows(beam.PTransform):
     image_chunks = (images.rows
                     | 'BatchImages' >> beam.BatchElements(
                         min_batch_size=self._rows_per_batch, max_batch_size=self._rows_per_batch)
-                    | 'PackImages' >> beam.Map(pack_rows))
+                    | 'PackImages' >> beam.Map(pack_chunk))
     chunks = ((parsed.rows, image_chunks)
               | 'AllChunks' >> beam.Flatten()
               | 'Redistribute' >> beam.Reshuffle())
@@ -216,7 +236,7 @@ def load_image(row: ManifestRow, options: 'ConversionOptions'
 
 
 class _ConvertBatch(beam.DoFn):
-  """A chunk of packed rows in; per split, batches of serialized Examples out.
+  """A Chunk of rows in; per split, batches of serialized Examples out.
 
   For each row: label ids from the vocabulary, read, probe and decode check, boxes
   checked (see `boxes`), optional image transform, split, Example. Side outputs: one
@@ -239,8 +259,8 @@ class _ConvertBatch(beam.DoFn):
                                                                    start=first)})
     return self._ids[1]
 
-  def process(self, chunk: List[PackedRow], vocabulary: Dict[str, Any]):
-    rows = unpack_rows(chunk)
+  def process(self, chunk: Chunk, vocabulary: Dict[str, Any]):
+    rows = unpack_chunk(chunk)
     for start in range(0, len(rows), ROWS_PER_BATCH):
       yield from self._convert(rows[start:start + ROWS_PER_BATCH], vocabulary)
 
@@ -319,7 +339,7 @@ def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageI
 
 
 class ConvertBatches(beam.PTransform):
-  """Chunks of packed rows -> (split, [serialized tf.train.Example]) pairs.
+  """Chunks of rows -> (split, [serialized tf.train.Example]) pairs.
 
   Outputs: `records` (main), `errors` (one dict per failed row) and `stats` (a list of
   RecordStat per batch). Label ids come from `vocabulary`, a singleton side input, and
@@ -343,20 +363,16 @@ def first_label_id(task: str) -> int:
 
 
 class _LabelSetFn(beam.CombineFn):
-  """The sorted set of labels of chunks of packed rows, and the task: classification or
+  """The sorted set of labels of Chunks of rows, and the task: classification or
   detection (a run converts one or the other)."""
 
   def create_accumulator(self):
     return set(), set()
 
-  def add_input(self, acc, chunk: List[PackedRow]):
-    labels, tasks = acc
-    for packed in chunk:
-      row_labels, objects = packed[4], packed[6]
-      labels.update(row_labels)
-      if objects is not None:
-        labels.update(o.label for o in objects)
-      tasks.add('classification' if objects is None else 'detection')
+  def add_input(self, acc, chunk: Chunk):
+    labels, task, _ = chunk
+    acc[0].update(labels)
+    acc[1].add(task)
     return acc
 
   def merge_accumulators(self, accumulators):
@@ -373,7 +389,7 @@ class _LabelSetFn(beam.CombineFn):
 
 
 class LabelVocabulary(beam.PTransform):
-  """{'labels': sorted labels, 'task': ...} of chunks of packed rows, one element."""
+  """{'labels': sorted labels, 'task': ...} of Chunks of rows, one element."""
 
   def expand(self, chunks):
     return chunks | beam.CombineGlobally(_LabelSetFn())
@@ -400,8 +416,22 @@ class WriteSplits(beam.PTransform):
     return beam.pvalue.PDone(records.pipeline)
 
 
+def _stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
+  """A batch's RecordStats as counts per split, label and object label: a few small
+  dicts cross to the summary instead of a stat per record."""
+  counts: Dict[str, Dict[str, int]] = {'records': {}, 'labels': {}, 'objects': {}}
+  records, labels, objects = counts['records'], counts['labels'], counts['objects']
+  for stat in stats:
+    records[stat.split] = records.get(stat.split, 0) + 1
+    for label in stat.labels:
+      labels[label] = labels.get(label, 0) + 1
+    for label in stat.objects:
+      objects[label] = objects.get(label, 0) + 1
+  return counts
+
+
 class _SummaryFn(beam.CombineFn):
-  """Counts records per split and per label (from RecordStat lists), errors per reason."""
+  """Counts records per split and per label (from `_stat_counts`), errors per reason."""
 
   def create_accumulator(self):
     return {'records': {}, 'labels': {}, 'objects': {}, 'errors': {}, 'box_issues': {}}
@@ -411,14 +441,7 @@ class _SummaryFn(beam.CombineFn):
       kind, key = element
       acc[kind][key] = acc[kind].get(key, 0) + 1
       return acc
-    records, labels, objects = acc['records'], acc['labels'], acc['objects']
-    for stat in element:
-      records[stat.split] = records.get(stat.split, 0) + 1
-      for label in stat.labels:
-        labels[label] = labels.get(label, 0) + 1
-      for label in stat.objects:
-        objects[label] = objects.get(label, 0) + 1
-    return acc
+    return self.merge_accumulators([acc, element])
 
   def merge_accumulators(self, accumulators):
     out = self.create_accumulator()
@@ -448,9 +471,10 @@ DUPLICATE_KEY_SHARDS = 16  # hex digits of the hash; lets a distributed runner s
 
 
 class _ContentIndexFn(beam.CombineFn):
-  """sha256 -> [(uri, split), ...] of RecordStat lists; outputs the repeated hashes only.
+  """Content index of RecordStat lists; outputs the repeated hashes only.
 
-  Keeps the hash and where it was seen for every record of its key shard: duplicates
+  Keeps every record of its key shard as raw digest -> (uri, split, uri, split, ...), a
+  flat tuple (about 180 bytes a record, half of hex keys and lists of pairs): duplicates
   cannot be found with less, and the runner combines partial indexes per bundle.
   """
 
@@ -459,20 +483,21 @@ class _ContentIndexFn(beam.CombineFn):
 
   def add_input(self, acc, stats):
     for stat in stats:
-      acc.setdefault(stat.sha256, []).append((stat.uri, stat.split))
+      digest = bytes.fromhex(stat.sha256)
+      acc[digest] = acc.get(digest, ()) + (stat.uri, stat.split)
     return acc
 
   def merge_accumulators(self, accumulators):
     accumulators = iter(accumulators)
     out = next(accumulators)
     for acc in accumulators:
-      for sha256, members in acc.items():
-        out.setdefault(sha256, []).extend(members)
+      for digest, members in acc.items():
+        out[digest] = out.get(digest, ()) + members
     return out
 
   def extract_output(self, acc):
-    return [_describe_duplicate(sha256, members) for sha256, members in acc.items()
-            if len(members) > 1]
+    return [_describe_duplicate(digest.hex(), list(zip(members[0::2], members[1::2])))
+            for digest, members in acc.items() if len(members) > 2]
 
 
 def _by_shard(stats: List[RecordStat]):
@@ -562,7 +587,7 @@ class ConvertManifests(beam.PTransform):
                         | 'CountDuplicates' >> beam.Map(_duplicate_counts))
     _ = (converted[BOX_ISSUES]
          | 'WriteBoxIssues' >> _WriteJsonLines(self._report_dir, 'box_issues'))
-    _ = ((converted[STATS],
+    _ = ((converted[STATS] | 'CountStats' >> beam.Map(_stat_counts),
           errors | 'ErrorReasons' >> beam.Map(lambda e: ('errors', e['reason'])),
           converted[BOX_ISSUES] | 'BoxIssueReasons' >> beam.Map(
               lambda b: ('box_issues', f'{b["action"]}:{b["reason"]}')))

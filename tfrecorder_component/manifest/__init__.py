@@ -6,11 +6,13 @@ reports); rows are then fanned out across Beam workers for image loading.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import posixpath
 import re
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import (Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple,
+                    Union)
 
 from tfrecorder_component.errors import ManifestError, RowError
 
@@ -168,61 +170,79 @@ def convert_feature(value: Union[FeatureValue, bool], type_: str) -> FeatureValu
   return int(value)
 
 
-def _as_int(value: Union[FeatureValue, bool], from_text: bool) -> Optional[int]:
-  if from_text:
-    return int(value) if isinstance(value, str) and _INT.match(value.strip()) else None
-  return int(value) if isinstance(value, int) else None
+class _TypeInference:
+  """One file's extra-column types, inferred from its values one row at a time.
+
+  From CSV text: int if every value is an integer (in int64 range), else float if every
+  value is a number, else string. From JSON values, which keep their type: int if every
+  value is an integer, else float if every value is a number, else string.
+  """
+
+  def __init__(self, from_text: bool):
+    self._from_text = from_text
+    self._seen: Dict[str, List[bool]] = {}  # name -> [all int, any int out of range, all number]
+
+  def observe(self, features: Tuple[Tuple[str, Union[FeatureValue, bool]], ...]) -> None:
+    for name, value in features:
+      state = self._seen.setdefault(name, [True, False, True])
+      if self._from_text:
+        text = value.strip() if isinstance(value, str) else None
+        as_int = int(text) if text is not None and _INT.match(text) else None
+        number = text is not None and bool(_DECIMAL.match(text))
+      else:
+        as_int = int(value) if isinstance(value, int) else None
+        number = isinstance(value, (int, float))
+      state[0] = state[0] and as_int is not None
+      state[1] = state[1] or (as_int is not None and not _INT64_MIN <= as_int <= _INT64_MAX)
+      state[2] = state[2] and number
+
+  def types(self, declared: Mapping[str, str]) -> Dict[str, str]:
+    return {name: declared.get(name) or (
+        'string' if out_of_range else 'int' if all_int else 'float' if number else 'string')
+            for name, (all_int, out_of_range, number) in self._seen.items()}
 
 
-def _infer_type(values: List[Union[FeatureValue, bool]], from_text: bool) -> str:
-  ints = [_as_int(v, from_text) for v in values]
-  if any(i is not None and not _INT64_MIN <= i <= _INT64_MAX for i in ints):
-    return 'string'  # identifiers too long for an int64 feature
-  if all(i is not None for i in ints):
-    return 'int'
-  if from_text:
-    numeric = all(isinstance(v, str) and _DECIMAL.match(v.strip()) for v in values)
-  else:
-    numeric = all(isinstance(v, (int, float)) for v in values)
-  return 'float' if numeric else 'string'
-
-
-def type_features(path: str, items: List[ParsedItem], feature_types: Mapping[str, str], *,
-                  from_text: bool, what: str = 'column') -> List[ParsedItem]:
+def typed_items(path: str, parse: Callable[[], Iterable[ParsedItem]],
+                feature_types: Mapping[str, str], *, from_text: bool,
+                what: str = 'column') -> Iterator[ParsedItem]:
   """Gives one file's extra columns their types: declared, else one inferred per file.
 
-  `from_text`: values are CSV text (inferred int if every value is an integer, else float
-  if every value is a number, else string); otherwise they are JSON values that keep
-  their type, ints widened to float when the column also holds floats and everything
-  to string when it also holds strings. A declared value that does not convert makes
+  `parse()` returns a fresh iterator of the file's items with raw feature values. Items
+  stream through until the first row with features; from there the file's values are
+  only observed, and a second `parse()` yields the rest typed. So no file is ever held
+  whole, and a file without extra columns is parsed once. `from_text`: values are CSV
+  text (see `_TypeInference`). A value that does not convert to a declared type makes
   the row a `bad_feature` error.
   """
-  values: Dict[str, List[Union[FeatureValue, bool]]] = {}
-  for item in items:
-    if isinstance(item, ManifestRow):
-      for name, value in item.features:
-        values.setdefault(name, []).append(value)
-  types = {name: feature_types.get(name) or _infer_type(vals, from_text)
-           for name, vals in values.items()}
-  typed: List[ParsedItem] = []
-  for item in items:
-    if not isinstance(item, ManifestRow) or not item.features:
-      typed.append(item)
-      continue
-    features, bad = [], []
-    for name, value in item.features:
-      try:
-        features.append((name, convert_feature(value, types[name])))
-      except (ValueError, OverflowError):
-        bad.append(f'{what} {name!r}: {_format_value(value)!r} is not a valid '
-                   f'{types[name]}')
-    if bad:
-      typed.append(RowError(
-          'bad_feature', '; '.join(bad) + ' (declared in feature_types); fix the value or '
-          f"declare the {what} as 'string'", source=path, row=item.row, uri=item.image_uri))
-    else:
-      typed.append(dataclasses.replace(item, features=tuple(sorted(features))))
-  return typed
+  inference = _TypeInference(from_text)
+  passed = 0
+  deferred = False
+  for item in parse():
+    if isinstance(item, ManifestRow) and item.features:
+      deferred = True
+      inference.observe(item.features)
+    elif not deferred:
+      passed += 1
+      yield item
+  if not deferred:
+    return
+  types = inference.types(feature_types)
+  for item in itertools.islice(parse(), passed, None):
+    yield _typed(path, item, types, what) if isinstance(item, ManifestRow) else item
+
+
+def _typed(path: str, item: ManifestRow, types: Mapping[str, str], what: str) -> ParsedItem:
+  features, bad = [], []
+  for name, value in item.features:
+    try:
+      features.append((name, convert_feature(value, types[name])))
+    except (ValueError, OverflowError):
+      bad.append(f'{what} {name!r}: {_format_value(value)!r} is not a valid {types[name]}')
+  if bad:
+    return RowError(
+        'bad_feature', '; '.join(bad) + ' (declared in feature_types); fix the value or '
+        f"declare the {what} as 'string'", source=path, row=item.row, uri=item.image_uri)
+  return dataclasses.replace(item, features=tuple(sorted(features)))
 
 
 def detect_format(path: str, head: str) -> str:
@@ -307,12 +327,14 @@ def _has_undecodable_bytes(row: ManifestRow) -> bool:
 _SURROGATE = re.compile('[\udc80-\udcff]')
 
 
-def read_manifest_file(path: str, fmt: Optional[str] = None,
+def iter_manifest_file(path: str, fmt: Optional[str] = None,
                        split_override: Optional[str] = None, *,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None
-                       ) -> List[ParsedItem]:
-  """Reads one manifest file from any Beam file system and parses it."""
+                       ) -> Tuple[int, Iterator[ParsedItem]]:
+  """Reads one manifest file from any Beam file system; returns its line count (at least
+  the number of rows of a CSV or JSONL manifest) and its items, parsed as they are
+  consumed."""
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   try:
     with FileSystems.open(path, compression_type='uncompressed') as f:
@@ -320,5 +342,16 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
   except Exception as e:
     raise ManifestError(f'cannot read manifest {path}: {e}') from e
   text = raw.decode('utf-8-sig', errors='surrogateescape')
-  return list(parse_manifest_text(path, text, fmt, split_override, image_root=image_root,
-                                  feature_types=feature_types))
+  del raw
+  return text.count('\n') + 1, parse_manifest_text(
+      path, text, fmt, split_override, image_root=image_root, feature_types=feature_types)
+
+
+def read_manifest_file(path: str, fmt: Optional[str] = None,
+                       split_override: Optional[str] = None, *,
+                       image_root: Optional[str] = None,
+                       feature_types: Optional[Mapping[str, str]] = None
+                       ) -> List[ParsedItem]:
+  """Reads one manifest file from any Beam file system and parses it, in file order."""
+  return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
+                                 feature_types=feature_types)[1])

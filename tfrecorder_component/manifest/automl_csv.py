@@ -16,7 +16,7 @@ from typing import Callable, Iterator, List, Mapping, Optional, Tuple, Union
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ParsedItem,
                                            check_feature_name, resolve_uri,
-                                           split_for_ml_use, type_features)
+                                           split_for_ml_use, typed_items)
 
 SPLIT_COLUMNS = ('split', 'ml_use', 'mluse', 'set')
 URI_COLUMNS = ('image_uri', 'uri', 'gcs_file_path', 'image', 'image_path', 'path', 'filename', 'file')
@@ -142,30 +142,32 @@ class _Layout:
 
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
-          feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
+          feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
   del image_root  # image URIs resolve against the manifest's folder
   return parse_rows(path, text, feature_types, _Layout, _parse_row)
 
 
 def parse_rows(path: str, text: str, feature_types: Optional[Mapping[str, str]], layout_class,
-               parse_row: Callable) -> List[ParsedItem]:
+               parse_row: Callable) -> Iterator[ParsedItem]:
   """The rows of an AutoML CSV: the layout comes from the header, else the first row
   (`layout_class.from_header` / `from_first_row`); `parse_row(path, row, fields, layout)`
   turns each row into a ManifestRow or RowError; extra columns are then typed."""
-  layout = None
-  items: List[ParsedItem] = []
-  for entry in csv_rows(path, text):
-    if isinstance(entry, RowError):
-      items.append(entry)
-      continue
-    row_number, fields = entry
-    if layout is None:
-      if is_header(fields):
-        layout = layout_class.from_header(path, fields)
+
+  def untyped() -> Iterator[ParsedItem]:
+    layout = None
+    for entry in csv_rows(path, text):
+      if isinstance(entry, RowError):
+        yield entry
         continue
-      layout = layout_class.from_first_row(fields)
-    items.append(parse_row(path, row_number, fields, layout))
-  return type_features(path, items, feature_types or {}, from_text=True)
+      row_number, fields = entry
+      if layout is None:
+        if is_header(fields):
+          layout = layout_class.from_header(path, fields)
+          continue
+        layout = layout_class.from_first_row(fields)
+      yield parse_row(path, row_number, fields, layout)
+
+  return typed_items(path, untyped, feature_types or {}, from_text=True)
 
 
 def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:

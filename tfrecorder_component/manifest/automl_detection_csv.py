@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import List, Mapping, Optional, Tuple
+from typing import Iterator, List, Mapping, Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
@@ -103,7 +103,7 @@ class _Layout:
 
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
-          feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
+          feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
   del image_root  # image URIs resolve against the manifest's folder
   return parse_rows(path, text, feature_types, _Layout, _parse_row)
 

@@ -9,13 +9,14 @@ become typed features of the record.
 """
 from __future__ import annotations
 
+import io
 import json
-from typing import List, Mapping, Optional, Tuple, Union
+from typing import Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest import (FeatureValue, ManifestRow, ObjectBox, ParsedItem,
                                            as_number, check_feature_name, resolve_uri,
-                                           split_for_ml_use, type_features)
+                                           split_for_ml_use, typed_items)
 
 ML_USE_KEY = 'aiplatform.googleapis.com/ml_use'
 KNOWN_KEYS = ('imageGcsUri', 'classificationAnnotation', 'classificationAnnotations',
@@ -24,11 +25,15 @@ BOX_KEYS = ('xMin', 'yMin', 'xMax', 'yMax')
 
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
-          feature_types: Optional[Mapping[str, str]] = None) -> List[ParsedItem]:
+          feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
   del image_root  # image URIs resolve against the manifest's folder
-  items = [_parse_line(path, number, line)
-           for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
-  return type_features(path, items, feature_types or {}, from_text=False, what='field')
+
+  def untyped() -> Iterator[ParsedItem]:
+    for number, line in enumerate(io.StringIO(text), start=1):
+      if line.strip():
+        yield _parse_line(path, number, line)
+
+  return typed_items(path, untyped, feature_types or {}, from_text=False, what='field')
 
 
 def _parse_line(path: str, row: int, line: str) -> ParsedItem:
