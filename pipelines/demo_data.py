@@ -44,3 +44,10 @@ def write_digits(root: str, size: int = 32, limit: int | None = None) -> str:
     writer.writerows(rows)
   os.replace(tmp, manifest)
   return manifest
+
+
+if __name__ == '__main__':
+  import argparse  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description='Writes the digits demo images and manifest.')
+  parser.add_argument('--root', required=True, help='folder to write into')
+  print(write_digits(parser.parse_args().root))

@@ -15,6 +15,9 @@ from tfx import v1 as tfx
 from tfrecorder_component import ImageExampleGen, ImageManifest
 
 TRAINER_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'trainer_module.py')
+# The same trainer by import path, for container runs (Vertex AI, Kubeflow): the pipeline
+# image carries `pipelines/`, so nothing is packaged or uploaded when the spec compiles.
+TRAINER_RUN_FN = 'pipelines.trainer_module.run_fn'
 LABEL_KEY = 'image/class/label'
 
 
@@ -36,11 +39,19 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, manifest_uri: str,
                     serving_model_dir: str,
                     metadata_connection_config=None,
                     beam_pipeline_args: Optional[List[str]] = None,
-                    module_file: str = TRAINER_MODULE,
+                    heavy_beam_pipeline_args: Optional[List[str]] = None,
+                    module_file: Optional[str] = TRAINER_MODULE,
+                    run_fn: Optional[str] = None,
                     train_steps: int = 400, eval_steps: int = 10, epochs: int = 8,
                     min_accuracy: float = 0.9,
                     enable_cache: bool = True) -> tfx.dsl.Pipeline:
-  """The whole demo pipeline over one manifest file or folder."""
+  """The whole demo pipeline over one manifest file or folder.
+
+  `beam_pipeline_args` apply to every Beam-powered component; `heavy_beam_pipeline_args`
+  are added to the ones that read every image or record (ImageExampleGen and
+  StatisticsGen), for example DataflowRunner arguments (see `kubeflow/runner.py`).
+  The Trainer runs `run_fn` (an import path) if given, else `module_file`.
+  """
   manifest = tfx.dsl.Importer(source_uri=manifest_uri, artifact_type=ImageManifest
                               ).with_id('manifest_importer')
   example_gen = ImageExampleGen(manifest=manifest.outputs['result'])
@@ -50,8 +61,10 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, manifest_uri: str,
   schema_gen = tfx.components.SchemaGen(statistics=statistics_gen.outputs['statistics'])
   example_validator = tfx.components.ExampleValidator(
       statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
+  for heavy in (example_gen, statistics_gen):
+    heavy.with_beam_pipeline_args(heavy_beam_pipeline_args or [])
   trainer = tfx.components.Trainer(
-      module_file=module_file,
+      **({'run_fn': run_fn} if run_fn else {'module_file': module_file}),
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
       train_args=tfx.proto.TrainArgs(num_steps=train_steps),

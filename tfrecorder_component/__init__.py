@@ -4,7 +4,8 @@ Public API (imported lazily, so `import tfrecorder_component` does not load TFX 
 TensorFlow until a name is used):
 
 - `ImageExampleGen`: the TFX component.
-- `ImageManifest`: the artifact type of its `manifest` input.
+- `ImageManifest`, `ConversionReport`: the artifact types of its `manifest` input and
+  `report` output.
 - `read_label_map(examples_uri)`: {label: id} of an Examples artifact.
 """
 import importlib
@@ -14,6 +15,7 @@ __version__ = '0.1.0'
 _EXPORTS = {
     'ImageExampleGen': 'tfrecorder_component.component.component',
     'ImageManifest': 'tfrecorder_component.component.types',
+    'ConversionReport': 'tfrecorder_component.component.types',
     'read_label_map': 'tfrecorder_component.labels',
 }
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,1 @@
+"""Compiling and submitting the pipeline for Vertex AI Pipelines and Kubeflow Pipelines."""
