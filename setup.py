@@ -21,5 +21,6 @@ setup(
         "pandas>=1.5",
         "google-crc32c>=1.5",
     ],
+    entry_points={"console_scripts": ["tfrecorder-component=tfrecorder_component.cli:main"]},
     license="Apache-2.0",
 )

@@ -103,8 +103,10 @@ def test_detection_csv_bad_rows_fail_alone(tmp_path):
 
 def test_detection_csv_split_override_and_uris_relative_to_the_manifest(tmp_path):
   path = write_text(str(tmp_path / 'm' / 'boxes.csv'), 'a.jpg,cat,0.1,0.2,,,0.5,0.6,,\n')
-  [row] = read_manifest_file(path, split_override='eval', image_root='gs://bucket/imgs/')
+  [row] = read_manifest_file(path, split_override='eval')
   assert row.split == 'eval' and row.resolved_uri == str(tmp_path / 'm' / 'a.jpg')
+  [row] = read_manifest_file(path, image_root='gs://bucket/imgs/')  # image_root wins
+  assert row.image_uri == 'a.jpg' and row.resolved_uri == 'gs://bucket/imgs/a.jpg'
 
 
 # Vertex AI JSONL

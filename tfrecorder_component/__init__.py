@@ -7,6 +7,11 @@ TensorFlow until a name is used):
 - `ImageManifest`, `ConversionReport`: the artifact types of its `manifest` input and
   `report` output.
 - `read_label_map(examples_uri)`: {label: id} of an Examples artifact.
+- `convert(source, output_dir, ...)`: a DataFrame, manifest or image folder to TFRecords
+  without a pipeline; `df.tensorflow.to_tfrecord(output_dir, ...)` is the same call as a
+  pandas accessor, registered on import (pandas, which Beam imports anyway, is loaded).
+- `load_dataset(examples, split, batch_size, image_size, ...)`: a `tf.data.Dataset` of
+  (image, label) batches for Keras or a Trainer's `run_fn`.
 """
 import importlib
 
@@ -17,8 +22,14 @@ _EXPORTS = {
     'ImageManifest': 'tfrecorder_component.component.types',
     'ConversionReport': 'tfrecorder_component.component.types',
     'read_label_map': 'tfrecorder_component.labels',
+    'convert': 'tfrecorder_component.conversion',
+    'ConversionResult': 'tfrecorder_component.conversion',
+    'load_dataset': 'tfrecorder_component.dataset',
 }
 __all__ = sorted(_EXPORTS)
+
+
+from tfrecorder_component import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
 
 
 def __getattr__(name):

@@ -35,7 +35,9 @@ class _GzipFile:
 
   def __init__(self, raw, level: int):
     self._raw = raw
-    self._gzip = gzip.GzipFile(fileobj=raw, mode='wb', compresslevel=level, mtime=0)
+    # No file name or time in the header: shards are byte-reproducible.
+    self._gzip = gzip.GzipFile(filename='', fileobj=raw, mode='wb', compresslevel=level,
+                               mtime=0)
 
   def write(self, data: bytes) -> None:
     self._gzip.write(data)

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pickle
+import sys
+import time
 import zlib
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
@@ -301,10 +304,36 @@ class _ConvertBatch(beam.DoFn):
     self._loaded.inc(loaded)
     self._converted.inc(converted)
     self._bytes.inc(nbytes)
+    if self._options.progress_every_s:
+      _PROGRESS.add(len(batch), len(batch) - loaded, self._options.progress_every_s)
     for split, serialized in records.items():
       yield split, serialized
     if stats:
       yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+class _Progress:
+  """Rows done, rate and failures of this worker process, printed at most every few
+  seconds (each worker of a multi-process run reports its own share)."""
+
+  def __init__(self):
+    self._start = self._last = None
+    self._rows = self._failed = 0
+
+  def add(self, rows: int, failed: int, every_s: float) -> None:
+    now = time.monotonic()
+    if self._start is None:
+      self._start = self._last = now
+    self._rows += rows
+    self._failed += failed
+    if now - self._last >= every_s:
+      self._last = now
+      rate = self._rows / max(now - self._start, 1e-9)
+      print(f'[{os.getpid()}] {self._rows:,} rows done, {rate:,.0f} rows/s, '
+            f'{self._failed:,} failed', file=sys.stderr, flush=True)
+
+
+_PROGRESS = _Progress()
 
 
 def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageInfo,
@@ -549,6 +578,7 @@ class ConversionOptions:
   convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
   compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
   transform: Optional[transform_lib.ImageTransform] = None  # None: bytes pass through
+  progress_every_s: Optional[float] = None  # report rows done, rate and errors on stderr
 
 
 class ConvertManifests(beam.PTransform):
@@ -556,11 +586,14 @@ class ConvertManifests(beam.PTransform):
 
   Writes `Split-<name>/data_tfrecord-*.gz` under `split_dirs`, `labels.txt` and
   `label_map.pbtxt` into `label_dir`, and `summary.json`, `errors.jsonl` and
-  `duplicates.jsonl` into `report_dir`.
+  `duplicates.jsonl` into `report_dir`. With `split_dirs` and `label_dir` None it
+  writes only the report: every row is read, probed and built, and no record is kept
+  (what `tfrecorder-component validate` runs).
   """
 
-  def __init__(self, sources: Sequence[ManifestSource], split_dirs: Mapping[str, str],
-               label_dir: str, report_dir: str,
+  def __init__(self, sources: Sequence[ManifestSource],
+               split_dirs: Optional[Mapping[str, str]], label_dir: Optional[str],
+               report_dir: str,
                options: ConversionOptions = ConversionOptions()):
     super().__init__()
     self._sources = sources
@@ -572,11 +605,13 @@ class ConvertManifests(beam.PTransform):
   def expand(self, pbegin):
     manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(self._sources)
     vocabulary = manifest['chunks'] | 'LabelVocabulary' >> LabelVocabulary()
-    _ = vocabulary | 'WriteLabelFiles' >> beam.Map(_WriteLabels(self._label_dir))
+    if self._label_dir is not None:
+      _ = vocabulary | 'WriteLabelFiles' >> beam.Map(_WriteLabels(self._label_dir))
     converted = manifest['chunks'] | 'Convert' >> ConvertBatches(
         beam.pvalue.AsSingleton(vocabulary), self._options)
-    _ = converted.records | 'WriteSplits' >> WriteSplits(self._split_dirs,
-                                                         self._options.compression_level)
+    if self._split_dirs is not None:
+      _ = converted.records | 'WriteSplits' >> WriteSplits(self._split_dirs,
+                                                           self._options.compression_level)
 
     errors = (manifest[ERRORS], converted[ERRORS]) | 'AllErrors' >> beam.Flatten()
     _ = errors | 'WriteErrors' >> _WriteJsonLines(self._report_dir, 'errors')

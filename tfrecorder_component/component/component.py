@@ -89,8 +89,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       verify_decode: Decode every image once so no truncated or corrupt file becomes a
         record (about 40% of the run time on 35 KB JPEGs). Turn off only for trusted
         images: the header is still probed, but broken image data goes unnoticed.
-      image_root: Folder (or gs:// prefix) that COCO `file_name`s and Pascal VOC
-        `filename`s are relative to; default: the annotation file's folder.
+      image_root: Folder (or gs:// prefix) that relative image URIs, COCO
+        `file_name`s and Pascal VOC `filename`s are relative to; default: the
+        manifest's (or annotation file's) folder.
       feature_types: {column: 'int' | 'float' | 'string'} for extra manifest columns
         carried as features; undeclared columns are inferred per file.
       image_transform: An `ImageTransform` (or its fields as a dict): auto-orient,

@@ -18,6 +18,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, proto_utils
 
+from tfrecorder_component import policy
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component import transform as transform_lib
 from tfrecorder_component.beam.transforms import ConversionOptions, ConvertManifests, ManifestSource
@@ -25,7 +26,6 @@ from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
 
 MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt', '.json', '.xml')
-FIRST_ERRORS_SHOWN = 5
 
 
 def list_manifest_files(pattern: str) -> List[str]:
@@ -93,18 +93,6 @@ def _fingerprint(sources: List[ManifestSource]) -> str:
                    for s in sources)
 
 
-def _read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
-  if not fileio.exists(path):
-    return []
-  out = []
-  with fileio.open(path) as f:
-    for line in f:
-      if len(out) >= limit:
-        break
-      out.append(json.loads(line))
-  return out
-
-
 class Executor(base_beam_executor.BaseBeamExecutor):
   """Runs ConvertManifests and writes the Examples artifact's properties."""
 
@@ -137,8 +125,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
 
     with fileio.open(os.path.join(report_dir, 'summary.json')) as f:
       summary = json.loads(f.read())
-    self._apply_error_policy(summary, os.path.join(report_dir, 'errors.jsonl'),
-                             float(exec_properties[spec.MAX_ERROR_RATIO_KEY]), sources)
+    policy.apply_error_policy(summary, os.path.join(report_dir, 'errors.jsonl'),
+                              float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
+                              [s.path for s in sources])
 
     examples.span = int(exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME) or 0)
     examples.version = int(exec_properties.get(example_gen_utils.VERSION_PROPERTY_NAME) or 0)
@@ -165,22 +154,3 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                       'training); see %s/duplicates.jsonl.', duplicates['cross_split_groups'],
                       report_dir)
     logging.info('ImageExampleGen wrote %s records per split.', counts)
-
-  def _apply_error_policy(self, summary, errors_path: str, max_error_ratio: float,
-                          sources: List[ManifestSource]) -> None:
-    rows, failed = summary['rows_read'], summary['rows_failed']
-    if rows == 0:
-      raise ManifestError('the manifest has no rows: ' + ', '.join(s.path for s in sources))
-    if failed == 0 or failed / rows <= max_error_ratio:
-      if failed:
-        logging.warning('%d of %d rows failed (allowed by max_error_ratio=%s).',
-                        failed, rows, max_error_ratio)
-      return
-    first = _read_errors(errors_path, FIRST_ERRORS_SHOWN)
-    details = '\n'.join(f'  {e["source"]} row {e["row"]}: {e["uri"]!r}: {e["reason"]}: '
-                        f'{e["message"]}' for e in first)
-    raise RuntimeError(
-        f'{failed} of {rows} manifest rows failed ({failed / rows:.2%}), more than '
-        f'max_error_ratio={max_error_ratio}. First failures:\n{details}\n'
-        f'All failed rows: {errors_path}\n'
-        f'Fix or remove these rows, or raise max_error_ratio to skip them.')

@@ -284,9 +284,9 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
   """Parses one manifest file's text into rows, or RowErrors for rows that fail.
 
   `split_override` (from an `input_config` split pattern) assigns every row of the
-  file to that split, whatever its ML_USE column says. COCO and Pascal VOC file names
-  resolve against `image_root` (default: the annotation file's folder); the URIs of the
-  other formats against the manifest's folder. `feature_types` declares the types of
+  file to that split, whatever its ML_USE column says. Relative image URIs and COCO /
+  Pascal VOC file names resolve against `image_root`, by default the manifest's (or
+  annotation file's) folder. `feature_types` declares the types of
   extra columns ({name: 'int' | 'float' | 'string'}).
   """
   # pylint: disable-next=g-import-not-at-top

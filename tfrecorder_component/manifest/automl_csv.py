@@ -127,6 +127,7 @@ class _Layout:
     self.label_cols = label_cols  # None: every column after the URI
     self.width = width  # the header's column count; None without a header
     self.feature_cols = feature_cols or []
+    self.image_root: Optional[str] = None  # relative URIs resolve here; None: the manifest's folder
 
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
@@ -143,15 +144,16 @@ class _Layout:
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
-  del image_root  # image URIs resolve against the manifest's folder
-  return parse_rows(path, text, feature_types, _Layout, _parse_row)
+  return parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
 
 
 def parse_rows(path: str, text: str, feature_types: Optional[Mapping[str, str]], layout_class,
-               parse_row: Callable) -> Iterator[ParsedItem]:
+               parse_row: Callable, image_root: Optional[str] = None) -> Iterator[ParsedItem]:
   """The rows of an AutoML CSV: the layout comes from the header, else the first row
   (`layout_class.from_header` / `from_first_row`); `parse_row(path, row, fields, layout)`
-  turns each row into a ManifestRow or RowError; extra columns are then typed."""
+  turns each row into a ManifestRow or RowError; extra columns are then typed. Relative
+  image URIs resolve against `image_root` (`layout.image_root`), by default the
+  manifest's folder."""
 
   def untyped() -> Iterator[ParsedItem]:
     layout = None
@@ -163,8 +165,10 @@ def parse_rows(path: str, text: str, feature_types: Optional[Mapping[str, str]],
       if layout is None:
         if is_header(fields):
           layout = layout_class.from_header(path, fields)
+          layout.image_root = image_root
           continue
         layout = layout_class.from_first_row(fields)
+        layout.image_root = image_root
       yield parse_row(path, row_number, fields, layout)
 
   return typed_items(path, untyped, feature_types or {}, from_text=True)
@@ -190,5 +194,5 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
     label_fields = [fields[i] for i in layout.label_cols if i < len(fields)]
   labels = tuple(dict.fromkeys(l.strip() for l in label_fields if l.strip()))
   return ManifestRow(source=path, row=row, image_uri=uri,
-                     resolved_uri=resolve_uri(uri, path), labels=labels,
+                     resolved_uri=resolve_uri(uri, path, layout.image_root), labels=labels,
                      split=split, features=raw_features(fields, layout.feature_cols))

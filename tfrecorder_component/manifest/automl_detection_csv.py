@@ -80,6 +80,7 @@ class _Layout:
     self.label_col = label_col  # the 8 coordinate columns follow it
     self.width = width  # the header's column count; None without a header
     self.feature_cols = feature_cols or []
+    self.image_root: Optional[str] = None  # relative URIs resolve here; None: the manifest's folder
 
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
@@ -104,8 +105,7 @@ class _Layout:
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
-  del image_root  # image URIs resolve against the manifest's folder
-  return parse_rows(path, text, feature_types, _Layout, _parse_row)
+  return parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
 
 
 def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:
@@ -127,7 +127,7 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
   box_fields = [f.strip() for f in fields[layout.label_col:end]]
   box_fields += [''] * (1 + COORDINATES - len(box_fields))
   label, coordinates = box_fields[0], box_fields[1:]
-  resolved = resolve_uri(uri, path)
+  resolved = resolve_uri(uri, path, layout.image_root)
   features = raw_features(fields, layout.feature_cols)
   if not label and not any(coordinates):
     return ManifestRow(source=path, row=row, image_uri=uri, resolved_uri=resolved, split=split,

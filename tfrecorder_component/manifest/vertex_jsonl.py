@@ -26,17 +26,16 @@ BOX_KEYS = ('xMin', 'yMin', 'xMax', 'yMax')
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
-  del image_root  # image URIs resolve against the manifest's folder
 
   def untyped() -> Iterator[ParsedItem]:
     for number, line in enumerate(io.StringIO(text), start=1):
       if line.strip():
-        yield _parse_line(path, number, line)
+        yield _parse_line(path, number, line, image_root)
 
   return typed_items(path, untyped, feature_types or {}, from_text=False, what='field')
 
 
-def _parse_line(path: str, row: int, line: str) -> ParsedItem:
+def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None) -> ParsedItem:
   try:
     obj = json.loads(line)
   except json.JSONDecodeError as e:
@@ -76,7 +75,7 @@ def _parse_line(path: str, row: int, line: str) -> ParsedItem:
   if isinstance(features, str):
     return RowError('bad_row', features, source=path, row=row, uri=uri)
   return ManifestRow(source=path, row=row, image_uri=uri,
-                     resolved_uri=resolve_uri(uri, path), labels=labels,
+                     resolved_uri=resolve_uri(uri, path, image_root), labels=labels,
                      split=split, objects=objects, features=features)
 
 

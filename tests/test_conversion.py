@@ -1,0 +1,186 @@
+"""Outside a pipeline: `convert`, the pandas accessor, the CLI and `load_dataset`, on real
+image files and real Beam runs."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from images import write_image, write_text
+from records import by_source_id, feature, read_split
+import tfrecorder_component as trc
+
+COLOURS = {'cat': (220, 30, 30), 'dog': (30, 30, 220)}
+CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
+
+
+def solid(path: str, colour, size=(20, 14)) -> bytes:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  Image.new('RGB', size, colour).save(path, 'PNG')
+  with open(path, 'rb') as f:
+    return f.read()
+
+
+def shards(output_dir: str):
+  return {os.path.relpath(p, output_dir): p
+          for p in glob.glob(os.path.join(output_dir, 'Split-*', '*.gz'))}
+
+
+def test_a_dataframe_converts_with_one_call_into_the_components_layout(tmp_path, monkeypatch):
+  data = tmp_path / 'data'
+  uris = [f'images/{i:02d}.{"jpg" if i % 2 else "png"}' for i in range(10)]
+  for i, uri in enumerate(uris):
+    write_image(str(data / uri), 'JPEG' if i % 2 else 'PNG', 'RGB', 10 + i, 12, seed=i)
+  df = pd.DataFrame({'split': ['TRAIN', 'VALIDATION', 'TEST', 'UNASSIGNED', ''] * 2,
+                     'image_uri': uris, 'label': ['cat', 'dog'] * 5,
+                     'weight': [0.5 * i for i in range(10)]})
+  monkeypatch.chdir(data)  # relative image paths are relative to the working directory
+
+  result = df.tensorflow.to_tfrecord(output_dir=str(tmp_path / 'from_df'))
+
+  assert result.rows_read == 10 and result.rows_failed == 0
+  assert result.records_written == 10
+  assert set(result.split_dirs) == {'train', 'eval', 'test'}
+  assert result.records_per_label == {'cat': 5, 'dog': 5}
+  out = tmp_path / 'from_df'
+  assert (out / 'labels.txt').read_text() == 'cat\ndog\n'
+  assert (out / 'label_map.pbtxt').exists() and (out / 'report' / 'summary.json').exists()
+  records = by_source_id(str(out), ['train', 'eval', 'test'])
+  assert set(records) == set(uris)  # source ids as written in the DataFrame
+  for i, uri in enumerate(uris):
+    example = records[uri][1]
+    assert feature(example, 'image/encoded') == [(data / uri).read_bytes()]
+    assert feature(example, 'image/class/label') == [i % 2]
+    assert feature(example, 'weight') == pytest.approx([0.5 * i])
+
+  # The same rows as a manifest file next to the images: byte-identical shards.
+  write_text(str(data / 'manifest.csv'), df.to_csv(index=False))
+  again = trc.convert(str(data / 'manifest.csv'), str(tmp_path / 'from_csv'))
+  assert again.records_per_split == result.records_per_split
+  a, b = shards(str(out)), shards(str(tmp_path / 'from_csv'))
+  assert a.keys() == b.keys()
+  for name in a:
+    with open(a[name], 'rb') as fa, open(b[name], 'rb') as fb:
+      assert fa.read() == fb.read(), name
+
+
+def test_a_dataframe_without_an_image_column_is_a_clear_error(tmp_path):
+  with pytest.raises(ValueError, match='needs an image URI column'):
+    pd.DataFrame({'picture': ['a.jpg'], 'label': ['x']}).tensorflow.to_tfrecord(
+        output_dir=str(tmp_path / 'out'))
+
+
+@pytest.mark.parametrize('by_split', [True, False])
+def test_image_folders_by_label_and_by_split(tmp_path, by_split):
+  root = tmp_path / 'photos'
+  expected = {}
+  for i in range(6):
+    label = ('cat', 'dog')[i % 2]
+    split = ('train', 'Validation', 'test')[i % 3]
+    rel = f'{split}/{label}/{i}.png' if by_split else f'{label}/{i}.png'
+    solid(str(root / rel), COLOURS[label])
+    expected[rel] = (label, {'train': 'train', 'Validation': 'eval',
+                                         'test': 'test'}[split] if by_split else None)
+  (root / 'notes.md').write_text('not an image')  # skipped: not in a label folder
+  result = trc.convert(str(root), str(tmp_path / 'out'), splits={'train': 1})
+  assert result.records_written == 6 and result.rows_failed == 0
+  records = by_source_id(str(tmp_path / 'out'), list(result.split_dirs))
+  assert set(records) == set(expected)
+  for uri, (label, split) in expected.items():
+    assert records[uri][0] == (split or 'train')
+    assert feature(records[uri][1], 'image/class/text') == [label.encode()]
+
+
+def run_cli(*args, cwd=None):
+  return subprocess.run([CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=600,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+
+
+def test_validate_lists_bad_rows_and_exits_non_zero(tmp_path):
+  data = tmp_path / 'data'
+  solid(str(data / 'good.png'), COLOURS['cat'])
+  write_text(str(data / 'text.png'), 'not an image')
+  manifest = write_text(str(data / 'manifest.csv'),
+                        'split,image_uri,label\nTRAIN,good.png,cat\nTRAIN,missing.png,cat\n'
+                        'TEST,text.png,dog\nBOGUS,good.png,cat\n')
+  report = tmp_path / 'report'
+  done = run_cli('validate', manifest, '--report-dir', str(report))
+  assert done.returncode == 1, done.stderr[-3000:]
+  out = done.stdout
+  assert '4 rows read, 1 valid, 3 failed' in out
+  assert f"{manifest} row 3: 'missing.png': missing:" in out
+  assert f"{manifest} row 4: 'text.png': not_an_image:" in out
+  assert f"{manifest} row 5: 'good.png': unknown_split:" in out
+  assert sorted(os.listdir(report)) == ['box_issues.jsonl', 'duplicates.jsonl',
+                                        'errors.jsonl', 'summary.json']
+  assert not glob.glob(str(tmp_path / '**' / 'Split-*'), recursive=True)  # no records
+
+  clean = write_text(str(data / 'clean.csv'), 'TRAIN,good.png,cat\n')
+  done = run_cli('validate', clean)
+  assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+  assert '1 rows read, 1 valid, 0 failed' in done.stdout
+
+
+def test_cli_convert_then_inspect_writes_a_contact_sheet(tmp_path):
+  root = tmp_path / 'photos'
+  for i in range(5):
+    solid(str(root / 'cat' / f'{i}.png'), COLOURS['cat'])
+    solid(str(root / 'dog' / f'{i}.png'), COLOURS['dog'])
+  out = tmp_path / 'out'
+  done = run_cli('convert', str(root), str(out))
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert 'Wrote 10 records of 10 rows' in done.stdout
+
+  sheet = tmp_path / 'sheet.png'
+  done = run_cli('inspect', str(out), '--contact-sheet', str(sheet), '--per-label', '4',
+                 '--split', 'all')
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert 'Records per split:' in done.stdout and "'cat': 5" in done.stdout
+  records = [json.loads(line.strip()) for line in done.stdout.splitlines()
+             if line.strip().startswith('{')]
+  assert len(records) == 3 and all('image/encoded' not in r for r in records)
+  image = np.asarray(Image.open(sheet).convert('RGB'))
+  tile, left = 96 + 4, 140
+  assert image.shape == (2 * tile, left + 4 * tile, 3)
+  # Row 0 is cat (red), row 1 dog (blue): the centre of every tile shows the image.
+  for row, colour in enumerate((COLOURS['cat'], COLOURS['dog'])):
+    for col in range(4):
+      centre = image[row * tile + 48, left + col * tile + 48]
+      assert tuple(centre) == colour
+
+
+def test_load_dataset_feeds_keras_fit(tmp_path):
+  root = tmp_path / 'photos'
+  rng = np.random.default_rng(0)
+  rows = []
+  for i in range(48):
+    label = ('cat', 'dog')[i % 2]
+    noisy = tuple(int(np.clip(c + rng.integers(-20, 20), 0, 255)) for c in COLOURS[label])
+    path = str(root / f'{i}.png')
+    solid(path, noisy, size=(12 + i % 5, 10))
+    rows.append(('TRAIN', path, label))
+  df = pd.DataFrame(rows, columns=['split', 'image_uri', 'label'])
+  df.tensorflow.to_tfrecord(output_dir=str(tmp_path / 'out'))
+
+  ds = trc.load_dataset(str(tmp_path / 'out'), 'train', batch_size=8, image_size=(16, 16),
+                        shuffle_buffer=64, cache=True)
+  images, labels = next(iter(ds))
+  assert images.shape == (8, 16, 16, 3) and images.dtype == tf.float32
+  assert labels.dtype == tf.int64
+  assert 0.0 <= float(tf.reduce_min(images)) and float(tf.reduce_max(images)) <= 1.0
+
+  tf.keras.utils.set_random_seed(0)
+  model = tf.keras.Sequential([tf.keras.Input((16, 16, 3)),
+                               tf.keras.layers.GlobalAveragePooling2D(),
+                               tf.keras.layers.Dense(2, activation='softmax')])
+  model.compile(optimizer=tf.keras.optimizers.Adam(0.1),
+                loss='sparse_categorical_crossentropy', metrics=['accuracy'])
+  history = model.fit(ds, epochs=15, verbose=0)
+  assert history.history['accuracy'][-1] == 1.0
+  assert history.history['loss'][-1] < history.history['loss'][0]

@@ -1,0 +1,141 @@
+"""The `tfrecorder-component` command: convert, validate and inspect without a pipeline.
+
+    tfrecorder-component convert SOURCE OUTPUT_DIR [options]
+    tfrecorder-component validate SOURCE [--report-dir DIR]
+    tfrecorder-component inspect OUTPUT_DIR [--contact-sheet sheet.png]
+
+SOURCE is a manifest file (any supported format), a folder of manifests, or an image
+folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from typing import List, Optional
+
+from tfrecorder_component import policy
+
+PROGRESS_EVERY_S = 10.0
+ERRORS_PRINTED = 20
+
+
+def _conversion_options(parser: argparse.ArgumentParser) -> None:
+  parser.add_argument('--format', dest='manifest_format',
+                      help='manifest format (default: detected per file)')
+  parser.add_argument('--image-root', help='folder COCO / Pascal VOC file names are relative to')
+  parser.add_argument('--no-verify-decode', dest='verify_decode', action='store_false',
+                      help='probe headers only, do not decode every image')
+  parser.add_argument('--convert-unsupported', action='store_true',
+                      help='re-encode WebP, TIFF, ... as PNG instead of failing them')
+  parser.add_argument('--transform', help='image transform as JSON, e.g. '
+                      '\'{"longest_side": 512, "encode": "jpeg"}\'')
+  parser.add_argument('--runner', default='DirectRunner')
+  parser.add_argument('--project')
+  parser.add_argument('--region')
+  parser.add_argument('--temp-location')
+  parser.add_argument('--beam-arg', dest='beam_args', action='append', default=[],
+                      help='an extra Beam argument (repeatable), e.g. '
+                      '--beam-arg=--direct_num_workers=0')
+
+
+def _options(args) -> dict:
+  return dict(manifest_format=args.manifest_format, image_root=args.image_root,
+              verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,
+              image_transform=json.loads(args.transform) if args.transform else None,
+              runner=args.runner, project=args.project, region=args.region,
+              temp_location=args.temp_location, beam_args=args.beam_args)
+
+
+def _print_errors(report_dir: str, failed: int) -> None:
+  errors = policy.read_errors(os.path.join(report_dir, 'errors.jsonl'), ERRORS_PRINTED)
+  for error in errors:
+    print('  ' + policy.format_error(error))
+  if failed > len(errors):
+    print(f'  ... and {failed - len(errors):,} more')
+  print(f'All failed rows: {os.path.join(report_dir, "errors.jsonl")}')
+
+
+def cmd_convert(args) -> int:
+  from tfrecorder_component.conversion import convert  # pylint: disable=g-import-not-at-top
+  result = convert(args.source, args.output_dir, max_error_ratio=args.max_error_ratio,
+                   progress_every_s=PROGRESS_EVERY_S, **_options(args))
+  print(f'Wrote {result.records_written:,} records of {result.rows_read:,} rows to '
+        f'{result.output_dir}')
+  for split, count in result.records_per_split.items():
+    print(f'  {split}: {count:,} records in {result.split_dirs[split]}')
+  if result.rows_failed:
+    print(f'{result.rows_failed:,} rows failed: {result.errors_per_reason}')
+    _print_errors(result.report_dir, result.rows_failed)
+  return 0
+
+
+def cmd_validate(args) -> int:
+  from tfrecorder_component.conversion import validate  # pylint: disable=g-import-not-at-top
+  report_dir = args.report_dir or tempfile.mkdtemp(prefix='tfrecorder-validate-')
+  try:
+    summary = validate(args.source, report_dir, progress_every_s=PROGRESS_EVERY_S,
+                       **_options(args))
+    rows, failed = summary['rows_read'], summary['rows_failed']
+    print(f'{rows:,} rows read, {rows - failed:,} valid, {failed:,} failed')
+    if failed:
+      print(f'Failed rows by reason: {summary["errors_per_reason"]}')
+      _print_errors(report_dir, failed)
+    return 1 if failed or not rows else 0
+  finally:
+    if not args.report_dir:
+      shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def cmd_inspect(args) -> int:
+  from tfrecorder_component import inspection  # pylint: disable=g-import-not-at-top
+  info = inspection.inspect_examples(args.output_dir, records=args.records)
+  print(f'Records per split: {info["records_per_split"]}')
+  for split, labels in info['labels_per_split'].items():
+    print(f'  {split}: {labels}')
+  for record in info['records']:
+    print('  ' + json.dumps(record, ensure_ascii=False))
+  if args.contact_sheet:
+    inspection.contact_sheet(args.output_dir, args.contact_sheet, per_label=args.per_label,
+                             split=args.split)
+    print(f'Contact sheet: {args.contact_sheet}')
+  return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  parser = argparse.ArgumentParser(prog='tfrecorder-component', description=__doc__.splitlines()[0])
+  commands = parser.add_subparsers(dest='command', required=True)
+  convert = commands.add_parser('convert', help='convert a manifest or image folder')
+  convert.add_argument('source')
+  convert.add_argument('output_dir')
+  convert.add_argument('--max-error-ratio', type=float, default=0.0,
+                       help='fraction of rows that may fail (default 0: any failure fails)')
+  _conversion_options(convert)
+  convert.set_defaults(run=cmd_convert)
+  validate = commands.add_parser('validate', help='probe every image, write no records; '
+                                 'exit 1 if any row fails')
+  validate.add_argument('source')
+  validate.add_argument('--report-dir', help='keep the report (errors.jsonl, summary.json) here')
+  _conversion_options(validate)
+  validate.set_defaults(run=cmd_validate)
+  inspect = commands.add_parser('inspect', help='counts, a few records and a contact sheet')
+  inspect.add_argument('output_dir', help='an output folder of convert, or an Examples artifact')
+  inspect.add_argument('--records', type=int, default=3, help='records to print')
+  inspect.add_argument('--contact-sheet', help='write a PNG of sample images per label here')
+  inspect.add_argument('--per-label', type=int, default=8)
+  inspect.add_argument('--split', default='train')
+  inspect.set_defaults(run=cmd_inspect)
+  args = parser.parse_args(argv)
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  try:
+    return args.run(args)
+  except (ValueError, RuntimeError, OSError) as e:  # ManifestError is a ValueError
+    print(f'error: {e}', file=sys.stderr)
+    return 2
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,246 @@
+"""Conversion outside a pipeline: a DataFrame, a manifest or an image folder to TFRecords.
+
+    import tfrecorder_component as trc
+    result = trc.convert(df, '/tmp/out')            # or a manifest path, or a folder
+    df.tensorflow.to_tfrecord(output_dir='/tmp/out')  # the same, as TFRecorder spelled it
+
+Runs the component's own Beam transform (`ConvertManifests`) and writes the same layout
+as ImageExampleGen's `examples` output (`Split-<name>/data_tfrecord-*.gz`, `labels.txt`,
+`label_map.pbtxt`), with the report in `<output_dir>/report/`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import posixpath
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from tfrecorder_component import files
+from tfrecorder_component import image as image_lib
+from tfrecorder_component import policy
+from tfrecorder_component import splits as splits_lib
+from tfrecorder_component import transform as transform_lib
+from tfrecorder_component.beam import sink
+from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.manifest import ML_USE_TO_SPLIT, check_feature_types
+
+MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt', '.json', '.xml')
+IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
+# The local default: the in-memory DirectRunner starts in seconds. For large local runs
+# pass beam_args=['--direct_running_mode=multi_processing', '--direct_num_workers=0'].
+DEFAULT_DIRECT_ARGS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversionResult:
+  """What `convert` wrote: counts from the report and where everything is."""
+  output_dir: str
+  split_dirs: Dict[str, str]
+  records_per_split: Dict[str, int]
+  records_per_label: Dict[str, int]
+  rows_read: int
+  rows_failed: int
+  errors_per_reason: Dict[str, int]
+  report_dir: str
+  manifests: Tuple[str, ...]
+  summary: Dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)
+
+  @property
+  def records_written(self) -> int:
+    return sum(self.records_per_split.values())
+
+
+def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = None,
+                       region: Optional[str] = None, temp_location: Optional[str] = None,
+                       beam_args: Sequence[str] = ()) -> List[str]:
+  """Beam arguments for `runner`; DataflowRunner needs project, region and a gs://
+  temp_location, and gets this package onto its workers from the installed setup.py's
+  source tree when `beam_args` does not say otherwise."""
+  args = [f'--runner={runner}']
+  if runner in ('DirectRunner', 'direct'):
+    args += list(DEFAULT_DIRECT_ARGS)
+  elif runner in ('DataflowRunner', 'dataflow'):
+    missing = [n for n, v in (('project', project), ('region', region),
+                              ('temp_location', temp_location)) if not v]
+    if missing:
+      raise ValueError(f'DataflowRunner needs {", ".join(missing)}')
+  for name, value in (('project', project), ('region', region),
+                      ('temp_location', temp_location)):
+    if value:
+      args.append(f'--{name}={value}')
+  return args + list(beam_args)
+
+
+def list_manifests(path: str) -> List[str]:
+  """Manifest files at `path`: the file itself, or the manifests directly inside a folder."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  if path.lower().endswith(MANIFEST_EXTENSIONS) and FileSystems.exists(path):
+    return [path]
+  pattern = FileSystems.join(path, '*')
+  found = [m.path for r in FileSystems.match([pattern]) for m in r.metadata_list]
+  return sorted(p for p in found if p.lower().endswith(MANIFEST_EXTENSIONS))
+
+
+def folder_manifest(root: str) -> str:
+  """A manifest (CSV text) for a folder laid out as `<split>/<label>/<image>` (split
+  folders named train, validation, eval or test, in any case) or `<label>/<image>`;
+  image URIs are relative to `root`. Raises ManifestError if the folder holds neither."""
+  root = os.path.abspath(root)
+  entries = sorted(e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)))
+  if not entries:
+    raise ManifestError(f'{root} holds no manifest ({", ".join(MANIFEST_EXTENSIONS)}) and '
+                        'no label folders: lay images out as <label>/<image> or '
+                        '<split>/<label>/<image>')
+  by_split = all(e.upper() in ML_USE_TO_SPLIT and e for e in entries)
+  lines = ['split,image_uri,label']
+
+  def add(relative: str, split: str, label: str) -> None:
+    for name in sorted(os.listdir(os.path.join(root, relative))):
+      path = posixpath.join(relative, name)
+      if os.path.isfile(os.path.join(root, path)) and name.lower().endswith(IMAGE_EXTENSIONS):
+        lines.append(','.join(_csv_field(v) for v in (split, path, label)))
+
+  for entry in entries:
+    if by_split:
+      for label in sorted(os.listdir(os.path.join(root, entry))):
+        if os.path.isdir(os.path.join(root, entry, label)):
+          add(posixpath.join(entry, label), entry.upper(), label)
+    else:
+      add(entry, '', entry)
+  if len(lines) == 1:
+    raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
+  return '\n'.join(lines) + '\n'
+
+
+def _csv_field(value: str) -> str:
+  if any(c in value for c in ',"\n\r'):
+    return '"' + value.replace('"', '""') + '"'
+  return value
+
+
+def dataframe_manifest(df) -> str:
+  """A DataFrame in AutoML columns (`split`, `image_uri`, `label` and any extra columns,
+  which become typed features) as CSV text, URIs as written."""
+  columns = [str(c) for c in df.columns]
+  from tfrecorder_component.manifest import automl_csv  # pylint: disable=g-import-not-at-top
+  if not any(c.strip().lower() in automl_csv.URI_COLUMNS for c in columns):
+    raise ManifestError(f'the DataFrame needs an image URI column (one of '
+                        f'{", ".join(automl_csv.URI_COLUMNS)}); it has {columns}')
+  return df.to_csv(index=False)
+
+
+def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
+  """The manifest files a source stands for, and the folder its relative image URIs
+  resolve against (None: each manifest's own folder). For a DataFrame (URIs relative to
+  the working directory, as a notebook means them) or an image folder, a manifest is
+  written into `report_dir`."""
+  if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
+    path = posixpath.join(report_dir, 'input_manifest.csv')
+    files.write_text(path, dataframe_manifest(source))
+    return [path], os.getcwd()
+  source = os.fspath(source)
+  manifests = list_manifests(source)
+  if manifests:
+    return manifests, None
+  if os.path.isdir(source):
+    path = posixpath.join(report_dir, 'input_manifest.csv')
+    files.write_text(path, folder_manifest(source))
+    return [path], os.path.abspath(source)
+  raise ManifestError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
+                      'a folder of manifests, or an image folder')
+
+
+def _conversion(source, report_dir: str, *, manifest_format=None,
+                splits=splits_lib.DEFAULT_BUCKETS, image_root=None, feature_types=None,
+                image_transform=None, verify_decode=True, convert_unsupported=False,
+                compression_level=sink.DEFAULT_COMPRESSION_LEVEL,
+                max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
+                progress_every_s=None, runner='DirectRunner', project=None, region=None,
+                temp_location=None, beam_args=()):
+  """(manifests, buckets, options, Beam args, ManifestSources) of a conversion."""
+  from tfrecorder_component.beam.transforms import ConversionOptions, ManifestSource  # pylint: disable=g-import-not-at-top
+  buckets = tuple(splits.items()) if isinstance(splits, Mapping) else tuple(map(tuple, splits))
+  if isinstance(image_transform, dict):
+    image_transform = transform_lib.ImageTransform(**image_transform)
+  declared = tuple(sorted(check_feature_types(feature_types).items()))
+  manifests, root = _manifests_for(source, report_dir)
+  image_root = image_root or root
+  options = ConversionOptions(
+      buckets=buckets, max_pixels=max_pixels, max_bytes=max_bytes,
+      verify_decode=verify_decode, convert_unsupported=convert_unsupported,
+      compression_level=compression_level, transform=image_transform,
+      progress_every_s=progress_every_s)
+  sources = [ManifestSource(m, manifest_format, None, image_root, declared) for m in manifests]
+  return manifests, buckets, options, beam_pipeline_args(runner, project, region,
+                                                         temp_location, beam_args), sources
+
+
+def _run(args: List[str], transform) -> None:
+  import apache_beam as beam  # pylint: disable=g-import-not-at-top
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+  with beam.Pipeline(options=PipelineOptions(args)) as p:
+    _ = p | 'ConvertManifests' >> transform
+
+
+def _summary(report_dir: str) -> Dict[str, Any]:
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  with FileSystems.open(posixpath.join(report_dir, 'summary.json')) as f:
+    return json.loads(f.read())
+
+
+def _folder(path: str) -> str:
+  """`path` made absolute if local (and created), else without a trailing slash."""
+  if '://' in path:
+    return path.rstrip('/')
+  path = os.path.abspath(path)
+  os.makedirs(path, exist_ok=True)
+  return path
+
+
+def convert(source, output_dir: str, *, max_error_ratio: float = 0.0,
+            **options) -> ConversionResult:
+  """Converts `source` into split TFRecords of tf.train.Example under `output_dir`.
+
+  `source`: a pandas DataFrame in AutoML columns (`split`, `image_uri`, `label`, extra
+  columns as features), a manifest file of any supported format, a folder of manifests,
+  or an image folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
+
+  Options (all keyword): `splits` (hash buckets for rows without a split, default
+  train 8, eval 1, test 1, as a dict or pairs), and ImageExampleGen's `manifest_format`,
+  `image_root`, `feature_types`, `image_transform`, `verify_decode`,
+  `convert_unsupported`, `compression_level`, `max_pixels`, `max_bytes`; Beam's
+  `runner` (default DirectRunner, in-memory), `project`, `region`, `temp_location` and
+  extra `beam_args`; `progress_every_s` to print rows done, rate and failures.
+
+  Failed rows are in `<output_dir>/report/errors.jsonl`; more than `max_error_ratio` of
+  them (default 0: any) raise, naming the first ones.
+  """
+  from tfrecorder_component.beam.transforms import ConvertManifests  # pylint: disable=g-import-not-at-top
+  output_dir = _folder(output_dir)
+  report_dir = _folder(posixpath.join(output_dir, 'report'))
+  manifests, buckets, conversion_options, args, sources = _conversion(source, report_dir,
+                                                                     **options)
+  split_names = splits_lib.output_split_names(buckets)
+  split_dirs = {name: posixpath.join(output_dir, f'Split-{name}') for name in split_names}
+  _run(args, ConvertManifests(sources, split_dirs, output_dir, report_dir, conversion_options))
+  summary = _summary(report_dir)
+  policy.apply_error_policy(summary, posixpath.join(report_dir, 'errors.jsonl'),
+                            max_error_ratio, manifests)
+  return ConversionResult(
+      output_dir=output_dir, split_dirs=split_dirs,
+      records_per_split={n: summary['records_per_split'].get(n, 0) for n in split_names},
+      records_per_label=summary['records_per_label'], rows_read=summary['rows_read'],
+      rows_failed=summary['rows_failed'], errors_per_reason=summary['errors_per_reason'],
+      report_dir=report_dir, manifests=tuple(manifests), summary=summary)
+
+
+def validate(source, report_dir: str, **options) -> Dict[str, Any]:
+  """Reads every row of `source` and probes (by default decodes) every image, exactly as
+  `convert` does, writing no records: `summary.json` and `errors.jsonl` go to
+  `report_dir`. Returns the summary; it never raises for failed rows."""
+  from tfrecorder_component.beam.transforms import ConvertManifests  # pylint: disable=g-import-not-at-top
+  report_dir = _folder(report_dir)
+  _, _, conversion_options, args, sources = _conversion(source, report_dir, **options)
+  _run(args, ConvertManifests(sources, None, None, report_dir, conversion_options))
+  return _summary(report_dir)

@@ -1,0 +1,107 @@
+"""Looking at converted records: counts per split and label, a few decoded records, and a
+contact sheet of sample images per label (what `tfrecorder-component inspect` prints)."""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import struct
+from typing import Any, Dict, Iterator, List, Optional
+
+from apache_beam.io.filesystems import FileSystems
+
+TILE = 96
+LABEL_WIDTH = 140
+
+
+def split_names(examples_dir: str) -> List[str]:
+  """The splits under an output folder or Examples artifact (`Split-<name>` folders)."""
+  matches = FileSystems.match([FileSystems.join(examples_dir, 'Split-*', '*.gz')])[0]
+  names = {m.path.rstrip('/').split('/')[-2][len('Split-'):] for m in matches.metadata_list}
+  return sorted(names)
+
+
+def read_records(examples_dir: str, split: str) -> Iterator[bytes]:
+  """The serialized records of one split, read from its gzipped TFRecord shards."""
+  pattern = FileSystems.join(examples_dir, f'Split-{split}', '*.gz')
+  for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
+    with FileSystems.open(path, compression_type='uncompressed') as raw:
+      with gzip.GzipFile(fileobj=raw) as f:
+        while True:
+          header = f.read(12)
+          if not header:
+            break
+          length, = struct.unpack('<Q', header[:8])
+          data = f.read(length)
+          f.read(4)  # the data's masked CRC32C; the readers downstream check it
+          yield data
+
+
+def _values(example, key: str) -> list:
+  feature = example.features.feature[key]
+  kind = feature.WhichOneof('kind')
+  return list(getattr(feature, kind).value) if kind else []
+
+
+def _label(example) -> str:
+  texts = _values(example, 'image/class/text') or _values(example, 'image/object/class/text')
+  return ', '.join(sorted({t.decode('utf-8', 'replace') for t in texts})) or '(none)'
+
+
+def inspect_examples(examples_dir: str, records: int = 3) -> Dict[str, Any]:
+  """Counts per split and per label, and the first `records` records (without their
+  image bytes) of the first split."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  per_split: Dict[str, int] = {}
+  labels: Dict[str, Dict[str, int]] = {}
+  shown: List[Dict[str, Any]] = []
+  for split in split_names(examples_dir):
+    counts = labels.setdefault(split, {})
+    per_split[split] = 0
+    for data in read_records(examples_dir, split):
+      example = tf.train.Example.FromString(data)
+      per_split[split] += 1
+      label = _label(example)
+      counts[label] = counts.get(label, 0) + 1
+      if len(shown) < records:
+        shown.append({'split': split, **{
+            key: [v.decode('utf-8', 'replace') if isinstance(v, bytes) else v
+                  for v in _values(example, key)]
+            for key in sorted(example.features.feature) if key != 'image/encoded'}})
+  return {'records_per_split': per_split,
+          'labels_per_split': {s: dict(sorted(c.items())) for s, c in labels.items()},
+          'records': shown}
+
+
+def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
+                  split: Optional[str] = 'train') -> str:
+  """Writes a PNG with one row per label of up to `per_label` decoded images from
+  `split` (or every split if None or absent), and returns `path`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from PIL import Image, ImageDraw  # pylint: disable=g-import-not-at-top
+  names = split_names(examples_dir)
+  splits = [split] if split in names else names
+  tiles: Dict[str, List[Image.Image]] = {}
+  for name in splits:
+    for data in read_records(examples_dir, name):
+      example = tf.train.Example.FromString(data)
+      row = tiles.setdefault(_label(example), [])
+      if len(row) < per_label:
+        image = Image.open(io.BytesIO(_values(example, 'image/encoded')[0]))
+        image.thumbnail((TILE, TILE))
+        row.append(image.convert('RGB'))
+  if not tiles:
+    raise ValueError(f'no records under {examples_dir}')
+  sheet = Image.new('RGB', (LABEL_WIDTH + per_label * (TILE + 4), len(tiles) * (TILE + 4)),
+                    'white')
+  draw = ImageDraw.Draw(sheet)
+  for r, (label, images) in enumerate(sorted(tiles.items())):
+    top = r * (TILE + 4)
+    draw.text((4, top + TILE // 2 - 6), label[:20], fill='black')
+    for c, image in enumerate(images):
+      sheet.paste(image, (LABEL_WIDTH + c * (TILE + 4) + (TILE - image.width) // 2,
+                          top + (TILE - image.height) // 2))
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  sheet.save(path, format='PNG')
+  return path
