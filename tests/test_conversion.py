@@ -118,7 +118,7 @@ def test_validate_lists_bad_rows_and_exits_non_zero(tmp_path):
   assert f"{manifest} row 4: 'text.png': not_an_image:" in out
   assert f"{manifest} row 5: 'good.png': unknown_split:" in out
   assert sorted(os.listdir(report)) == ['box_issues.jsonl', 'duplicates.jsonl',
-                                        'errors.jsonl', 'summary.json']
+                                        'errors.jsonl', 'report.html', 'summary.json']
   assert not glob.glob(str(tmp_path / '**' / 'Split-*'), recursive=True)  # no records
 
   clean = write_text(str(data / 'clean.csv'), 'TRAIN,good.png,cat\n')

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
+import io
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+THUMBNAIL = 96  # px, longest side of a contact-sheet image
 
 # Longest-side buckets of the image size histogram: (upper bound, name).
 SIZE_BUCKETS: Tuple[Tuple[float, str], ...] = (
@@ -26,6 +29,22 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 '''
 
 
+def thumbnail(data: bytes) -> Optional[bytes]:
+  """A JPEG thumbnail (at most THUMBNAIL px a side) of encoded image bytes, or None when
+  Pillow cannot decode them (the record itself is still written)."""
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  try:
+    with Image.open(io.BytesIO(data)) as im:
+      im.draft('RGB', (THUMBNAIL, THUMBNAIL))  # JPEG: decode at a reduced scale
+      small = im.convert('RGB')
+    small.thumbnail((THUMBNAIL, THUMBNAIL))
+    out = io.BytesIO()
+    small.save(out, 'JPEG', quality=80)
+    return out.getvalue()
+  except Exception:  # pylint: disable=broad-except
+    return None
+
+
 def size_bucket(width: int, height: int) -> str:
   longest = max(width, height)
   return next(name for bound, name in SIZE_BUCKETS if longest < bound)
@@ -43,12 +62,12 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = '')
   return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
 
 
-def _histogram(counts: Mapping[str, int], order: Sequence[str] = ()) -> str:
+def _histogram(counts: Mapping[str, int], cls: str, order: Sequence[str] = ()) -> str:
   keys = [k for k in order if k in counts] + sorted(k for k in counts if k not in order)
   top = max(counts.values(), default=1) or 1
   return _table(['', 'images', ''], [
       (_e(k), counts[k], f'<span class="bar" style="width:{200 * counts[k] // top}px"></span>')
-      for k in keys])
+      for k in keys], cls)
 
 
 def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]]],
@@ -78,9 +97,9 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
         (_e(k), n) for k, n in summary['objects_per_label'].items()], 'objects'))
 
   parts.append('<h2>Image formats</h2>')
-  parts.append(_histogram(summary.get('image_formats', {})))
+  parts.append(_histogram(summary.get('image_formats', {}), 'formats'))
   parts.append('<h2>Image sizes (longest side)</h2>')
-  parts.append(_histogram(summary.get('image_sizes', {}), [n for _, n in SIZE_BUCKETS]))
+  parts.append(_histogram(summary.get('image_sizes', {}), 'sizes', [n for _, n in SIZE_BUCKETS]))
 
   parts.append('<h2>Contact sheet</h2>')
   rows = []

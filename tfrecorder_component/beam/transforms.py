@@ -29,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from tfrecorder_component import boxes as boxes_lib
 from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
+from tfrecorder_component import report_html
 from tfrecorder_component import transform as transform_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.beam import sink as sink_lib
@@ -39,6 +40,9 @@ from tfrecorder_component.manifest import ManifestRow, iter_manifest_file
 ERRORS = 'errors'
 STATS = 'stats'
 BOX_ISSUES = 'box_issues'
+SAMPLES = 'samples'
+SAMPLES_PER_LABEL = 8  # thumbnails per label on report.html's contact sheet
+FIRST_ERRORS = 50     # failed rows listed on report.html
 OBJECTS = 'objects'
 METRICS_NAMESPACE = 'tfrecorder_component'
 TFRECORD_FILE_NAME = 'data_tfrecord'  # as TFX ExampleGen writes it: Split-<name>/data_tfrecord-*.gz
@@ -218,6 +222,8 @@ class RecordStat(NamedTuple):
   sha256: str
   uri: str
   objects: Tuple[str, ...] = ()  # detection: the label of each object written
+  image_format: str = ''
+  size_bucket: str = ''  # report_html.size_bucket of the stored image
 
 
 def load_image(row: ManifestRow, options: 'ConversionOptions'
@@ -250,10 +256,22 @@ class _ConvertBatch(beam.DoFn):
   def __init__(self, options: 'ConversionOptions'):
     self._options = options
     self._ids: Tuple[Any, Dict[str, int]] = (None, {})
+    self._sampled: Dict[str, int] = {}
     self._loaded = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_loaded')
     self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
     self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
+
+  def _sample(self, labels: Tuple[str, ...], uri: str, data: bytes):
+    """(label, (uri, thumbnail)) for the first SAMPLES_PER_LABEL records of a label this
+    DoFn instance sees: the contact sheet costs a few decodes, never a second read."""
+    label = labels[0] if labels else '(none)'
+    seen = self._sampled.get(label, 0)
+    if seen >= SAMPLES_PER_LABEL:
+      return None
+    self._sampled[label] = seen + 1
+    thumbnail = report_html.thumbnail(data)
+    return None if thumbnail is None else (label, (uri, thumbnail))
 
   def _label_ids(self, vocabulary: Dict[str, Any]) -> Dict[str, int]:
     if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
@@ -295,12 +313,13 @@ class _ConvertBatch(beam.DoFn):
       sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
       # deterministic: byte-reproducible records
       records.setdefault(split, []).append(example.SerializeToString(deterministic=True))
-      if objects is None:
-        stats.append(RecordStat(split, row.labels, sha256, row.image_uri))
-      else:
-        names = tuple(o.label for o in objects)
-        stats.append(RecordStat(split, tuple(dict.fromkeys(names)), sha256, row.image_uri,
-                                names))
+      names = () if objects is None else tuple(o.label for o in objects)
+      labels = row.labels if objects is None else tuple(dict.fromkeys(names))
+      stats.append(RecordStat(split, labels, sha256, row.image_uri, names, info.format,
+                              report_html.size_bucket(info.width, info.height)))
+      sample = self._sample(labels, row.image_uri, data)
+      if sample is not None:
+        yield beam.pvalue.TaggedOutput(SAMPLES, sample)
     self._loaded.inc(loaded)
     self._converted.inc(converted)
     self._bytes.inc(nbytes)
@@ -383,7 +402,7 @@ class ConvertBatches(beam.PTransform):
   def expand(self, chunks):
     return chunks | beam.ParDo(_ConvertBatch(self._options),
                                 vocabulary=self._vocabulary).with_outputs(
-                                    ERRORS, STATS, BOX_ISSUES, main='records')
+                                    ERRORS, STATS, BOX_ISSUES, SAMPLES, main='records')
 
 
 def first_label_id(task: str) -> int:
@@ -448,22 +467,31 @@ class WriteSplits(beam.PTransform):
 def _stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
   """A batch's RecordStats as counts per split, label and object label: a few small
   dicts cross to the summary instead of a stat per record."""
-  counts: Dict[str, Dict[str, int]] = {'records': {}, 'labels': {}, 'objects': {}}
-  records, labels, objects = counts['records'], counts['labels'], counts['objects']
+  counts: Dict[str, Dict[str, int]] = {k: {} for k in _STAT_KINDS}
+
+  def add(kind: str, key: str) -> None:
+    counts[kind][key] = counts[kind].get(key, 0) + 1
+
   for stat in stats:
-    records[stat.split] = records.get(stat.split, 0) + 1
+    add('records', stat.split)
     for label in stat.labels:
-      labels[label] = labels.get(label, 0) + 1
+      add('labels', label)
+      add('split_labels', f'{stat.split}\t{label}')
     for label in stat.objects:
-      objects[label] = objects.get(label, 0) + 1
+      add('objects', label)
+    add('formats', stat.image_format)
+    add('sizes', stat.size_bucket)
   return counts
+
+
+_STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes')
 
 
 class _SummaryFn(beam.CombineFn):
   """Counts records per split and per label (from `_stat_counts`), errors per reason."""
 
   def create_accumulator(self):
-    return {'records': {}, 'labels': {}, 'objects': {}, 'errors': {}, 'box_issues': {}}
+    return {k: {} for k in (*_STAT_KINDS, 'errors', 'box_issues')}
 
   def add_input(self, acc, element):
     if isinstance(element, tuple):  # ('errors' | 'box_issues', reason)
@@ -483,6 +511,10 @@ class _SummaryFn(beam.CombineFn):
   def extract_output(self, acc):
     records = sum(acc['records'].values())
     errors = sum(acc['errors'].values())
+    per_split: Dict[str, Dict[str, int]] = {}
+    for key, n in sorted(acc['split_labels'].items()):
+      split, label = key.split('\t', 1)
+      per_split.setdefault(split, {})[label] = n
     return {
         'rows_read': records + errors,
         'records_written': records,
@@ -493,6 +525,9 @@ class _SummaryFn(beam.CombineFn):
         'objects_written': sum(acc['objects'].values()),
         'objects_per_label': dict(sorted(acc['objects'].items())),
         'box_issues': dict(sorted(acc['box_issues'].items())),
+        'labels_per_split': per_split,
+        'image_formats': dict(sorted(acc['formats'].items())),
+        'image_sizes': dict(sorted(acc['sizes'].items())),
     }
 
 
@@ -629,14 +664,27 @@ class ConvertManifests(beam.PTransform):
          | 'AllStats' >> beam.Flatten()
          | 'Summarize' >> beam.CombineGlobally(_SummaryFn())
          | 'WriteSummary' >> beam.Map(
-             _write_summary, FileSystems.join(self._report_dir, 'summary.json'),
-             duplicates=beam.pvalue.AsSingleton(duplicate_counts)))
+             _write_summary, self._report_dir,
+             duplicates=beam.pvalue.AsSingleton(duplicate_counts),
+             samples=beam.pvalue.AsDict(
+                 converted[SAMPLES]
+                 | 'SamplesPerLabel' >> beam.combiners.Top.SmallestPerKey(SAMPLES_PER_LABEL)),
+             errors=beam.pvalue.AsSingleton(
+                 errors | 'FirstErrors' >> beam.combiners.Top.Of(
+                     FIRST_ERRORS, key=lambda e: (e['source'], e['row'] or 0), reverse=True))))
     return beam.pvalue.PDone(pbegin.pipeline)
 
 
-def _write_summary(summary: Dict[str, Any], path: str, duplicates: Dict[str, Any]) -> None:
-  files.write_text(path, json.dumps(dict(summary, duplicates=duplicates), indent=2,
-                               ensure_ascii=False))
+def _write_summary(summary: Dict[str, Any], report_dir: str, duplicates: Dict[str, Any],
+                   samples: Dict[str, List[Tuple[str, bytes]]],
+                   errors: List[Dict[str, Any]]) -> None:
+  """summary.json, and report.html: the same counts with a contact sheet and the first
+  failed rows, for people."""
+  summary = dict(summary, duplicates=duplicates)
+  files.write_text(FileSystems.join(report_dir, 'summary.json'),
+                   json.dumps(summary, indent=2, ensure_ascii=False))
+  files.write_text(FileSystems.join(report_dir, 'report.html'),
+                   report_html.render(summary, samples, errors))
 
 
 class _WriteJsonLines(beam.PTransform):
