@@ -23,9 +23,9 @@ from tfrecorder_component import splits as splits_lib
 from tfrecorder_component import transform as transform_lib
 from tfrecorder_component.beam import sink
 from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.files import MANIFEST_EXTENSIONS
 from tfrecorder_component.manifest import ML_USE_TO_SPLIT, check_feature_types
 
-MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt', '.json', '.xml')
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
 # The local default: the in-memory DirectRunner starts in seconds. For large local runs
 # pass beam_args=['--direct_running_mode=multi_processing', '--direct_num_workers=0'].
@@ -70,16 +70,6 @@ def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = No
     if value:
       args.append(f'--{name}={value}')
   return args + list(beam_args)
-
-
-def list_manifests(path: str) -> List[str]:
-  """Manifest files at `path`: the file itself, or the manifests directly inside a folder."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-  if path.lower().endswith(MANIFEST_EXTENSIONS) and FileSystems.exists(path):
-    return [path]
-  pattern = FileSystems.join(path, '*')
-  found = [m.path for r in FileSystems.match([pattern]) for m in r.metadata_list]
-  return sorted(p for p in found if p.lower().endswith(MANIFEST_EXTENSIONS))
 
 
 def folder_manifest(root: str) -> str:
@@ -140,7 +130,7 @@ def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
     files.write_text(path, dataframe_manifest(source))
     return [path], os.getcwd()
   source = os.fspath(source)
-  manifests = list_manifests(source)
+  manifests = files.list_manifest_files(source)
   if manifests:
     return manifests, None
   if os.path.isdir(source):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import time
-from typing import Callable, Iterable
+from typing import Callable, Iterable, List
 
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
@@ -74,6 +75,34 @@ _ADVICE = {
                           'application-default login` locally'),
     'unreadable': 'the file could not be read',
 }
+
+
+# Files that may be manifests; anything else beside them (images) is skipped.
+MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt', '.json', '.xml')
+
+
+def _match(pattern: str) -> List[str]:
+  try:
+    return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+  except BeamIOError:
+    return []
+
+
+def _is_dir(path: str) -> bool:
+  return '://' not in path and os.path.isdir(path)
+
+
+def list_manifest_files(pattern: str) -> List[str]:
+  """Manifest files matching `pattern` (a file or a glob, on any Beam file system), or
+  directly inside it when it names a folder. Folders and files without a manifest
+  extension (.csv, .jsonl, .txt, .json for COCO, .xml for Pascal VOC) are skipped, so a
+  manifest may sit next to its images."""
+  found = _match(pattern)
+  if not any(c in pattern for c in '*?[') and all(_is_dir(p) for p in found):
+    # a folder, or a prefix of an object store
+    found = _match(FileSystems.join(pattern, '*'))
+  return sorted(p for p in found
+                if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
 
 
 def write_text(path: str, text: str) -> None:

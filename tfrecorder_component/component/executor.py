@@ -24,21 +24,7 @@ from tfrecorder_component import transform as transform_lib
 from tfrecorder_component.beam.transforms import ConversionOptions, ConvertManifests, ManifestSource
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
-
-MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt', '.json', '.xml')
-
-
-def list_manifest_files(pattern: str) -> List[str]:
-  """Manifest files matching `pattern`, or inside it when it names a folder.
-
-  Folders and files without a manifest extension (.csv, .jsonl, .txt, .json for COCO,
-  .xml for Pascal VOC) are skipped, so a manifest may sit next to its images.
-  """
-  if fileio.isdir(pattern):
-    pattern = os.path.join(pattern, '*')
-  return sorted(path for path in fileio.glob(pattern)
-                if not fileio.isdir(path) and path.lower().endswith(MANIFEST_EXTENSIONS))
-
+from tfrecorder_component.files import MANIFEST_EXTENSIONS, list_manifest_files
 
 def _sources(input_dict, exec_properties) -> List[ManifestSource]:
   fmt = exec_properties.get(spec.MANIFEST_FORMAT_KEY) or None
