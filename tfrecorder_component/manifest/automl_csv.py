@@ -116,18 +116,27 @@ def header_columns(fields: List[str]) -> Tuple[List[str], Optional[int], int]:
   return names, split_col, uri_col
 
 
-class _Layout:
+class CsvLayout:
+  """The columns every AutoML CSV layout has: ML_USE, URI and extra features, and where
+  relative URIs resolve (set by `parse_rows`). Subclasses add their label columns."""
+
+  def __init__(self, split_col: Optional[int], uri_col: int, width: Optional[int] = None,
+               feature_cols: Optional[List[Tuple[int, str]]] = None):
+    self.split_col = split_col
+    self.uri_col = uri_col
+    self.width = width  # the header's column count; None without a header
+    self.feature_cols = feature_cols or []
+    self.image_root: Optional[str] = None  # relative URIs resolve here; None: the manifest's folder
+
+
+class _Layout(CsvLayout):
   """Which column holds ML_USE, which the URI, which the labels and which features."""
 
   def __init__(self, split_col: Optional[int], uri_col: int, label_cols: Optional[List[int]],
                width: Optional[int] = None,
                feature_cols: Optional[List[Tuple[int, str]]] = None):
-    self.split_col = split_col
-    self.uri_col = uri_col
+    super().__init__(split_col, uri_col, width, feature_cols)
     self.label_cols = label_cols  # None: every column after the URI
-    self.width = width  # the header's column count; None without a header
-    self.feature_cols = feature_cols or []
-    self.image_root: Optional[str] = None  # relative URIs resolve here; None: the manifest's folder
 
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':

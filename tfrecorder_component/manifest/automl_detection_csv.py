@@ -16,7 +16,8 @@ from typing import Iterator, List, Mapping, Optional, Tuple
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
                                            parse_number, resolve_uri)
-from tfrecorder_component.manifest.automl_csv import (feature_columns, has_ml_use_column,
+from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns,
+                                                      has_ml_use_column,
                                                       header_columns, is_header,
                                                       is_label_column, parse_rows,
                                                       raw_features, split_of)
@@ -69,18 +70,14 @@ def sniff(head: str) -> bool:
   return False
 
 
-class _Layout:
+class _Layout(CsvLayout):
   """Which column holds ML_USE, the URI, the label, the coordinates and the features."""
 
   def __init__(self, split_col: Optional[int], uri_col: int, label_col: int,
                width: Optional[int] = None,
                feature_cols: Optional[List[Tuple[int, str]]] = None):
-    self.split_col = split_col
-    self.uri_col = uri_col
+    super().__init__(split_col, uri_col, width, feature_cols)
     self.label_col = label_col  # the 8 coordinate columns follow it
-    self.width = width  # the header's column count; None without a header
-    self.feature_cols = feature_cols or []
-    self.image_root: Optional[str] = None  # relative URIs resolve here; None: the manifest's folder
 
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
