@@ -4,12 +4,13 @@ import re
 
 import pytest
 from tfx import v1 as tfx
-from tfx.proto import example_gen_pb2
+from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import executor_spec
+from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
-from tfrecorder_component import ImageExampleGen, ImageManifest
+from tfrecorder_component import HTML, ConversionReportPage, ImageExampleGen, ImageManifest
 from tfrecorder_component.component import executor, spec
 from tfrecorder_component.component.types import ConversionReport
 from tfrecorder_component.transform import ImageTransform
@@ -46,6 +47,31 @@ def test_component_with_input_base_and_configs():
   assert proto_utils.json_to_proto(gen.exec_properties['input_config'],
                                    example_gen_pb2.Input()) == input_config
   assert gen.inputs.get('manifest') is None
+
+
+def test_input_base_makes_a_file_based_example_gen_with_the_same_identity():
+  # KubeflowV2DagRunner gives the span driver hook to FileBasedExampleGens only.
+  importer = tfx.dsl.Importer(source_uri='/data/m.csv', artifact_type=ImageManifest)
+  by_manifest = ImageExampleGen(importer.outputs['result'])
+  by_input_base = ImageExampleGen(input_base='/data')
+  positional = ImageExampleGen(None, '/data')
+  assert not isinstance(by_manifest, FileBasedExampleGen)
+  for gen in (by_input_base, positional):
+    assert isinstance(gen, FileBasedExampleGen) and isinstance(gen, ImageExampleGen)
+    assert gen.id == by_manifest.id == 'ImageExampleGen'
+    assert gen.type == by_manifest.type == 'tfrecorder_component.component.component.ImageExampleGen'
+    assert gen.executor_spec.executor_class is executor.Executor
+    assert gen.spec.__class__ is by_manifest.spec.__class__
+    assert set(gen.outputs) == {'examples', 'report'}
+  assert by_input_base.with_id('gen2').id == 'gen2'
+
+
+def test_report_page_is_a_system_html_artifact():
+  gen = ImageExampleGen(input_base='/data')
+  page = ConversionReportPage(report=gen.outputs['report'])
+  assert page.outputs['page'].type is HTML
+  assert HTML.TYPE_NAME == 'system.HTML'  # the type the pipeline consoles render
+  assert page.inputs['report'].type is ConversionReport
 
 
 @pytest.mark.parametrize('kwargs', [{}, {'input_base': '/d', 'manifest': 'x'}])

@@ -2,6 +2,7 @@
 import json
 from typing import Any, Dict, Optional, Union
 
+from tfx.components.example_gen import component as example_gen_component
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.orchestration import data_types
@@ -45,6 +46,14 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
   SPEC_CLASS = spec.ImageExampleGenSpec
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
   DRIVER_CLASS = driver.ImageExampleGenDriver
+
+  def __new__(cls, manifest=None, input_base=None, *args, **kwargs):  # pylint: disable=keyword-arg-before-vararg
+    del manifest, args, kwargs  # __init__ reads them
+    # With `input_base` the component is also a FileBasedExampleGen, the one kind of
+    # node that KubeflowV2DagRunner gives the span driver hook (`preCacheCheck`).
+    if cls is ImageExampleGen and input_base:
+      cls = FileBasedImageExampleGen
+    return super().__new__(cls)
 
   def __init__(
       self,
@@ -111,7 +120,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
     check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry
     input_config = input_config or example_gen_utils.make_default_input_config()
     output_config = output_config or default_output_config()
-    super().__init__(spec=spec.ImageExampleGenSpec(
+    # Explicitly the Beam component's constructor: FileBasedImageExampleGen also
+    # inherits FileBasedExampleGen, whose constructor builds another spec.
+    base_beam_component.BaseBeamComponent.__init__(self, spec=spec.ImageExampleGenSpec(
         manifest=manifest,
         input_base=input_base,
         input_config=input_config,
@@ -129,3 +140,27 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         image_transform=image_transform.to_json() if image_transform is not None else None,
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))
+
+
+class FileBasedImageExampleGen(ImageExampleGen, example_gen_component.FileBasedExampleGen):
+  """ImageExampleGen over `input_base`, as `ImageExampleGen(input_base=...)` builds it.
+
+  The same spec, executor and driver; being a `FileBasedExampleGen` as well makes
+  KubeflowV2DagRunner attach TFX's example-gen driver as the executor's
+  `lifecycle.preCacheCheck` hook, so `{SPAN}`, `{VERSION}`, `range_config` and the
+  input fingerprint resolve on Vertex AI before the cache check, as on LocalDagRunner.
+  Its node id and type are ImageExampleGen's, so pipelines, caches and ML Metadata
+  see one component whichever input it reads.
+  """
+
+  @classmethod
+  def get_class_type(cls) -> str:
+    return ImageExampleGen.get_class_type()
+
+  @property
+  def id(self) -> str:
+    return self._id or ImageExampleGen.__name__
+
+  @id.setter
+  def id(self, value: str) -> None:
+    self._id = value

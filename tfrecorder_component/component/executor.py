@@ -10,11 +10,12 @@ from typing import Any, Dict, List
 
 from absl import logging
 from tfx import types
+from tfx.components.example_gen import input_processor
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.util import examples_utils
 from tfx.dsl.components.base import base_beam_executor
 from tfx.dsl.io import fileio
-from tfx.proto import example_gen_pb2
+from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, proto_utils
 
@@ -62,6 +63,37 @@ def _input_config(exec_properties) -> example_gen_pb2.Input:
   return config
 
 
+def resolve_spans(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
+  """`exec_properties` with `{SPAN}` / `{VERSION}` resolved, where no driver did it.
+
+  LocalDagRunner runs the component's driver and Vertex AI runs TFX's example-gen
+  driver (the `preCacheCheck` hook) before the executor; both leave `span` in the
+  exec properties. Kubeflow Pipelines 2.x runs no such hook, so the executor resolves
+  the latest span and version itself with the same input processor (there the span is
+  not part of the cache key: see the README).
+  """
+  if not exec_properties.get(spec.INPUT_BASE_KEY) or exec_properties.get(
+      example_gen_utils.SPAN_PROPERTY_NAME) is not None:
+    return exec_properties
+  input_config = _input_config(exec_properties)
+  range_config = None
+  if exec_properties.get(spec.RANGE_CONFIG_KEY):
+    range_config = range_config_pb2.RangeConfig()
+    proto_utils.json_to_proto(exec_properties[spec.RANGE_CONFIG_KEY], range_config)
+  processor = input_processor.FileBasedInputProcessor(
+      exec_properties[spec.INPUT_BASE_KEY], input_config.splits, range_config)
+  span, version = processor.resolve_span_and_version()
+  for split in input_config.splits:
+    split.pattern = processor.get_pattern_for_span_version(split.pattern, span, version)
+  logging.info('Resolved span %s, version %s (no driver ran).', span, version)
+  return {**exec_properties,
+          example_gen_utils.SPAN_PROPERTY_NAME: span,
+          example_gen_utils.VERSION_PROPERTY_NAME: version,
+          example_gen_utils.FINGERPRINT_PROPERTY_NAME: processor.get_input_fingerprint(
+              span, version),
+          spec.INPUT_CONFIG_KEY: proto_utils.proto_to_json(input_config)}
+
+
 def split_plan(exec_properties):
   """(hash buckets, split names) for a run."""
   output_config = example_gen_pb2.Output()
@@ -86,6 +118,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
+    exec_properties = resolve_spans(exec_properties)
     examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
     report = artifact_utils.get_single_instance(output_dict[spec.REPORT_KEY])
     sources = _sources(input_dict, exec_properties)
