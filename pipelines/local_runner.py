@@ -17,16 +17,21 @@ from absl import logging as absl_logging
 PIPELINE_NAME = 'tfrecorder_demo'
 
 
-def eval_accuracy(connection_config, pipeline_name: str) -> float:
-  """SparseCategoricalAccuracy on the eval split, from Evaluator's newest evaluation."""
+def evaluation_accuracy(evaluation_uri: str) -> float:
+  """SparseCategoricalAccuracy on the eval split, from an Evaluator's evaluation."""
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
-  evaluation = latest_output(connection_config, pipeline_name, 'Evaluator', 'evaluation')
-  for record in tfma.load_metrics(evaluation.uri):
+  for record in tfma.load_metrics(evaluation_uri):
     for key in record.metric_keys_and_values:
       if key.key.name == 'sparse_categorical_accuracy':
         return key.value.double_value.value
-  raise LookupError(f'no accuracy in the evaluation at {evaluation.uri}')
+  raise LookupError(f'no accuracy in the evaluation at {evaluation_uri}')
+
+
+def eval_accuracy(connection_config, pipeline_name: str) -> float:
+  """SparseCategoricalAccuracy on the eval split, from Evaluator's newest evaluation."""
+  from tfrecorder_component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
+  return evaluation_accuracy(
+      latest_output(connection_config, pipeline_name, 'Evaluator', 'evaluation').uri)
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,8 @@
 """The demo pipeline, defined once for every runner (LocalDagRunner, Kubeflow, Vertex).
 
 Importer(manifest) -> ImageExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator
--> Trainer -> Evaluator -> Pusher.
+-> Trainer -> Evaluator -> Pusher, and ConversionReportPage (the conversion report as
+a page Vertex AI Pipelines and the Kubeflow Pipelines UI show).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
-from tfrecorder_component import ImageExampleGen, ImageManifest
+from tfrecorder_component import ConversionReportPage, ImageExampleGen, ImageManifest
 
 TRAINER_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'trainer_module.py')
 # The same trainer by import path, for container runs (Vertex AI, Kubeflow): the pipeline
@@ -55,6 +56,7 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, manifest_uri: str,
   manifest = tfx.dsl.Importer(source_uri=manifest_uri, artifact_type=ImageManifest
                               ).with_id('manifest_importer')
   example_gen = ImageExampleGen(manifest=manifest.outputs['result'])
+  report_page = ConversionReportPage(report=example_gen.outputs['report'])
   statistics_gen = tfx.components.StatisticsGen(
       examples=example_gen.outputs['examples'],
       stats_options=tfdv.StatsOptions(enable_semantic_domain_stats=True))
@@ -82,8 +84,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, manifest_uri: str,
   return tfx.dsl.Pipeline(
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,
-      components=[manifest, example_gen, statistics_gen, schema_gen, example_validator,
-                  trainer, evaluator, pusher],
+      components=[manifest, example_gen, report_page, statistics_gen, schema_gen,
+                  example_validator, trainer, evaluator, pusher],
       enable_cache=enable_cache,
       metadata_connection_config=metadata_connection_config,
       beam_pipeline_args=beam_pipeline_args or ['--direct_running_mode=in_memory',

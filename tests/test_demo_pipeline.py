@@ -37,6 +37,13 @@ def test_demo_pipeline_lineage_accuracy_and_cache(tmp_path):
   inferred = tfdv.load_schema_text(os.path.join(schema.uri, 'schema.pbtxt'))
   assert tfdv.get_feature(inferred, 'image/encoded').HasField('image_domain')
 
+  # The report page: a system.HTML artifact whose URI is report.html's copy.
+  page = latest_output(config, NAME, 'ConversionReportPage', 'page')
+  report = latest_output(config, NAME, 'ImageExampleGen', 'report')
+  assert page.type_name == 'system.HTML'
+  with open(page.uri, 'rb') as f, open(os.path.join(report.uri, 'report.html'), 'rb') as g:
+    assert f.read() == g.read()
+
   accuracy = local_runner.eval_accuracy(config, NAME)
   assert accuracy >= 0.9
   assert os.listdir(tmp_path / 'serving')  # blessed and pushed

@@ -6,6 +6,8 @@ TensorFlow until a name is used):
 - `ImageExampleGen`: the TFX component.
 - `ImageManifest`, `ConversionReport`: the artifact types of its `manifest` input and
   `report` output.
+- `ConversionReportPage`: publishes the report's page as a `system.HTML` artifact
+  (`HTML`), which Vertex AI Pipelines and the Kubeflow Pipelines UI show inline.
 - `read_label_map(examples_uri)`: {label: id} of an Examples artifact.
 - `convert(source, output_dir, ...)`: a DataFrame, manifest or image folder to TFRecords
   without a pipeline; `df.tensorflow.to_tfrecord(output_dir, ...)` is the same call as a
@@ -21,6 +23,8 @@ _EXPORTS = {
     'ImageExampleGen': 'tfrecorder_component.component.component',
     'ImageManifest': 'tfrecorder_component.component.types',
     'ConversionReport': 'tfrecorder_component.component.types',
+    'ConversionReportPage': 'tfrecorder_component.component.report_page',
+    'HTML': 'tfrecorder_component.component.types',
     'read_label_map': 'tfrecorder_component.labels',
     'convert': 'tfrecorder_component.conversion',
     'ConversionResult': 'tfrecorder_component.conversion',
