@@ -27,9 +27,9 @@ import sys
 from typing import Any, Dict, List, Optional
 
 PIPELINE_NAME = 'tfrecorder-demo'
-# Where the Dockerfile puts the project inside the pipeline image.
+# Where the Dockerfile puts the package's source inside the pipeline image.
 IMAGE_PROJECT_DIR = '/tfrecorder'
-IMAGE_SETUP_FILE = f'{IMAGE_PROJECT_DIR}/setup.py'
+IMAGE_SETUP_FILE = f'{IMAGE_PROJECT_DIR}/src/setup.py'
 # Inside a pipeline container, components that stay on the DirectRunner use the
 # container's cores.
 CONTAINER_BEAM_ARGS = ['--direct_running_mode=multi_processing', '--direct_num_workers=0']

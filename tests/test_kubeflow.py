@@ -58,8 +58,8 @@ def test_spec_names_our_executor_image_and_parameters(dataflow_spec):
   assert spec['defaultPipelineRoot'] == 'gs://my-bucket/tfx'
   assert spec['pipelineInfo']['name'] == 'tfrecorder-demo'
   assert set(spec['root']['dag']['tasks']) == {
-      'manifest_importer', 'ImageExampleGen', 'StatisticsGen', 'SchemaGen',
-      'ExampleValidator', 'Trainer', 'Evaluator', 'Pusher'}
+      'manifest_importer', 'ImageExampleGen', 'ConversionReportPage', 'StatisticsGen',
+      'SchemaGen', 'ExampleValidator', 'Trainer', 'Evaluator', 'Pusher'}
 
   container = executor_of(spec, 'ImageExampleGen')['container']
   assert container['image'] == IMAGE
@@ -107,7 +107,7 @@ def test_custom_artifact_types_are_in_the_form_vertex_accepts(dataflow_spec):
 
 def test_dataflow_args_go_to_the_heavy_components_only(dataflow_spec):
   expected = ['--runner=DataflowRunner', '--project=my-project', '--region=europe-west4',
-              '--temp_location=gs://my-bucket/tmp', '--setup_file=/tfrecorder/setup.py',
+              '--temp_location=gs://my-bucket/tmp', '--setup_file=/tfrecorder/src/setup.py',
               '--max_num_workers=8']
   for task in ('ImageExampleGen', 'StatisticsGen'):
     args = executor_of(dataflow_spec, task)['container']['args']
