@@ -1,26 +1,46 @@
 """Package definition for tfrecorder-component.
 
-Runtime requirements are kept loose here (ranges known to work) so the package can
-be installed into an existing TFX image; the exact, tested set is pinned in
-requirements/requirements.lock.
+Two installs:
+- `pip install tfrecorder-component`: the conversion core (CLI, `convert()`, the pandas
+  accessor, the manifests, the Beam transforms) on Python 3.10 to 3.13, with Beam,
+  Pillow, pandas, protobuf and google-crc32c only.
+- `pip install "tfrecorder-component[tfx]"`: adds the TFX component (TFX 1.16 to 1.21,
+  the two tested ends, with what KubeflowV2DagRunner needs where TFX offers it) and
+  TensorFlow, which `load_dataset` reads with.
+
+Ranges are kept loose (known to work) so the package installs into an existing TFX
+image; the exact, tested sets are the lock files in requirements/.
 """
+import os
+
 from setuptools import find_packages, setup
 
+BEAM = 'apache-beam>=2.59,<2.78'
+
 setup(
-    name="tfrecorder-component",
-    version="0.1.0",
-    description="TFX ExampleGen-style component that turns image manifests into TFRecords of tf.train.Example",
-    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
-    long_description_content_type="text/markdown",
-    python_requires=">=3.9,<3.11",
-    packages=find_packages(include=["tfrecorder_component", "tfrecorder_component.*"]),
+    name='tfrecorder-component',
+    version='0.1.0',
+    description='TFX ExampleGen-style component that turns image manifests into TFRecords '
+                'of tf.train.Example',
+    long_description=(open('README.md', encoding='utf-8').read()
+                      if os.path.exists('README.md') else ''),
+    long_description_content_type='text/markdown',
+    python_requires='>=3.10,<3.14',
+    packages=find_packages(include=['tfrecorder_component', 'tfrecorder_component.*']),
     install_requires=[
-        "tfx>=1.16,<1.17",
-        "apache-beam[gcp]>=2.59,<2.60",
-        "pillow>=10",
-        "pandas>=1.5",
-        "google-crc32c>=1.5",
+        BEAM,
+        'pillow>=10',
+        'pandas>=1.5',
+        'protobuf>=3.20.3,<7',
+        'google-crc32c>=1.5',
     ],
-    entry_points={"console_scripts": ["tfrecorder-component=tfrecorder_component.cli:main"]},
-    license="Apache-2.0",
+    extras_require={
+        # tfx[kfp] brings kfp where TFX offers it (TFX 1.21: Python < 3.12).
+        'tfx': ['tfx[kfp]>=1.16,<1.22', BEAM.replace('apache-beam', 'apache-beam[gcp]')],
+        # Cloud Storage and Dataflow for the core alone.
+        'gcp': [BEAM.replace('apache-beam', 'apache-beam[gcp]')],
+    },
+    entry_points={'console_scripts': ['tfrecorder-component=tfrecorder_component.cli:main']},
+    license='Apache-2.0',
+    classifiers=[f'Programming Language :: Python :: 3.{minor}' for minor in (10, 11, 12, 13)],
 )

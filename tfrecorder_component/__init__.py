@@ -36,9 +36,24 @@ __all__ = sorted(_EXPORTS)
 from tfrecorder_component import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
 
 
+# What each optional part needs, named in one line when it is missing.
+_EXTRAS = {
+    'tfx': "the TFX component needs TFX: pip install 'tfrecorder-component[tfx]'",
+    'tensorflow': "load_dataset needs TensorFlow: pip install tensorflow "
+                  "(or 'tfrecorder-component[tfx]', which brings it)",
+}
+
+
 def __getattr__(name):
   if name in _EXPORTS:
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+    try:
+      module = importlib.import_module(_EXPORTS[name])
+    except ModuleNotFoundError as e:
+      missing = (e.name or '').split('.')[0]
+      if missing in _EXTRAS:
+        raise ImportError(f'{name}: {_EXTRAS[missing]}') from None
+      raise
+    return getattr(module, name)
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import sys
 import tempfile
+import warnings
 from typing import List, Optional
 
 from tfrecorder_component import policy
@@ -105,7 +107,30 @@ def cmd_inspect(args) -> int:
   return 0
 
 
+class _DropBeamBigQueryNotice(logging.Filter):
+  """Beam without its GCP extra logs, when imported, that BigQuery's client is missing;
+  the command never uses BigQuery."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith('apitools not found, and bigquery client')
+
+
+def _quiet_third_party_notices() -> None:
+  """The command owns its process: notices about other libraries' own support (Google
+  clients on the interpreter's age, Beam's BigQuery client) do not reach the user."""
+  warnings.filterwarnings('ignore', category=FutureWarning,
+                          module='google.api_core._python_version_support')
+  root = logging.getLogger()
+  if not root.handlers:
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter('%(levelname)s:%(name)s:%(message)s'))
+    root.addHandler(handler)
+  for handler in root.handlers:
+    handler.addFilter(_DropBeamBigQueryNotice())
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+  _quiet_third_party_notices()
   parser = argparse.ArgumentParser(prog='tfrecorder-component', description=__doc__.splitlines()[0])
   commands = parser.add_subparsers(dest='command', required=True)
   convert = commands.add_parser('convert', help='convert a manifest or image folder')

@@ -49,11 +49,16 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
 
 _POOL = descriptor_pool.DescriptorPool()
 _POOL.Add(_file())
-_FACTORY = message_factory.MessageFactory(_POOL)
+
+
+# protobuf 4.21 and newer build classes with GetMessageClass (protobuf 6 has nothing
+# else); protobuf 3.20 through one MessageFactory, so nested types share their classes.
+_get_class = getattr(message_factory, 'GetMessageClass', None) or message_factory.MessageFactory(
+    _POOL).GetPrototype
 
 
 def _message(name: str):
-  return _FACTORY.GetPrototype(_POOL.FindMessageTypeByName(f'tensorflow.{name}'))
+  return _get_class(_POOL.FindMessageTypeByName(f'tensorflow.{name}'))
 
 
 BytesList = _message('BytesList')

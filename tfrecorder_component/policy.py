@@ -5,8 +5,6 @@ import json
 import logging
 from typing import Any, Dict, List, Sequence
 
-from apache_beam.io.filesystems import FileSystems
-
 from tfrecorder_component.errors import ManifestError
 
 FIRST_ERRORS_SHOWN = 5
@@ -14,6 +12,7 @@ FIRST_ERRORS_SHOWN = 5
 
 def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
   """The first `limit` failed rows of an errors.jsonl (none if the file is missing)."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   if not FileSystems.exists(path):
     return []
   out = []

@@ -1,4 +1,4 @@
-"""Composite PTransforms, one job each; failures leave through a tagged `errors` output.
+r"""Composite PTransforms, one job each; failures leave through a tagged `errors` output.
 
     manifests -> ReadManifestRows -> ConvertBatches -----------------------> WriteSplits
                    |        \-> LabelVocabulary -/ (side input)   |   \

@@ -1,0 +1,86 @@
+"""The conversion core as `pip install tfrecorder-component` gives it: no TFX, no
+TensorFlow. Runs on every tested stack, the core-only ones (Python 3.12 and 3.13, no
+TensorFlow installed) included, so it reads records with the standard library.
+"""
+import os
+import subprocess
+import sys
+
+from images import write_image, write_text
+from tfrecord_digest import read_records
+from tfrecorder_component import example_proto
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def python(code: str, *args: str, warnings_as_errors: bool = False):
+  """Runs `code` in a fresh interpreter of this environment (cwd: the tests folder, so
+  the package comes from where the environment installed it)."""
+  flags = ['-W', 'error'] if warnings_as_errors else []
+  return subprocess.run([sys.executable, *flags, '-c', code, *args], capture_output=True,
+                        text=True, cwd=TESTS, timeout=600, check=False)
+
+
+HEAVY = "sorted(m for m in ('tfx', 'tensorflow') if m in sys.modules)"
+
+
+def test_import_loads_neither_tfx_nor_tensorflow_and_warns_nothing():
+  done = python(f'import sys, tfrecorder_component; print({HEAVY})', warnings_as_errors=True)
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.strip() == '[]'
+  assert done.stderr == ''
+
+
+def test_cli_help_and_convert_load_neither_tfx_nor_tensorflow(tmp_path):
+  done = python('import sys\nfrom tfrecorder_component import cli\n'
+                'try:\n  cli.main(["--help"])\nexcept SystemExit as e:\n  assert e.code == 0\n'
+                f'print({HEAVY})')
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.strip().endswith('[]')
+  assert 'convert' in done.stdout
+
+  uris = [str(tmp_path / 'images' / f'{i}.{"png" if i % 2 else "jpg"}') for i in range(6)]
+  data = {u: write_image(u, 'PNG' if i % 2 else 'JPEG', 'RGB', 5 + i, 7, seed=i)
+          for i, u in enumerate(uris)}
+  manifest = write_text(str(tmp_path / 'manifest.csv'), ''.join(
+      f'{("TRAIN", "VALIDATION", "TEST")[i % 3]},{u},{("cat", "dog")[i % 2]}\n'
+      for i, u in enumerate(uris)))
+  out = tmp_path / 'out'
+  done = python('import sys\nfrom tfrecorder_component import cli\n'
+                'code = cli.main(sys.argv[1:])\n'
+                f'print(code, {HEAVY})', 'convert', manifest, str(out))
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.strip().splitlines()[-1] == '0 []'
+  seen = {}
+  for split in ('train', 'eval', 'test'):
+    for record in read_records(str(out / f'Split-{split}')):
+      example = example_proto.Example.FromString(record)
+      feature = example.features.feature
+      uri = feature['image/source_id'].bytes_list.value[0].decode()
+      seen[uri] = (split, feature['image/encoded'].bytes_list.value[0],
+                   feature['image/class/text'].bytes_list.value[0].decode(),
+                   feature['image/height'].int64_list.value[0])
+  assert seen == {u: (('train', 'eval', 'test')[i % 3], data[u], ('cat', 'dog')[i % 2], 5 + i)
+                  for i, u in enumerate(uris)}
+
+
+def test_missing_extras_are_named_in_one_line():
+  # Without TFX or TensorFlow installed (here: made unimportable), the names that need
+  # them say what to install.
+  code = ('import sys\nsys.modules["tfx"] = None\nsys.modules["tensorflow"] = None\n'
+          'import tfrecorder_component\n'
+          'for name in ("ImageExampleGen", "ImageManifest", "ConversionReportPage", '
+          '"load_dataset"):\n'
+          '  try:\n    getattr(tfrecorder_component, name)\n'
+          '  except ImportError as e:\n    print(e)\n'
+          'from tfrecorder_component import convert\nprint("convert", callable(convert))')
+  done = python(code)
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.splitlines() == [
+      "ImageExampleGen: the TFX component needs TFX: pip install 'tfrecorder-component[tfx]'",
+      "ImageManifest: the TFX component needs TFX: pip install 'tfrecorder-component[tfx]'",
+      "ConversionReportPage: the TFX component needs TFX: pip install "
+      "'tfrecorder-component[tfx]'",
+      "load_dataset: load_dataset needs TensorFlow: pip install tensorflow "
+      "(or 'tfrecorder-component[tfx]', which brings it)",
+      'convert True']
