@@ -122,9 +122,89 @@ def test_validate_lists_bad_rows_and_exits_non_zero(tmp_path):
   assert not glob.glob(str(tmp_path / '**' / 'Split-*'), recursive=True)  # no records
 
   clean = write_text(str(data / 'clean.csv'), 'TRAIN,good.png,cat\n')
-  done = run_cli('validate', clean)
+  done = run_cli('validate', clean, cwd=str(tmp_path))
   assert done.returncode == 0, done.stdout + done.stderr[-3000:]
   assert '1 rows read, 1 valid, 0 failed' in done.stdout
+
+  # Without --report-dir the report is kept in ./tfrecorder-validation, which the output
+  # names; --no-report keeps none and names no path.
+  done = run_cli('validate', manifest, cwd=str(tmp_path))
+  assert done.returncode == 1
+  kept = tmp_path / 'tfrecorder-validation' / 'errors.jsonl'
+  assert f'All failed rows: {kept}' in done.stdout
+  assert len(kept.read_text(encoding='utf-8').splitlines()) == 3
+  done = run_cli('validate', manifest, '--no-report', cwd=str(tmp_path))
+  assert done.returncode == 1 and 'All failed rows' not in done.stdout
+  assert "row 3: 'missing.png': missing:" in done.stdout
+
+
+def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
+  data = tmp_path / 'data'
+  for name in ('a', 'b', 'c', 'd'):
+    solid(str(data / f'{name}.png'), COLOURS['cat'])
+  first = write_text(str(data / 'first.csv'),
+                     'split,image_uri,label\nTRAIN,a.png,cat\nTRAIN,b.png,cat\n')
+  out = tmp_path / 'out'
+  trc.convert(first, str(out), splits={'train': 1, 'holdout': 1})
+  assert (out / 'Split-holdout').is_dir()
+  before = {p: open(p, 'rb').read() for p in glob.glob(str(out / '**' / '*'), recursive=True)
+            if os.path.isfile(p)}
+  second = write_text(str(data / 'second.csv'), 'split,image_uri,label\nTEST,c.png,dog\n')
+  with pytest.raises(ValueError, match=f'{out} is not empty: .*overwrite=True'):
+    trc.convert(second, str(out))
+
+  # A failing overwrite leaves the old output as it was and keeps its report beside it.
+  bad = write_text(str(data / 'bad.csv'), 'split,image_uri,label\nTEST,missing.png,dog\n')
+  with pytest.raises(RuntimeError) as failure:
+    trc.convert(bad, str(out), overwrite=True)
+  kept = f'{out}.failed/report/errors.jsonl'
+  assert f'All failed rows: {kept}' in str(failure.value)
+  assert json.loads(open(kept, encoding='utf-8').readline())['reason'] == 'missing'
+  after = {p: open(p, 'rb').read() for p in glob.glob(str(out / '**' / '*'), recursive=True)
+           if os.path.isfile(p)}
+  assert after == before
+
+  # A successful overwrite replaces everything: no split of the old run is left.
+  result = trc.convert(second, str(out), overwrite=True)
+  assert sorted(os.listdir(out)) == ['Split-eval', 'Split-test', 'Split-train', 'label_map.pbtxt',
+                                     'labels.txt', 'report']
+  assert result.records_per_split == {'train': 0, 'eval': 0, 'test': 1}
+  assert sorted(os.listdir(tmp_path)) == ['data', 'out']  # no partial, old or failed folder
+
+  # A failed run into a new folder leaves its report there, and no record.
+  with pytest.raises(RuntimeError, match=f'All failed rows: {tmp_path}/new/report/errors.jsonl'):
+    trc.convert(bad, str(tmp_path / 'new'))
+  assert os.listdir(tmp_path / 'new') == ['report']
+  with pytest.raises(ValueError, match='is a file; the output must be a folder'):
+    trc.convert(second, first)
+
+
+def test_a_failed_dataframe_conversion_cites_a_manifest_that_exists(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  solid(str(tmp_path / 'a.png'), COLOURS['cat'])
+  df = pd.DataFrame({'image_uri': ['a.png', 'missing.png'], 'label': ['cat', 'dog']})
+  with pytest.raises(RuntimeError) as failure:
+    trc.convert(df, 'out')
+  errors_path = str(failure.value).split('All failed rows: ')[1].split('\n')[0]
+  error = json.loads(open(errors_path, encoding='utf-8').readline())
+  assert error['uri'] == 'missing.png'
+  assert os.path.exists(error['source'])  # the generated manifest, where the report is
+  assert error['source'] == str(tmp_path / 'out' / 'report' / 'input_manifest.csv')
+
+
+def test_cli_refuses_columns_out_of_order_in_one_line(tmp_path):
+  data = tmp_path / 'data'
+  for name in ('a', 'b', 'c'):
+    solid(str(data / f'{name}.png'), COLOURS['cat'])
+  manifest = write_text(str(data / 'manifest.csv'), ''.join(
+      f'{data / name}.png,{ml_use},cat\n'
+      for name, ml_use in (('a', 'TRAIN'), ('b', 'TEST'), ('c', 'VALIDATION'))))
+  done = run_cli('convert', manifest, str(tmp_path / 'out'))
+  assert done.returncode == 2
+  assert done.stderr.count('\n') == 1, done.stderr  # no traceback
+  assert done.stderr.startswith(f'error: {manifest}: the file has no header')
+  assert '"image_uri,split,label"' in done.stderr
+  assert not glob.glob(str(tmp_path / 'out' / 'Split-*' / '*'))  # no record written
 
 
 def test_cli_convert_then_inspect_writes_a_contact_sheet(tmp_path):

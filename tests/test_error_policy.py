@@ -1,6 +1,7 @@
 """max_error_ratio and the report artifact, through real TFX runs and the executor."""
 import json
 import os
+import re
 
 import pytest
 from ml_metadata.proto import metadata_store_pb2
@@ -57,6 +58,11 @@ def test_zero_ratio_fails_the_run_and_publishes_nothing(tmp_path):
   text = str(failure.value)
   assert '15 of 27 manifest rows failed' in text
   assert 'img/' in text and 'errors.jsonl' in text
+  # The report it names stays, though the failed execution's outputs are removed.
+  errors_path = re.search(r'All failed rows: (\S+)', text).group(1)
+  assert errors_path.endswith('.failed/errors.jsonl')
+  with open(errors_path, encoding='utf-8') as f:
+    assert len(f.readlines()) == 15
   config = tfx.orchestration.metadata.sqlite_metadata_connection_config(
       str(tmp_path / 'tfx' / 'metadata.db'))
   with metadata.Metadata(config) as m:

@@ -147,3 +147,64 @@ def test_a_file_is_parsed_twice_only_when_it_has_extra_values():
   assert len(calls) == 2
   assert [(r.row, r.features) for r in typed] == [(1, ()), (2, (('n', 1.5),)),
                                                    (3, (('n', 2.0),))]
+
+
+# Columns out of AutoML's order in a file without a header: refused, never read wrongly.
+
+def test_headerless_csv_with_ml_use_where_labels_belong_is_refused(tmp_path):
+  path = write_text(str(tmp_path / 'm.csv'),
+                    '/abs/a.jpg,TRAIN,cat\n/abs/b.jpg,TEST,dog\n/abs/c.jpg,VALIDATION,cat\n')
+  with pytest.raises(ManifestError) as e:
+    read_manifest_file(path)
+  message = str(e.value)
+  assert message.startswith(f'{path}: the file has no header')
+  assert 'column 2 holds ML_USE values (TRAIN, TEST, VALIDATION)' in message
+  assert 'row 1: /abs/a.jpg,TRAIN,cat' in message
+  assert '"image_uri,split,label"' in message
+  # The header it suggests reads the file as meant.
+  fixed = write_text(str(tmp_path / 'fixed.csv'), 'image_uri,split,label\n' +
+                     open(path, encoding='utf-8').read())
+  assert [(r.image_uri, r.split, r.labels) for r in read_manifest_file(fixed)] == [
+      ('/abs/a.jpg', 'train', ('cat',)), ('/abs/b.jpg', 'test', ('dog',)),
+      ('/abs/c.jpg', 'eval', ('cat',))]
+
+
+def test_headerless_csv_with_paths_where_labels_belong_is_refused(tmp_path):
+  path = write_text(str(tmp_path / 'm.csv'), 'TRAIN,cat,/abs/a.jpg\nTEST,dog,imgs/b.png\n')
+  with pytest.raises(ManifestError, match=r'column 3 holds image paths \(/abs/a.jpg, '
+                                          r'imgs/b.png\).*"split,label,image_uri"'):
+    read_manifest_file(path)
+
+
+def test_labels_that_are_split_words_are_still_labels(tmp_path):
+  # A class named `train` (lowercase, the only one) is a label, not an ML_USE column.
+  path = write_text(str(tmp_path / 'm.csv'), '/abs/a.jpg,train\n/abs/b.jpg,train\n')
+  assert [r.labels for r in read_manifest_file(path)] == [('train',), ('train',)]
+
+
+def test_headerless_detection_csv_out_of_order_is_refused_with_a_header_that_reads_it(tmp_path):
+  text = ('/abs/a.jpg,TRAIN,cat,0.1,0.1,,,0.5,0.5,,\n'
+          '/abs/b.jpg,TEST,dog,0.2,0.2,,,0.6,0.7,,\n')
+  path = write_text(str(tmp_path / 'm.csv'), text)
+  with pytest.raises(ManifestError) as e:
+    read_manifest_file(path)
+  header = 'image_uri,split,label,x_min,y_min,x2,y2,x_max,y_max,x4,y4'
+  assert f'"{header}"' in str(e.value)
+  rows = read_manifest_file(write_text(str(tmp_path / 'fixed.csv'), header + '\n' + text))
+  assert [(r.image_uri, r.split, [(o.label, o.xmin, o.ymax) for o in r.objects])
+          for r in rows] == [('/abs/a.jpg', 'train', [('cat', 0.1, 0.5)]),
+                             ('/abs/b.jpg', 'test', [('dog', 0.2, 0.7)])]
+
+
+def test_jsonl_with_labels_or_image_under_other_keys_fails_those_rows(tmp_path):
+  path = write_text(str(tmp_path / 'm.jsonl'),
+                    '{"imageUri": "/abs/a.jpg", "label": "cat"}\n'
+                    '{"imageGcsUri": "/abs/b.jpg", "label": "dog"}\n'
+                    '{"imageGcsUri": "/abs/c.jpg", "classificationAnnotation": '
+                    '{"displayName": "cat"}}\n')
+  items = read_manifest_file(path)
+  errors = [i for i in items if isinstance(i, RowError)]
+  assert [(e.row, e.reason) for e in errors] == [(1, 'bad_row'), (2, 'bad_row')]
+  assert '(the line has "imageUri", "label")' in errors[0].message
+  assert '"label" is not where Vertex AI JSONL puts labels' in errors[1].message
+  assert [r.labels for r in rows_of(items)] == [('cat',)]

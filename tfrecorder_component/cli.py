@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import warnings
 from typing import List, Optional
 
 from tfrecorder_component import policy
+from tfrecorder_component.errors import ManifestError
 
 PROGRESS_EVERY_S = 10.0
 ERRORS_PRINTED = 20
@@ -52,19 +54,21 @@ def _options(args) -> dict:
               temp_location=args.temp_location, beam_args=args.beam_args)
 
 
-def _print_errors(report_dir: str, failed: int) -> None:
+def _print_errors(report_dir: str, failed: int, show_path: bool = True) -> None:
   errors = policy.read_errors(os.path.join(report_dir, 'errors.jsonl'), ERRORS_PRINTED)
   for error in errors:
     print('  ' + policy.format_error(error))
   if failed > len(errors):
     print(f'  ... and {failed - len(errors):,} more')
-  print(f'All failed rows: {os.path.join(report_dir, "errors.jsonl")}')
+  if show_path:
+    print(f'All failed rows: {os.path.join(report_dir, "errors.jsonl")}')
 
 
 def cmd_convert(args) -> int:
   from tfrecorder_component.conversion import convert  # pylint: disable=g-import-not-at-top
   result = convert(args.source, args.output_dir, max_error_ratio=args.max_error_ratio,
-                   progress_every_s=PROGRESS_EVERY_S, **_options(args))
+                   overwrite=args.overwrite, progress_every_s=PROGRESS_EVERY_S,
+                   **_options(args))
   print(f'Wrote {result.records_written:,} records of {result.rows_read:,} rows to '
         f'{result.output_dir}')
   for split, count in result.records_per_split.items():
@@ -77,7 +81,10 @@ def cmd_convert(args) -> int:
 
 def cmd_validate(args) -> int:
   from tfrecorder_component.conversion import validate  # pylint: disable=g-import-not-at-top
-  report_dir = args.report_dir or tempfile.mkdtemp(prefix='tfrecorder-validate-')
+  report_dir = tempfile.mkdtemp(prefix='tfrecorder-validate-') if args.no_report else (
+      os.path.abspath(args.report_dir))
+  if not args.no_report and os.path.isdir(report_dir):
+    shutil.rmtree(report_dir)  # the report of an earlier validation: replaced
   try:
     summary = validate(args.source, report_dir, progress_every_s=PROGRESS_EVERY_S,
                        **_options(args))
@@ -85,10 +92,12 @@ def cmd_validate(args) -> int:
     print(f'{rows:,} rows read, {rows - failed:,} valid, {failed:,} failed')
     if failed:
       print(f'Failed rows by reason: {summary["errors_per_reason"]}')
-      _print_errors(report_dir, failed)
+      _print_errors(report_dir, failed, show_path=not args.no_report)
+    if not args.no_report:
+      print(f'Report: {os.path.join(report_dir, "report.html")}')
     return 1 if failed or not rows else 0
   finally:
-    if not args.report_dir:
+    if args.no_report:
       shutil.rmtree(report_dir, ignore_errors=True)
 
 
@@ -107,12 +116,16 @@ def cmd_inspect(args) -> int:
   return 0
 
 
-class _DropBeamBigQueryNotice(logging.Filter):
-  """Beam without its GCP extra logs, when imported, that BigQuery's client is missing;
-  the command never uses BigQuery."""
+class _DropNoticesTheCommandReplaces(logging.Filter):
+  """Beam without its GCP extra logs, when imported, that BigQuery's client is missing
+  (the command never uses BigQuery); and Beam logs a traceback for the manifest error
+  that the command then states in one line."""
 
   def filter(self, record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith('apitools not found, and bigquery client')
+    if str(record.msg).startswith('apitools not found, and bigquery client'):
+      return False
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, ManifestError)
 
 
 def _quiet_third_party_notices() -> None:
@@ -126,7 +139,7 @@ def _quiet_third_party_notices() -> None:
     handler.setFormatter(logging.Formatter('%(levelname)s:%(name)s:%(message)s'))
     root.addHandler(handler)
   for handler in root.handlers:
-    handler.addFilter(_DropBeamBigQueryNotice())
+    handler.addFilter(_DropNoticesTheCommandReplaces())
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -136,6 +149,9 @@ def main(argv: Optional[List[str]] = None) -> int:
   convert = commands.add_parser('convert', help='convert a manifest or image folder')
   convert.add_argument('source')
   convert.add_argument('output_dir')
+  convert.add_argument('--overwrite', action='store_true',
+                       help='replace what OUTPUT_DIR holds (by default it must be new or '
+                       'empty); the old output stays until the new one is complete')
   convert.add_argument('--max-error-ratio', type=float, default=0.0,
                        help='fraction of rows that may fail (default 0: any failure fails)')
   _conversion_options(convert)
@@ -143,7 +159,11 @@ def main(argv: Optional[List[str]] = None) -> int:
   validate = commands.add_parser('validate', help='probe every image, write no records; '
                                  'exit 1 if any row fails')
   validate.add_argument('source')
-  validate.add_argument('--report-dir', help='keep the report (errors.jsonl, summary.json) here')
+  validate.add_argument('--report-dir', default='tfrecorder-validation',
+                        help='where the report goes (errors.jsonl, summary.json, '
+                        'report.html), replacing an earlier one (default: %(default)s)')
+  validate.add_argument('--no-report', action='store_true',
+                        help='keep no report, only print the failed rows')
   _conversion_options(validate)
   validate.set_defaults(run=cmd_validate)
   inspect = commands.add_parser('inspect', help='counts, a few records and a contact sheet')
@@ -158,7 +178,10 @@ def main(argv: Optional[List[str]] = None) -> int:
   try:
     return args.run(args)
   except (ValueError, RuntimeError, OSError) as e:  # ManifestError is a ValueError
-    print(f'error: {e}', file=sys.stderr)
+    message = str(e)
+    if isinstance(e, ManifestError):  # where in the Beam pipeline says nothing to the user
+      message = re.sub(r" \[while running '[^']*'\]\Z", '', message)
+    print(f'error: {message}', file=sys.stderr)
     return 2
 
 

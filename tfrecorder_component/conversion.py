@@ -14,6 +14,8 @@ import dataclasses
 import json
 import os
 import posixpath
+import shutil
+import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from tfrecorder_component import files
@@ -188,13 +190,127 @@ def _folder(path: str) -> str:
   return path
 
 
-def convert(source, output_dir: str, *, max_error_ratio: float = 0.0,
+def _output_folder(output_dir: str, overwrite: bool) -> str:
+  """`output_dir`, absolute if local, after checking it can take a conversion: not a
+  file, and empty or absent unless `overwrite`."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  if '://' in output_dir:
+    output_dir = output_dir.rstrip('/')
+    used = FileSystems.exists(output_dir + '/') and bool(
+        FileSystems.match([output_dir + '/**'])[0].metadata_list)
+  else:
+    output_dir = os.path.abspath(output_dir)
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+      raise ManifestError(f'{output_dir} is a file; the output must be a folder')
+    used = os.path.isdir(output_dir) and bool(os.listdir(output_dir))
+  if used and not overwrite:
+    raise ManifestError(f'{output_dir} is not empty: convert into a new or empty folder, or '
+                        'pass overwrite=True (--overwrite) to replace what is there')
+  return output_dir
+
+
+def _remove(path: str) -> None:
+  if '://' in path:
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+    if FileSystems.exists(path + '/'):
+      FileSystems.delete([path + '/'])
+  elif os.path.lexists(path):
+    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+class _OutputSwap:
+  """Writes a conversion next to `output_dir` and moves it in only when it succeeded, so
+  the folder never mixes two runs nor looks complete when it is not.
+
+  Local: the run writes into a hidden sibling, `.<name>.partial-*`; on success it
+  replaces `output_dir` (an old output is renamed away, then deleted). On failure no
+  record remains; the run's report is kept at `<output_dir>/report` if `output_dir` was
+  empty or absent, else (an old output stays as it was) at `<output_dir>.failed/report`.
+  Remote (gs://...): renaming a folder is a copy there, so the run writes in place,
+  after `overwrite` deleted the old output; a failed run's shards are deleted.
+  """
+
+  def __init__(self, output_dir: str):
+    self.output_dir = output_dir
+    self.local = '://' not in output_dir
+    if self.local:
+      parent, name = os.path.split(output_dir)
+      os.makedirs(parent, exist_ok=True)
+      self.work = tempfile.mkdtemp(prefix=f'.{name}.partial-', dir=parent)
+    else:
+      _remove(output_dir)
+      self.work = output_dir
+
+  def failed_report_dir(self) -> str:
+    """Where the report of a failed run is kept (see the class)."""
+    if not self.local:
+      return posixpath.join(self.output_dir, 'report')
+    if os.path.isdir(self.output_dir) and os.listdir(self.output_dir):
+      return os.path.join(self.output_dir + '.failed', 'report')
+    return os.path.join(self.output_dir, 'report')
+
+  @staticmethod
+  def _retarget(report: str, old: str, new: str) -> None:
+    """Rewrites the report's mentions of `old` (the run's own folder: a DataFrame's or
+    image folder's generated manifest is cited from there) to `new`, where it will be."""
+    for name in os.listdir(report):
+      if name.endswith(('.json', '.jsonl', '.html')):
+        path = os.path.join(report, name)
+        with open(path, encoding='utf-8') as f:
+          text = f.read()
+        if old in text:
+          with open(path, 'w', encoding='utf-8') as f:
+            f.write(text.replace(old, new))
+
+  def keep_failed_report(self) -> str:
+    """Removes the failed run's records and keeps its report; returns where."""
+    kept = self.failed_report_dir()
+    report = posixpath.join(self.work, 'report')
+    if self.local:
+      _remove(os.path.dirname(kept) if kept.endswith('.failed/report') else kept)
+      os.makedirs(os.path.dirname(kept), exist_ok=True)
+      if os.path.isdir(report):
+        self._retarget(report, report, kept)
+        os.replace(report, kept)
+      shutil.rmtree(self.work, ignore_errors=True)
+    else:
+      from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+      others = [m.path for m in FileSystems.match([self.work + '/**'])[0].metadata_list
+                if not m.path.startswith(report + '/')]
+      if others:
+        FileSystems.delete(others)
+    return kept
+
+  def commit(self) -> None:
+    if not self.local:
+      return
+    self._retarget(os.path.join(self.work, 'report'), self.work, self.output_dir)
+    old = None
+    if os.path.lexists(self.output_dir):
+      old = tempfile.mkdtemp(prefix=f'.{os.path.basename(self.output_dir)}.old-',
+                             dir=os.path.dirname(self.output_dir))
+      os.replace(self.output_dir, os.path.join(old, 'output'))
+    os.replace(self.work, self.output_dir)
+    if old:
+      shutil.rmtree(old, ignore_errors=True)
+    _remove(self.output_dir + '.failed')  # an earlier failure's report is out of date
+
+  def abandon(self) -> None:
+    """After a crash (no summary): nothing of the run is worth keeping."""
+    if self.local:
+      shutil.rmtree(self.work, ignore_errors=True)
+
+
+def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite: bool = False,
             **options) -> ConversionResult:
   """Converts `source` into split TFRecords of tf.train.Example under `output_dir`.
 
   `source`: a pandas DataFrame in AutoML columns (`split`, `image_uri`, `label`, extra
   columns as features), a manifest file of any supported format, a folder of manifests,
   or an image folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
+
+  `output_dir` must be new or empty unless `overwrite=True`; the run is written beside
+  it and moved in only when it succeeds, so the folder never holds two runs' files.
 
   Options (all keyword): `splits` (hash buckets for rows without a split, default
   train 8, eval 1, test 1, as a dict or pairs), and ImageExampleGen's `manifest_format`,
@@ -204,21 +320,35 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0,
   extra `beam_args`; `progress_every_s` to print rows done, rate and failures.
 
   Failed rows are in `<output_dir>/report/errors.jsonl`; more than `max_error_ratio` of
-  them (default 0: any) raise, naming the first ones.
+  them (default 0: any) raise, naming the first ones and where the report was kept (no
+  records are left then).
   """
   from tfrecorder_component.beam.transforms import ConvertManifests  # pylint: disable=g-import-not-at-top
-  output_dir = _folder(output_dir)
-  report_dir = _folder(posixpath.join(output_dir, 'report'))
-  manifests, buckets, conversion_options, args, sources = _conversion(source, report_dir,
-                                                                     **options)
-  split_names = splits_lib.output_split_names(buckets)
-  split_dirs = {name: posixpath.join(output_dir, f'Split-{name}') for name in split_names}
-  _run(args, ConvertManifests(sources, split_dirs, output_dir, report_dir, conversion_options))
-  summary = _summary(report_dir)
-  policy.apply_error_policy(summary, posixpath.join(report_dir, 'errors.jsonl'),
-                            max_error_ratio, manifests)
+  output_dir = _output_folder(output_dir, overwrite)
+  swap = _OutputSwap(output_dir)
+  work_report = _folder(posixpath.join(swap.work, 'report'))
+  try:
+    manifests, buckets, conversion_options, args, sources = _conversion(source, work_report,
+                                                                       **options)
+    split_names = splits_lib.output_split_names(buckets)
+    _run(args, ConvertManifests(
+        sources, {name: posixpath.join(swap.work, f'Split-{name}') for name in split_names},
+        swap.work, work_report, conversion_options))
+    summary = _summary(work_report)
+  except BaseException:
+    swap.abandon()
+    raise
+  try:
+    policy.check_error_policy(summary, max_error_ratio, manifests)
+  except policy.TooManyFailedRows as e:
+    kept = swap.keep_failed_report()
+    raise e.with_report(posixpath.join(kept, 'errors.jsonl')) from None
+  swap.commit()
+  report_dir = posixpath.join(output_dir, 'report')
+  policy.warn_allowed_failures(summary, max_error_ratio)
   return ConversionResult(
-      output_dir=output_dir, split_dirs=split_dirs,
+      output_dir=output_dir,
+      split_dirs={name: posixpath.join(output_dir, f'Split-{name}') for name in split_names},
       records_per_split={n: summary['records_per_split'].get(n, 0) for n in split_names},
       records_per_label=summary['records_per_label'], rows_read=summary['rows_read'],
       rows_failed=summary['rows_failed'], errors_per_reason=summary['errors_per_reason'],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from tfrecorder_component.errors import ManifestError
 
@@ -25,26 +25,56 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
 
 
 def format_error(error: Dict[str, Any]) -> str:
-  return (f'{error["source"]} row {error["row"]}: {error["uri"]!r}: {error["reason"]}: '
-          f'{error["message"]}')
+  uri = f' {error["uri"]!r}:' if error.get('uri') else ''
+  return f'{error["source"]} row {error["row"]}:{uri} {error["reason"]}: {error["message"]}'
+
+
+
+class TooManyFailedRows(RuntimeError):
+  """More rows failed than `max_error_ratio` allows. The message names the first failed
+  rows and the report, once it is where it is kept (`with_report`)."""
+
+  def __init__(self, rows: int, failed: int, max_error_ratio: float,
+               errors_path: Optional[str] = None):
+    self.rows, self.failed, self.max_error_ratio = rows, failed, max_error_ratio
+    self.errors_path = errors_path
+    message = (f'{failed} of {rows} manifest rows failed ({failed / rows:.2%}), more than '
+               f'max_error_ratio={max_error_ratio}.')
+    if errors_path:
+      details = '\n'.join('  ' + format_error(e)
+                          for e in read_errors(errors_path, FIRST_ERRORS_SHOWN))
+      more = f'  ... and {failed - FIRST_ERRORS_SHOWN:,} more\n' if failed > FIRST_ERRORS_SHOWN else ''
+      message += (f' First failures:\n{details}\n{more}All failed rows: {errors_path}\n'
+                  f'Fix or remove these rows, or raise max_error_ratio to skip them.')
+    super().__init__(message)
+
+  def with_report(self, errors_path: str) -> 'TooManyFailedRows':
+    return TooManyFailedRows(self.rows, self.failed, self.max_error_ratio, errors_path)
+
+
+def check_error_policy(summary: Dict[str, Any], max_error_ratio: float,
+                       manifests: Sequence[str]) -> None:
+  """Raises ManifestError when no row was read, TooManyFailedRows when more rows failed
+  than `max_error_ratio` allows."""
+  rows, failed = summary['rows_read'], summary['rows_failed']
+  if rows == 0:
+    raise ManifestError('the manifest has no rows: ' + ', '.join(manifests))
+  if failed and failed / rows > max_error_ratio:
+    raise TooManyFailedRows(rows, failed, max_error_ratio)
+
+
+def warn_allowed_failures(summary: Dict[str, Any], max_error_ratio: float) -> None:
+  if summary['rows_failed']:
+    logging.warning('%d of %d rows failed (allowed by max_error_ratio=%s).',
+                    summary['rows_failed'], summary['rows_read'], max_error_ratio)
 
 
 def apply_error_policy(summary: Dict[str, Any], errors_path: str, max_error_ratio: float,
                        manifests: Sequence[str]) -> None:
-  """Raises when no row was read, or when more rows failed than `max_error_ratio`
-  allows, naming the first failed rows (source, row, URI, reason)."""
-  rows, failed = summary['rows_read'], summary['rows_failed']
-  if rows == 0:
-    raise ManifestError('the manifest has no rows: ' + ', '.join(manifests))
-  if failed == 0 or failed / rows <= max_error_ratio:
-    if failed:
-      logging.warning('%d of %d rows failed (allowed by max_error_ratio=%s).',
-                      failed, rows, max_error_ratio)
-    return
-  details = '\n'.join('  ' + format_error(e)
-                      for e in read_errors(errors_path, FIRST_ERRORS_SHOWN))
-  raise RuntimeError(
-      f'{failed} of {rows} manifest rows failed ({failed / rows:.2%}), more than '
-      f'max_error_ratio={max_error_ratio}. First failures:\n{details}\n'
-      f'All failed rows: {errors_path}\n'
-      f'Fix or remove these rows, or raise max_error_ratio to skip them.')
+  """`check_error_policy`, naming the failed rows of `errors_path`; warns about allowed
+  failures."""
+  try:
+    check_error_policy(summary, max_error_ratio, manifests)
+  except TooManyFailedRows as e:
+    raise e.with_report(errors_path) from None
+  warn_allowed_failures(summary, max_error_ratio)

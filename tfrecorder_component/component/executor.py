@@ -106,6 +106,23 @@ def split_plan(exec_properties):
   return buckets, splits_lib.output_split_names(buckets)
 
 
+def keep_failed_report(report_dir: str) -> str:
+  """Copies a failed execution's report to `<report URI>.failed` and returns that folder.
+
+  The orchestrator removes a failed execution's outputs (LocalDagRunner does), so the
+  report the error message names is kept beside its artifact's URI, where it stays.
+  """
+  kept = report_dir.rstrip('/') + '.failed'
+  if fileio.exists(kept):
+    fileio.rmtree(kept)
+  fileio.makedirs(kept)
+  for name in fileio.listdir(report_dir):
+    source = os.path.join(report_dir, name)
+    if not fileio.isdir(source):
+      fileio.copy(source, os.path.join(kept, name), overwrite=True)
+  return kept
+
+
 def _fingerprint(sources: List[ManifestSource]) -> str:
   return '\n'.join(io_utils.generate_fingerprint(s.split or 'single_split', s.path)
                    for s in sources)
@@ -144,9 +161,12 @@ class Executor(base_beam_executor.BaseBeamExecutor):
 
     with fileio.open(os.path.join(report_dir, 'summary.json')) as f:
       summary = json.loads(f.read())
-    policy.apply_error_policy(summary, os.path.join(report_dir, 'errors.jsonl'),
-                              float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
-                              [s.path for s in sources])
+    max_error_ratio = float(exec_properties[spec.MAX_ERROR_RATIO_KEY])
+    try:
+      policy.check_error_policy(summary, max_error_ratio, [s.path for s in sources])
+    except policy.TooManyFailedRows as e:
+      raise e.with_report(os.path.join(keep_failed_report(report_dir), 'errors.jsonl')) from None
+    policy.warn_allowed_failures(summary, max_error_ratio)
 
     examples.span = int(exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME) or 0)
     examples.version = int(exec_properties.get(example_gen_utils.VERSION_PROPERTY_NAME) or 0)

@@ -15,7 +15,7 @@ from typing import Callable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ParsedItem,
-                                           check_feature_name, resolve_uri,
+                                           check_feature_name, parse_number, resolve_uri,
                                            split_for_ml_use, typed_items)
 
 SPLIT_COLUMNS = ('split', 'ml_use', 'mluse', 'set')
@@ -116,9 +116,81 @@ def header_columns(fields: List[str]) -> Tuple[List[str], Optional[int], int]:
   return names, split_col, uri_col
 
 
+ORDER_SAMPLE_ROWS = 100  # headerless rows whose columns are checked before any is read
+_IMAGE_EXTENSION = re.compile(r'\.(jpe?g|png|gif|bmp|webp|tiff?)\Z', re.IGNORECASE)
+
+
+def _is_ml_use_column(values: List[str]) -> bool:
+  """ML_USE words in every row, uppercase as AutoML writes them or more than one of them
+  (a class named `train` alone is a label)."""
+  words = [v.strip() for v in values if v.strip()]
+  return bool(words) and all(w.upper() in ML_USE_TO_SPLIT for w in words) and (
+      len({w.upper() for w in words}) > 1 or all(w.isupper() for w in words))
+
+
+def _is_path_column(values: List[str]) -> bool:
+  words = [v.strip() for v in values if v.strip()]
+  return bool(words) and all('/' in w or '\\' in w or _IMAGE_EXTENSION.search(w)
+                             for w in words)
+
+
+def check_column_order(path: str, layout: 'CsvLayout',
+                       sample: List[Tuple[int, List[str]]]) -> None:
+  """Refuses a headerless CSV whose label columns hold ML_USE words or image paths: its
+  columns are not in AutoML's order, and reading it would write wrong labels."""
+  for col in layout.label_columns(max(len(fields) for _, fields in sample)):
+    values = [fields[col] for _, fields in sample if col < len(fields)]
+    if _is_ml_use_column(values):
+      what = 'ML_USE values'
+    elif _is_path_column(values):
+      what = 'image paths'
+    else:
+      continue
+    row, fields = sample[0]
+    examples = ', '.join(list(dict.fromkeys(v.strip() for v in values if v.strip()))[:3])
+    raise ManifestError(
+        f'{path}: the file has no header, so its columns are read in AutoML\'s order '
+        f'{layout.ORDER}, but column {col + 1} holds {what} ({examples}) where a label '
+        f'belongs (row {row}: {",".join(f.strip() for f in fields)}). Add a header row '
+        f'that names the columns, e.g. "{suggest_header(sample)}", or put them in that '
+        f'order.')
+
+
+_BOX_COLUMNS = ('x_min', 'y_min', 'x2', 'y2', 'x_max', 'y_max', 'x4', 'y4')
+
+
+def suggest_header(sample: List[Tuple[int, List[str]]]) -> str:
+  """A header for headerless rows: `split` for ML_USE columns, `image_uri` for paths,
+  `label` for the first other column, then box coordinates where the 8 columns after it
+  hold numbers (a detection CSV), else `label_<n>`."""
+  width = max(len(fields) for _, fields in sample)
+  columns = [[fields[col] for _, fields in sample if col < len(fields)] for col in range(width)]
+  names: List[str] = []
+  for col, values in enumerate(columns):
+    if _is_ml_use_column(values) and 'split' not in names:
+      names.append('split')
+    elif _is_path_column(values) and 'image_uri' not in names:
+      names.append('image_uri')
+    elif 'label' not in names:
+      names.append('label')
+      rest = columns[col + 1:]
+      if len(rest) == len(_BOX_COLUMNS) and all(
+          all(not v.strip() or parse_number(v) is not None for v in c) for c in rest):
+        return ','.join(names + list(_BOX_COLUMNS))
+    else:
+      names.append(f'label_{sum(n.startswith("label") for n in names) + 1}')
+  return ','.join(names)
+
+
 class CsvLayout:
   """The columns every AutoML CSV layout has: ML_USE, URI and extra features, and where
   relative URIs resolve (set by `parse_rows`). Subclasses add their label columns."""
+
+  ORDER = 'ML_USE,IMAGE_URI,LABEL'  # the columns of a headerless file, as AutoML orders them
+
+  def label_columns(self, width: int) -> List[int]:
+    """The columns that hold labels in rows `width` wide."""
+    raise NotImplementedError
 
   def __init__(self, split_col: Optional[int], uri_col: int, width: Optional[int] = None,
                feature_cols: Optional[List[Tuple[int, str]]] = None):
@@ -137,6 +209,11 @@ class _Layout(CsvLayout):
                feature_cols: Optional[List[Tuple[int, str]]] = None):
     super().__init__(split_col, uri_col, width, feature_cols)
     self.label_cols = label_cols  # None: every column after the URI
+
+  def label_columns(self, width: int) -> List[int]:
+    if self.label_cols is None:
+      return list(range(self.uri_col + 1, width))
+    return list(self.label_cols)
 
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
@@ -166,6 +243,7 @@ def parse_rows(path: str, text: str, feature_types: Optional[Mapping[str, str]],
 
   def untyped() -> Iterator[ParsedItem]:
     layout = None
+    sample: Optional[List[Tuple[int, List[str]]]] = None  # headerless rows not yet read
     for entry in csv_rows(path, text):
       if isinstance(entry, RowError):
         yield entry
@@ -178,7 +256,19 @@ def parse_rows(path: str, text: str, feature_types: Optional[Mapping[str, str]],
           continue
         layout = layout_class.from_first_row(fields)
         layout.image_root = image_root
+        sample = []
+      if sample is not None:
+        sample.append((row_number, fields))
+        if len(sample) < ORDER_SAMPLE_ROWS:
+          continue
+        check_column_order(path, layout, sample)
+        yield from (parse_row(path, r, f, layout) for r, f in sample)
+        sample = None
+        continue
       yield parse_row(path, row_number, fields, layout)
+    if sample:
+      check_column_order(path, layout, sample)
+      yield from (parse_row(path, r, f, layout) for r, f in sample)
 
   return typed_items(path, untyped, feature_types or {}, from_text=True)
 

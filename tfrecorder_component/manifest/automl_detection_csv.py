@@ -79,6 +79,11 @@ class _Layout(CsvLayout):
     super().__init__(split_col, uri_col, width, feature_cols)
     self.label_col = label_col  # the 8 coordinate columns follow it
 
+  ORDER = 'ML_USE,IMAGE_URI,LABEL,X_MIN,Y_MIN,,,X_MAX,Y_MAX,,'
+
+  def label_columns(self, width: int) -> List[int]:
+    return [self.label_col]
+
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
     names, split_col, uri_col = header_columns(fields)

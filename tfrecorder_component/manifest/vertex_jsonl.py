@@ -35,6 +35,10 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
   return typed_items(path, untyped, feature_types or {}, from_text=False, what='field')
 
 
+# Top-level keys that mean a label, which Vertex AI JSONL keeps in annotations instead.
+_LABEL_KEYS = ('label', 'labels', 'class', 'category', 'displayname')
+
+
 def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None) -> ParsedItem:
   try:
     obj = json.loads(line)
@@ -46,12 +50,19 @@ def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None
     return RowError('bad_row', 'each line must be a JSON object', source=path, row=row)
   uri = obj.get('imageGcsUri')
   if not isinstance(uri, str) or not uri.strip():
-    return RowError('bad_row', 'missing or empty "imageGcsUri"', source=path, row=row)
+    keys = ', '.join(f'"{k}"' for k in list(obj)[:8]) or 'none'
+    return RowError('bad_row', f'missing or empty "imageGcsUri", the key Vertex AI JSONL '
+                    f'names the image with (the line has {keys})', source=path, row=row)
   uri = uri.strip()
   annotations = obj.get('classificationAnnotations')
   if annotations is None:
     single = obj.get('classificationAnnotation')
     annotations = [single] if single is not None else []
+  misplaced = [k for k in obj if k.lower() in _LABEL_KEYS]
+  if misplaced and not annotations and 'boundingBoxAnnotations' not in obj:
+    return RowError('bad_row', f'"{misplaced[0]}" is not where Vertex AI JSONL puts labels: '
+                    'use "classificationAnnotation": {"displayName": ...} (or a list in '
+                    '"classificationAnnotations")', source=path, row=row, uri=uri)
   if not isinstance(annotations, list) or not all(
       isinstance(a, dict) and isinstance(a.get('displayName'), str) for a in annotations):
     return RowError('bad_row', 'classification annotations must be objects with a string '
