@@ -138,6 +138,45 @@ def test_validate_lists_bad_rows_and_exits_non_zero(tmp_path):
   assert "row 3: 'missing.png': missing:" in done.stdout
 
 
+@pytest.mark.parametrize('args, message', [
+    (['--transform', '{"sise": [3, 3]}'],
+     "unknown image transform field 'sise' (did you mean 'size'?)"),
+    (['--transform', '{"size": [3'], 'the image transform is not JSON'),
+    (['--format', 'cocoo'], "unknown manifest format 'cocoo'; one of automl_csv,"),
+    (['--runner', 'DataflowRunner'], 'DataflowRunner needs project, region, temp_location'),
+])
+def test_cli_option_mistakes_are_one_line_before_any_run(tmp_path, args, message):
+  solid(str(tmp_path / 'a.png'), COLOURS['cat'])
+  manifest = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.png,cat\n')
+  done = run_cli('convert', manifest, str(tmp_path / 'out'), *args)
+  assert done.returncode == 2 and done.stderr.startswith(f'error: {message}'), done.stderr
+  assert done.stderr.count('\n') == 1, done.stderr
+  assert not os.path.exists(tmp_path / 'out')
+  assert [n for n in os.listdir(tmp_path) if n.startswith('.')] == []  # no partial folder
+
+
+def test_cli_source_and_output_mistakes_are_one_line(tmp_path):
+  solid(str(tmp_path / 'a.png'), COLOURS['cat'])
+  manifest = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.png,cat\n')
+  not_coco = write_text(str(tmp_path / 'data.json'), '{"a": 1}')
+  for args, code, message in (
+      (['convert', str(tmp_path / 'absent.csv'), str(tmp_path / 'o1')], 2,
+       f'error: {tmp_path}/absent.csv does not exist\n'),
+      (['convert', manifest, manifest], 2,
+       f'error: {manifest} is a file; the output must be a folder\n'),
+      (['convert', not_coco, str(tmp_path / 'o2')], 1,
+       f'error: {not_coco}: a COCO JSON file is an object with an "images" list\n'),
+      (['inspect', str(tmp_path / 'absent')], 2, f'error: {tmp_path}/absent does not exist\n'),
+  ):
+    done = run_cli(*args)
+    assert (done.returncode, done.stderr) == (code, message), args
+  out = tmp_path / 'o3'
+  assert run_cli('convert', manifest, str(out)).returncode == 0
+  done = run_cli('inspect', str(out), '--split', 'holdout')
+  assert (done.returncode, done.stderr) == (
+      2, f"error: {out} has no split 'holdout'; its splits: eval, test, train\n")
+
+
 def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   data = tmp_path / 'data'
   for name in ('a', 'b', 'c', 'd'):
@@ -200,7 +239,7 @@ def test_cli_refuses_columns_out_of_order_in_one_line(tmp_path):
       f'{data / name}.png,{ml_use},cat\n'
       for name, ml_use in (('a', 'TRAIN'), ('b', 'TEST'), ('c', 'VALIDATION'))))
   done = run_cli('convert', manifest, str(tmp_path / 'out'))
-  assert done.returncode == 2
+  assert done.returncode == 1  # the data failed
   assert done.stderr.count('\n') == 1, done.stderr  # no traceback
   assert done.stderr.startswith(f'error: {manifest}: the file has no header')
   assert '"image_uri,split,label"' in done.stderr

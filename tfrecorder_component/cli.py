@@ -6,6 +6,11 @@
 
 SOURCE is a manifest file (any supported format), a folder of manifests, or an image
 folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
+
+Exit status: 0 done; 1 the data failed (more failed rows than --max-error-ratio allows,
+a manifest that cannot be read as given, rows that `validate` found failing); 2 what was
+asked cannot be done (a usage error, an unknown option value, a missing source, an
+output folder in use).
 """
 from __future__ import annotations
 
@@ -47,9 +52,10 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args) -> dict:
+  from tfrecorder_component.transform import ImageTransform  # pylint: disable=g-import-not-at-top
   return dict(manifest_format=args.manifest_format, image_root=args.image_root,
               verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,
-              image_transform=json.loads(args.transform) if args.transform else None,
+              image_transform=ImageTransform.from_json(args.transform),
               runner=args.runner, project=args.project, region=args.region,
               temp_location=args.temp_location, beam_args=args.beam_args)
 
@@ -103,6 +109,7 @@ def cmd_validate(args) -> int:
 
 def cmd_inspect(args) -> int:
   from tfrecorder_component import inspection  # pylint: disable=g-import-not-at-top
+  inspection.check_split(args.output_dir, args.split)
   info = inspection.inspect_examples(args.output_dir, records=args.records)
   print(f'Records per split: {info["records_per_split"]}')
   for split, labels in info['labels_per_split'].items():
@@ -171,17 +178,19 @@ def main(argv: Optional[List[str]] = None) -> int:
   inspect.add_argument('--records', type=int, default=3, help='records to print')
   inspect.add_argument('--contact-sheet', help='write a PNG of sample images per label here')
   inspect.add_argument('--per-label', type=int, default=8)
-  inspect.add_argument('--split', default='train')
+  inspect.add_argument('--split', help='the split the contact sheet shows (default: every '
+                       'split); an unknown split is an error')
   inspect.set_defaults(run=cmd_inspect)
   args = parser.parse_args(argv)
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   try:
     return args.run(args)
-  except (ValueError, RuntimeError, OSError) as e:  # ManifestError is a ValueError
-    message = str(e)
-    if isinstance(e, ManifestError):  # where in the Beam pipeline says nothing to the user
-      message = re.sub(r" \[while running '[^']*'\]\Z", '', message)
-    print(f'error: {message}', file=sys.stderr)
+  except (policy.TooManyFailedRows, ManifestError) as e:  # the data failed: exit 1
+    # Where in the Beam pipeline it happened says nothing to the user.
+    print('error: ' + re.sub(r" \[while running '[^']*'\]\Z", '', str(e)), file=sys.stderr)
+    return 1
+  except (ValueError, RuntimeError, OSError) as e:  # what was asked cannot be done: exit 2
+    print(f'error: {e}', file=sys.stderr)
     return 2
 
 

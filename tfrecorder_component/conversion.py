@@ -24,9 +24,9 @@ from tfrecorder_component import policy
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component import transform as transform_lib
 from tfrecorder_component.beam import sink
-from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.files import MANIFEST_EXTENSIONS
-from tfrecorder_component.manifest import ML_USE_TO_SPLIT, check_feature_types
+from tfrecorder_component.manifest import MANIFEST_FORMATS, ML_USE_TO_SPLIT, check_feature_types
 
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
 # The local default: the in-memory DirectRunner starts in seconds. For large local runs
@@ -132,6 +132,8 @@ def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
     files.write_text(path, dataframe_manifest(source))
     return [path], os.getcwd()
   source = os.fspath(source)
+  if '://' not in source and not os.path.exists(source):
+    raise UsageError(f'{source} does not exist')
   manifests = files.list_manifest_files(source)
   if manifests:
     return manifests, None
@@ -139,7 +141,7 @@ def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, folder_manifest(source))
     return [path], os.path.abspath(source)
-  raise ManifestError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
+  raise UsageError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
                       'a folder of manifests, or an image folder')
 
 
@@ -152,9 +154,12 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
                 temp_location=None, beam_args=()):
   """(manifests, buckets, options, Beam args, ManifestSources) of a conversion."""
   from tfrecorder_component.beam.transforms import ConversionOptions, ManifestSource  # pylint: disable=g-import-not-at-top
+  if manifest_format not in (None, *MANIFEST_FORMATS):
+    raise UsageError(f'unknown manifest format {manifest_format!r}; one of '
+                        f'{", ".join(MANIFEST_FORMATS)}')
   buckets = tuple(splits.items()) if isinstance(splits, Mapping) else tuple(map(tuple, splits))
   if isinstance(image_transform, dict):
-    image_transform = transform_lib.ImageTransform(**image_transform)
+    image_transform = transform_lib.ImageTransform.from_dict(image_transform)
   declared = tuple(sorted(check_feature_types(feature_types).items()))
   manifests, root = _manifests_for(source, report_dir)
   image_root = image_root or root
@@ -201,10 +206,10 @@ def _output_folder(output_dir: str, overwrite: bool) -> str:
   else:
     output_dir = os.path.abspath(output_dir)
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-      raise ManifestError(f'{output_dir} is a file; the output must be a folder')
+      raise UsageError(f'{output_dir} is a file; the output must be a folder')
     used = os.path.isdir(output_dir) and bool(os.listdir(output_dir))
   if used and not overwrite:
-    raise ManifestError(f'{output_dir} is not empty: convert into a new or empty folder, or '
+    raise UsageError(f'{output_dir} is not empty: convert into a new or empty folder, or '
                         'pass overwrite=True (--overwrite) to replace what is there')
   return output_dir
 

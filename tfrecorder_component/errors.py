@@ -32,3 +32,9 @@ class RowError(ValueError):
 
 class ManifestError(ValueError):
   """A manifest as a whole cannot be read (missing, empty, unknown format)."""
+
+
+class UsageError(ValueError):
+  """What a conversion was asked to do cannot be done: a source that does not exist, an
+  unknown option value, an output folder in use. Raised before any row is read; the
+  command exits 2 for it (1 is for data that failed)."""

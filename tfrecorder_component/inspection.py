@@ -10,15 +10,34 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
+from tfrecorder_component.example_proto import Example
+
 TILE = 96
 LABEL_WIDTH = 140
 
 
 def split_names(examples_dir: str) -> List[str]:
-  """The splits under an output folder or Examples artifact (`Split-<name>` folders)."""
+  """The splits under an output folder or Examples artifact (`Split-<name>` folders);
+  raises ValueError if there is no such folder or it holds no shard."""
+  if '://' not in examples_dir and not os.path.isdir(examples_dir):
+    raise ValueError(f'{examples_dir} does not exist' if not os.path.exists(examples_dir)
+                     else f'{examples_dir} is not a folder')
   matches = FileSystems.match([FileSystems.join(examples_dir, 'Split-*', '*.gz')])[0]
   names = {m.path.rstrip('/').split('/')[-2][len('Split-'):] for m in matches.metadata_list}
+  if not names:
+    raise ValueError(f'{examples_dir} holds no Split-*/ shards: give an output folder of '
+                     '`convert` or an Examples artifact')
   return sorted(names)
+
+
+def check_split(examples_dir: str, split: Optional[str]) -> List[str]:
+  """The splits to read: `split`, or every split if None; ValueError for an unknown one."""
+  names = split_names(examples_dir)
+  if split is None:
+    return names
+  if split not in names:
+    raise ValueError(f'{examples_dir} has no split {split!r}; its splits: {", ".join(names)}')
+  return [split]
 
 
 def read_records(examples_dir: str, split: str) -> Iterator[bytes]:
@@ -51,7 +70,6 @@ def _label(example) -> str:
 def inspect_examples(examples_dir: str, records: int = 3) -> Dict[str, Any]:
   """Counts per split and per label, and the first `records` records (without their
   image bytes) of the first split."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   per_split: Dict[str, int] = {}
   labels: Dict[str, Dict[str, int]] = {}
   shown: List[Dict[str, Any]] = []
@@ -59,7 +77,7 @@ def inspect_examples(examples_dir: str, records: int = 3) -> Dict[str, Any]:
     counts = labels.setdefault(split, {})
     per_split[split] = 0
     for data in read_records(examples_dir, split):
-      example = tf.train.Example.FromString(data)
+      example = Example.FromString(data)
       per_split[split] += 1
       label = _label(example)
       counts[label] = counts.get(label, 0) + 1
@@ -76,15 +94,13 @@ def inspect_examples(examples_dir: str, records: int = 3) -> Dict[str, Any]:
 def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
                   split: Optional[str] = 'train') -> str:
   """Writes a PNG with one row per label of up to `per_label` decoded images from
-  `split` (or every split if None or absent), and returns `path`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  `split` (or every split if None), and returns `path`."""
   from PIL import Image, ImageDraw  # pylint: disable=g-import-not-at-top
-  names = split_names(examples_dir)
-  splits = [split] if split in names else names
+  splits = check_split(examples_dir, split)
   tiles: Dict[str, List[Image.Image]] = {}
   for name in splits:
     for data in read_records(examples_dir, name):
-      example = tf.train.Example.FromString(data)
+      example = Example.FromString(data)
       row = tiles.setdefault(_label(example), [])
       if len(row) < per_label:
         image = Image.open(io.BytesIO(_values(example, 'image/encoded')[0]))

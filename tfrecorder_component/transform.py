@@ -16,11 +16,12 @@ JPEGs that are scaled down a lot are decoded at a reduced DCT scale first.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import io
 import json
 import math
 import warnings
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -126,7 +127,28 @@ class ImageTransform:
 
   @classmethod
   def from_json(cls, text: Optional[str]) -> Optional['ImageTransform']:
-    return cls(**json.loads(text)) if text else None
+    if not text:
+      return None
+    try:
+      fields = json.loads(text)
+    except json.JSONDecodeError as e:
+      raise ValueError(f'the image transform is not JSON ({e}): {text!r}') from None
+    if not isinstance(fields, dict):
+      raise ValueError(f'the image transform must be a JSON object, got {text!r}')
+    return cls.from_dict(fields)
+
+  @classmethod
+  def from_dict(cls, fields: Dict[str, Any]) -> 'ImageTransform':
+    """The transform of a dict of its fields; an unknown key is a ValueError naming the
+    closest field."""
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key in fields:
+      if key not in known:
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f' (did you mean {close[0]!r}?)' if close else ''
+        raise ValueError(f'unknown image transform field {key!r}{hint}; the fields are '
+                         f'{", ".join(known)}')
+    return cls(**fields)
 
 
 @dataclasses.dataclass(frozen=True)

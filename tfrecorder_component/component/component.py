@@ -116,7 +116,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
     if not 0.0 <= max_error_ratio <= 1.0:
       raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
     if isinstance(image_transform, dict):
-      image_transform = transform_lib.ImageTransform(**image_transform)
+      image_transform = transform_lib.ImageTransform.from_dict(image_transform)
     check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry
     input_config = input_config or example_gen_utils.make_default_input_config()
     output_config = output_config or default_output_config()
