@@ -274,6 +274,42 @@ def test_cli_convert_then_inspect_writes_a_contact_sheet(tmp_path):
       assert tuple(centre) == colour
 
 
+def test_load_dataset_reads_multi_label_unlabelled_and_detection_records(tmp_path):
+  for i in range(4):
+    solid(str(tmp_path / f'{i}.png'), COLOURS['cat'], size=(10, 8))
+  multi = write_text(str(tmp_path / 'multi.csv'), 'TRAIN,0.png,cat,dog\nTRAIN,1.png,dog\n'
+                     'TRAIN,2.png\nTRAIN,3.png,cat\n')
+  trc.convert(multi, str(tmp_path / 'multi'))
+
+  def one_batch(out, **kwargs):
+    images, labels = next(iter(trc.load_dataset(str(tmp_path / out), 'train', batch_size=4,
+                                                image_size=(4, 4), **kwargs)))
+    assert images.shape == (4, 4, 4, 3)
+    return labels
+
+  hot = one_batch('multi')  # auto: a record with two labels makes it multi-hot
+  assert hot.numpy().tolist() == [[1, 1], [0, 1], [0, 0], [1, 0]]
+  assert one_batch('multi', labels='ragged').to_list() == [[0, 1], [1], [], [0]]
+  with pytest.raises(tf.errors.InvalidArgumentError, match='several labels: load it with labels=multi_hot or labels=ragged'):
+    one_batch('multi', labels='id')
+
+  single = write_text(str(tmp_path / 'single.csv'), 'TRAIN,0.png,cat\nTRAIN,1.png,dog\n'
+                      'TRAIN,2.png\nTRAIN,3.png,cat\n')
+  trc.convert(single, str(tmp_path / 'single'))
+  assert one_batch('single').numpy().tolist() == [0, 1, -1, 0]  # -1: no label
+
+  boxes = write_text(str(tmp_path / 'boxes.csv'), 'TRAIN,0.png,cat,0.1,0.2,,,0.5,0.6,,\n'
+                     'TRAIN,0.png,dog,0.2,0.2,,,0.4,0.4,,\nTRAIN,1.png,,,,,,,,,\n'
+                     'TRAIN,2.png,dog,0,0,,,1,1,,\nTRAIN,3.png,,,,,,,,,\n')
+  trc.convert(boxes, str(tmp_path / 'boxes'))
+  objects = one_batch('boxes')  # auto: detection records
+  assert np.allclose(objects['boxes'].to_list()[0], [[0.2, 0.1, 0.6, 0.5], [0.2, 0.2, 0.4, 0.4]])
+  assert objects['boxes'].to_list()[1] == []
+  assert objects['classes'].to_list() == [[1, 2], [], [2], []]  # 1-based, as the label map
+  with pytest.raises(ValueError, match='labels must be one of auto, id, multi_hot'):
+    one_batch('boxes', labels='onehot')
+
+
 def test_load_dataset_feeds_keras_fit(tmp_path):
   root = tmp_path / 'photos'
   rng = np.random.default_rng(0)

@@ -63,6 +63,15 @@ def test_cli_help_and_convert_load_neither_tfx_nor_tensorflow(tmp_path):
   assert seen == {u: (('train', 'eval', 'test')[i % 3], data[u], ('cat', 'dog')[i % 2], 5 + i)
                   for i, u in enumerate(uris)}
 
+  done = python('import sys\nfrom tfrecorder_component import cli\n'
+                'code = cli.main(sys.argv[1:])\n'
+                f'print(code, {HEAVY})', 'inspect', str(out), '--contact-sheet',
+                str(tmp_path / 'sheet.png'))
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.strip().splitlines()[-1] == '0 []'
+  assert "train: {'cat': 1, 'dog': 1}" in done.stdout
+  assert (tmp_path / 'sheet.png').stat().st_size > 0
+
 
 def test_missing_extras_are_named_in_one_line():
   # Without TFX or TensorFlow installed (here: made unimportable), the names that need

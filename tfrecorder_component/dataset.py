@@ -11,7 +11,7 @@ after the first epoch.
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
@@ -39,37 +39,112 @@ def decode_images(encoded: tf.Tensor, image_size: Tuple[int, int], channels: int
       [*image_size, channels], tf.float32))
 
 
+LABEL_MODES = ('auto', 'id', 'multi_hot', 'ragged', 'boxes')
+BOX_KEYS = ('image/object/bbox/ymin', 'image/object/bbox/xmin', 'image/object/bbox/ymax',
+            'image/object/bbox/xmax')
+OBJECT_LABEL_KEY = 'image/object/class/label'
+_SNIFF_RECORDS = 1000
+
+
+def _label_folder(examples: Union[str, Sequence[str]]) -> Optional[str]:
+  """The folder holding label_map.pbtxt: the output folder, or the parent of the first
+  split folder or shard pattern (a Trainer's `train_files`)."""
+  if isinstance(examples, str):
+    return examples
+  first = examples[0].rstrip('/')
+  if not tf.io.gfile.isdir(first):
+    first = os.path.dirname(first)
+  return os.path.dirname(first)
+
+
+def _sniff_mode(patterns: List[str], label_key: str) -> str:
+  """'boxes' for detection records, 'multi_hot' if one of the first records has several
+  labels, else 'id'."""
+  files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+  for data in tf.data.TFRecordDataset(files, compression_type='GZIP').take(_SNIFF_RECORDS):
+    feature = tf.train.Example.FromString(data.numpy()).features.feature
+    if BOX_KEYS[0] in feature:
+      return 'boxes'
+    if len(feature[label_key].int64_list.value) > 1:
+      return 'multi_hot'
+  return 'id'
+
+
 def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'train',
                  batch_size: int = 32, image_size: Tuple[int, int] = (224, 224),
-                 channels: int = 3, label_key: str = LABEL_KEY,
+                 channels: int = 3, label_key: str = LABEL_KEY, labels: str = 'auto',
+                 num_classes: Optional[int] = None,
                  shuffle_buffer: int = 0, cache: bool = False, repeat: bool = False,
                  drop_remainder: bool = False) -> tf.data.Dataset:
-  """(image, label) batches of one split of converted records.
+  """(image, label) batches of one split of converted records, whatever they hold.
 
   `examples`: an output folder of `convert` or an Examples artifact URI (with `split`),
   or a list of shard patterns or split folders (a Trainer's `fn_args.train_files`).
-  Images come as float32 in [0, 1], resized to `image_size` with `channels` channels;
-  labels are the int64 ids of `label_key` (see `read_label_map`). `shuffle_buffer` > 0
-  shuffles shards and records; `cache` keeps decoded batches in memory after the first
-  pass; `repeat` repeats forever.
+  Images come as float32 in [0, 1], resized to `image_size` with `channels` channels.
+  The label part of each element, by `labels`:
+
+  - 'id': int64 [batch], the id of `label_key` (see `read_label_map`); -1 for a record
+    without a label. A record with several labels fails with a message naming the modes
+    that take it.
+  - 'multi_hot': float32 [batch, num_classes], 1 for each label the record has (none for
+    an unlabelled one); `num_classes` defaults to the size of the label map.
+  - 'ragged': int64 RaggedTensor [batch, None], every label id of each record.
+  - 'boxes' (detection records): {'boxes': float32 RaggedTensor [batch, None, 4] as
+    (ymin, xmin, ymax, xmax) normalised, 'classes': int64 RaggedTensor [batch, None],
+    the 1-based ids of `image/object/class/label`}; boxes follow any resize.
+  - 'auto' (default): 'boxes' for detection records, 'multi_hot' if one of the first
+    1,000 records has several labels, else 'id'.
+
+  `shuffle_buffer` > 0 shuffles shards and records; `cache` keeps decoded batches in
+  memory after the first pass; `repeat` repeats forever.
   """
-  files = tf.data.Dataset.list_files(shard_patterns(examples, split),
-                                     shuffle=shuffle_buffer > 0)
+  if labels not in LABEL_MODES:
+    raise ValueError(f'labels must be one of {", ".join(LABEL_MODES)}, got {labels!r}')
+  patterns = shard_patterns(examples, split)
+  if labels == 'auto':
+    labels = _sniff_mode(patterns, label_key)
+  if labels == 'multi_hot' and num_classes is None:
+    from tfrecorder_component.labels import read_label_map  # pylint: disable=g-import-not-at-top
+    num_classes = max(read_label_map(_label_folder(examples)).values()) + 1
+  files = tf.data.Dataset.list_files(patterns, shuffle=shuffle_buffer > 0)
   dataset = files.interleave(
       lambda f: tf.data.TFRecordDataset(f, compression_type='GZIP'),
       cycle_length=tf.data.AUTOTUNE, num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=shuffle_buffer <= 0)
   if shuffle_buffer > 0:
     dataset = dataset.shuffle(shuffle_buffer)
-  features = {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string),
-              label_key: tf.io.FixedLenFeature([], tf.int64)}
+  features = {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)}
+  if labels == 'boxes':
+    features.update({k: tf.io.RaggedFeature(tf.float32) for k in BOX_KEYS})
+    features[OBJECT_LABEL_KEY] = tf.io.RaggedFeature(tf.int64)
+  else:
+    features[label_key] = tf.io.RaggedFeature(tf.int64)
   size = tuple(int(s) for s in image_size)
   dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(
       lambda s: tf.io.parse_example(s, features), num_parallel_calls=tf.data.AUTOTUNE)
-  dataset = dataset.map(lambda f: (decode_images(f[IMAGE_KEY], size, channels), f[label_key]),
+  dataset = dataset.map(lambda f: (decode_images(f[IMAGE_KEY], size, channels),
+                                   _label_part(f, labels, label_key, num_classes)),
                         num_parallel_calls=tf.data.AUTOTUNE)
   if cache:
     dataset = dataset.cache()
   if repeat:
     dataset = dataset.repeat()
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _label_part(parsed, mode: str, label_key: str, num_classes: Optional[int]):
+  if mode == 'boxes':
+    boxes = tf.stack([parsed[k] for k in BOX_KEYS], axis=-1)
+    return {'boxes': boxes, 'classes': parsed[OBJECT_LABEL_KEY]}
+  ids = parsed[label_key]
+  if mode == 'ragged':
+    return ids
+  if mode == 'multi_hot':
+    hot = tf.one_hot(ids, num_classes, dtype=tf.float32)  # [batch, (labels), classes]
+    return tf.minimum(tf.reduce_sum(hot, axis=1), 1.0)  # an unlabelled record: all 0
+  counts = ids.row_lengths()
+  check = tf.debugging.assert_less_equal(
+      counts, tf.ones_like(counts), message='a record has several labels: load it with '
+      'labels=multi_hot or labels=ragged')
+  with tf.control_dependencies([check]):
+    return tf.reshape(ids.to_tensor(default_value=-1, shape=[None, 1]), [-1])
