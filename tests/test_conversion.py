@@ -15,6 +15,7 @@ from PIL import Image
 from images import write_image, write_text
 from records import by_source_id, feature, read_split
 import tfrecorder_component as trc
+from tfrecorder_component import report_html
 
 COLOURS = {'cat': (220, 30, 30), 'dog': (30, 30, 220)}
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
@@ -257,8 +258,7 @@ def test_cli_convert_then_inspect_writes_a_contact_sheet(tmp_path):
   assert 'Wrote 10 records of 10 rows' in done.stdout
 
   sheet = tmp_path / 'sheet.png'
-  done = run_cli('inspect', str(out), '--contact-sheet', str(sheet), '--per-label', '4',
-                 '--split', 'all')
+  done = run_cli('inspect', str(out), '--contact-sheet', str(sheet), '--per-label', '4')
   assert done.returncode == 0, done.stderr[-3000:]
   assert 'Records per split:' in done.stdout and "'cat': 5" in done.stdout
   records = [json.loads(line.strip()) for line in done.stdout.splitlines()
@@ -339,3 +339,43 @@ def test_load_dataset_feeds_keras_fit(tmp_path):
   history = model.fit(ds, epochs=15, verbose=0)
   assert history.history['accuracy'][-1] == 1.0
   assert history.history['loss'][-1] < history.history['loss'][0]
+
+
+def test_detection_problems_show_in_the_summary_the_report_and_the_contact_sheets(tmp_path):
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  for name in ('a', 'b'):
+    solid(str(tmp_path / f'{name}.png'), (128, 128, 128), size=(80, 60))
+  manifest = write_text(str(tmp_path / 'boxes.csv'), ''.join(
+      f'TRAIN,{uri},{label},{box},,\n' for uri, label, box in (
+          ('a.png', 'cat', '0.25,0.25,,,0.75,0.75'),
+          ('a.png', 'dog', '-0.2,0.1,,,0.5,0.5'),     # clipped at the left edge
+          ('b.png', 'fox', '0.5,0.5,,,0.5,0.9'),      # empty: dropped
+          ('b.png', 'dog', '1.2,1.2,,,1.5,1.5'))))    # outside the image: dropped
+  out = tmp_path / 'out'
+  done = run_cli('convert', manifest, str(out))
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert ('Boxes: 2 written\n  2 dropped (1 empty, 1 outside_image)\n  1 clipped\n'
+          f'  every one: {out}/report/box_issues.jsonl\n') in done.stdout
+  assert len((out / 'report' / 'box_issues.jsonl').read_text().splitlines()) == 3
+
+  page = (out / 'report' / 'report.html').read_text(encoding='utf-8')
+  issues = page[page.index('<h2>Box issues</h2>'):page.index('<h2>Failed rows</h2>')]
+  assert '2 boxes written; 3 dropped or clipped' in issues
+  assert issues.count('<td>b.png</td>') == 2 and 'outside_image' in issues
+  sheet = page[page.index('<table class="sheet">'):]
+  sheet = sheet[:sheet.index('</table>')]
+  # Every label of the records has a row: an image shows under each of its classes.
+  assert [row.split('</td>')[0] for row in sheet.split('<tr><td>')[1:]] == [
+      '(none)', 'cat', 'dog']
+
+  done = run_cli('inspect', str(out), '--contact-sheet', str(tmp_path / 'sheet.png'))
+  assert done.returncode == 0, done.stderr[-3000:]
+  with Image.open(tmp_path / 'sheet.png') as im:
+    image = im.convert('RGB')
+  assert image.height == 3 * (96 + 4)  # rows: (none), cat, dog
+  left, top = 140 + (96 - 80) // 2, 100 + (96 - 60) // 2  # a.png in the 'cat' row
+  cat, dog = report_html.box_colour('cat'), report_html.box_colour('dog')
+  assert cat != dog
+  assert image.getpixel((left + round(0.25 * 79), top + 40)) == cat  # cat's box, left edge
+  assert image.getpixel((left, top + 20)) == dog  # dog's box, clipped to x=0
+  assert image.getpixel((left + 30, top + 38)) == (128, 128, 128)  # inside: the image

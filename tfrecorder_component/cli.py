@@ -82,7 +82,24 @@ def cmd_convert(args) -> int:
   if result.rows_failed:
     print(f'{result.rows_failed:,} rows failed: {result.errors_per_reason}')
     _print_errors(result.report_dir, result.rows_failed)
+  _print_box_issues(result.summary, result.report_dir)
+  print(f'Report: {os.path.join(result.report_dir, "report.html")}')
   return 0
+
+
+def _print_box_issues(summary: dict, report_dir: str) -> None:
+  """Detection: boxes written, and the dropped and clipped ones by reason."""
+  issues = summary.get('box_issues') or {}
+  if not (summary.get('objects_written') or issues):
+    return
+  print(f'Boxes: {summary.get("objects_written", 0):,} written')
+  for action in ('dropped', 'clipped'):
+    reasons = {k.split(':', 1)[1]: n for k, n in issues.items() if k.startswith(action + ':')}
+    if reasons:
+      listed = ', '.join(f'{n:,} {reason}' for reason, n in reasons.items() if reason != action)
+      print(f'  {sum(reasons.values()):,} {action}' + (f' ({listed})' if listed else ''))
+  if issues:
+    print(f'  every one: {os.path.join(report_dir, "box_issues.jsonl")}')
 
 
 def cmd_validate(args) -> int:

@@ -6,11 +6,12 @@ import gzip
 import io
 import os
 import struct
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
 from tfrecorder_component.example_proto import Example
+from tfrecorder_component.report_html import draw_boxes
 
 TILE = 96
 LABEL_WIDTH = 140
@@ -62,6 +63,14 @@ def _values(example, key: str) -> list:
   return list(getattr(feature, kind).value) if kind else []
 
 
+def _boxes(example) -> List[Tuple[str, Tuple[float, float, float, float]]]:
+  """(class name, normalised xmin, ymin, xmax, ymax) of a detection record's objects."""
+  names = [t.decode('utf-8', 'replace') for t in _values(example, 'image/object/class/text')]
+  coordinates = [_values(example, f'image/object/bbox/{k}')
+                 for k in ('xmin', 'ymin', 'xmax', 'ymax')]
+  return [(name, box) for name, box in zip(names, zip(*coordinates))]
+
+
 def _label(example) -> str:
   texts = _values(example, 'image/class/text') or _values(example, 'image/object/class/text')
   return ', '.join(sorted({t.decode('utf-8', 'replace') for t in texts})) or '(none)'
@@ -101,11 +110,18 @@ def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
   for name in splits:
     for data in read_records(examples_dir, name):
       example = Example.FromString(data)
-      row = tiles.setdefault(_label(example), [])
-      if len(row) < per_label:
-        image = Image.open(io.BytesIO(_values(example, 'image/encoded')[0]))
-        image.thumbnail((TILE, TILE))
-        row.append(image.convert('RGB'))
+      boxes = _boxes(example)
+      labels = ([b[0] for b in boxes] if boxes else
+                [t.decode('utf-8', 'replace') for t in _values(example, 'image/class/text')])
+      wanted = [l for l in dict.fromkeys(labels or ['(none)'])
+                if len(tiles.get(l, [])) < per_label]
+      if not wanted:
+        continue
+      image = Image.open(io.BytesIO(_values(example, 'image/encoded')[0])).convert('RGB')
+      image.thumbnail((TILE, TILE))
+      draw_boxes(image, boxes)
+      for label in wanted:  # an image shows under each of its labels
+        tiles.setdefault(label, []).append(image)
   if not tiles:
     raise ValueError(f'no records under {examples_dir}')
   sheet = Image.new('RGB', (LABEL_WIDTH + per_label * (TILE + 4), len(tiles) * (TILE + 4)),

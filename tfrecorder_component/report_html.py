@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import zlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 THUMBNAIL = 96  # px, longest side of a contact-sheet image
@@ -29,15 +30,40 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 '''
 
 
-def thumbnail(data: bytes) -> Optional[bytes]:
-  """A JPEG thumbnail (at most THUMBNAIL px a side) of encoded image bytes, or None when
-  Pillow cannot decode them (the record itself is still written)."""
+# Box outline colours on contact sheets; a class has the same colour on every image.
+BOX_COLOURS = ((255, 221, 0), (0, 230, 255), (255, 64, 160), (64, 255, 64), (255, 140, 0))
+
+
+def box_colour(name: str) -> Tuple[int, int, int]:
+  return BOX_COLOURS[zlib.crc32(name.encode('utf-8')) % len(BOX_COLOURS)]
+
+Box = Tuple[str, Tuple[float, float, float, float]]  # (class name, normalised xmin, ymin, xmax, ymax)
+
+
+def draw_boxes(image, boxes: Sequence[Box]) -> None:
+  """Draws each box, outlined, with its class name, on a Pillow image (in place)."""
+  from PIL import ImageDraw  # pylint: disable=g-import-not-at-top
+  draw = ImageDraw.Draw(image)
+  width, height = image.size
+  for name, (xmin, ymin, xmax, ymax) in boxes:
+    colour = box_colour(name)
+    box = (round(xmin * (width - 1)), round(ymin * (height - 1)),
+           round(xmax * (width - 1)), round(ymax * (height - 1)))
+    draw.rectangle(box, outline=colour, width=2)
+    draw.text((box[0] + 3, box[1] + 2), name[:16], fill=colour)
+
+
+def thumbnail(data: bytes, boxes: Sequence[Box] = ()) -> Optional[bytes]:
+  """A JPEG thumbnail (at most THUMBNAIL px a side) of encoded image bytes, with `boxes`
+  drawn on it, or None when Pillow cannot decode them (the record is still written)."""
   from PIL import Image  # pylint: disable=g-import-not-at-top
   try:
     with Image.open(io.BytesIO(data)) as im:
       im.draft('RGB', (THUMBNAIL, THUMBNAIL))  # JPEG: decode at a reduced scale
       small = im.convert('RGB')
     small.thumbnail((THUMBNAIL, THUMBNAIL))
+    if boxes:
+      draw_boxes(small, boxes)
     out = io.BytesIO()
     small.save(out, 'JPEG', quality=80)
     return out.getvalue()
@@ -71,9 +97,11 @@ def _histogram(counts: Mapping[str, int], cls: str, order: Sequence[str] = ()) -
 
 
 def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]]],
-           errors: List[Dict[str, Any]], title: str = 'Conversion report') -> str:
+           errors: List[Dict[str, Any]], title: str = 'Conversion report',
+           box_issues: Sequence[Dict[str, Any]] = ()) -> str:
   """The page: `summary` as summary.json holds it, `samples` {label: [(uri, JPEG
-  thumbnail)]}, `errors` the first failed rows."""
+  thumbnail)]}, `errors` the first failed rows, `box_issues` the first dropped or
+  clipped boxes."""
   parts = [f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_e(title)}</title>'
            f'<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>']
   failed = summary['rows_failed']
@@ -110,6 +138,26 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
         for uri, data in samples[label])
     rows.append((_e(label), images))
   parts.append(_table(['label', 'samples'], rows, 'sheet'))
+
+  issues = summary.get('box_issues') or {}
+  if issues or summary.get('objects_written'):
+    parts.append('<h2>Box issues</h2>')
+    if issues:
+      total = sum(issues.values())
+      parts.append(_table(['action', 'reason', 'boxes'], [
+          (f'<span class="bad">{_e(k.split(":", 1)[0])}</span>', _e(k.split(':', 1)[1]), n)
+          for k, n in issues.items()], 'box-issues'))
+      shown = f'first {len(box_issues)} of {total:,}; ' if total > len(box_issues) else ''
+      parts.append(f'<p>{summary.get("objects_written", 0):,} boxes written; {total:,} '
+                   f'dropped or clipped ({shown}all in box_issues.jsonl).</p>')
+      parts.append(_table(['manifest', 'row', 'URI', 'label', 'box as annotated', 'action',
+                           'reason'], [
+          (_e(b['source']), b['row'] if isinstance(b['row'], int) else _e(b['row']),
+           _e(b['uri']), _e(b['label']), _e(b.get('box')), _e(b['action']), _e(b['reason']))
+          for b in box_issues], 'box-issue-rows'))
+    else:
+      parts.append(f'<p>{summary.get("objects_written", 0):,} boxes written; none dropped or '
+                   'clipped.</p>')
 
   parts.append('<h2>Failed rows</h2>')
   if errors:

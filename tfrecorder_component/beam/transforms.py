@@ -261,16 +261,19 @@ class _ConvertBatch(beam.DoFn):
     self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
 
-  def _sample(self, labels: Tuple[str, ...], uri: str, data: bytes):
-    """(label, (uri, thumbnail)) for the first SAMPLES_PER_LABEL records of a label this
-    DoFn instance sees: the contact sheet costs a few decodes, never a second read."""
-    label = labels[0] if labels else '(none)'
-    seen = self._sampled.get(label, 0)
-    if seen >= SAMPLES_PER_LABEL:
-      return None
-    self._sampled[label] = seen + 1
-    thumbnail = report_html.thumbnail(data)
-    return None if thumbnail is None else (label, (uri, thumbnail))
+  def _samples(self, labels: Tuple[str, ...], uri: str, data: bytes, objects):
+    """(label, (uri, thumbnail)) for each of the record's labels (or '(none)') of which
+    this DoFn instance has seen fewer than SAMPLES_PER_LABEL records, so every label
+    appears on the contact sheet; detection thumbnails show the boxes with their class
+    names. The contact sheet costs a few decodes, never a second read."""
+    wanted = [label for label in (labels or ('(none)',))
+              if self._sampled.get(label, 0) < SAMPLES_PER_LABEL]
+    if not wanted:
+      return []
+    for label in wanted:
+      self._sampled[label] = self._sampled.get(label, 0) + 1
+    thumbnail = report_html.thumbnail(data, [(o.label, o.box) for o in objects or ()])
+    return [] if thumbnail is None else [(label, (uri, thumbnail)) for label in wanted]
 
   def _label_ids(self, vocabulary: Dict[str, Any]) -> Dict[str, int]:
     if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
@@ -316,8 +319,7 @@ class _ConvertBatch(beam.DoFn):
       labels = row.labels if objects is None else tuple(dict.fromkeys(names))
       stats.append(RecordStat(split, labels, sha256, row.image_uri, names, info.format,
                               report_html.size_bucket(info.width, info.height)))
-      sample = self._sample(labels, row.image_uri, data)
-      if sample is not None:
+      for sample in self._samples(labels, row.image_uri, data, objects):
         yield beam.pvalue.TaggedOutput(SAMPLES, sample)
     self._loaded.inc(loaded)
     self._converted.inc(converted)
@@ -678,20 +680,23 @@ class ConvertManifests(beam.PTransform):
                  | 'SamplesPerLabel' >> beam.combiners.Top.SmallestPerKey(SAMPLES_PER_LABEL)),
              errors=beam.pvalue.AsSingleton(
                  errors | 'FirstErrors' >> beam.combiners.Top.Of(
-                     FIRST_ERRORS, key=lambda e: (e['source'], e['row'] or 0), reverse=True))))
+                     FIRST_ERRORS, key=lambda e: (e['source'], e['row'] or 0), reverse=True)),
+             box_issues=beam.pvalue.AsSingleton(
+                 converted[BOX_ISSUES] | 'FirstBoxIssues' >> beam.combiners.Top.Of(
+                     FIRST_ERRORS, key=lambda b: (b['source'], b['row'] or 0), reverse=True))))
     return beam.pvalue.PDone(pbegin.pipeline)
 
 
 def _write_summary(summary: Dict[str, Any], report_dir: str, duplicates: Dict[str, Any],
                    samples: Dict[str, List[Tuple[str, bytes]]],
-                   errors: List[Dict[str, Any]]) -> None:
+                   errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]]) -> None:
   """summary.json, and report.html: the same counts with a contact sheet and the first
   failed rows, for people."""
   summary = dict(summary, duplicates=duplicates)
   files.write_text(FileSystems.join(report_dir, 'summary.json'),
                    json.dumps(summary, indent=2, ensure_ascii=False))
   files.write_text(FileSystems.join(report_dir, 'report.html'),
-                   report_html.render(summary, samples, errors))
+                   report_html.render(summary, samples, errors, box_issues=box_issues))
 
 
 class _WriteJsonLines(beam.PTransform):
