@@ -379,3 +379,44 @@ def test_detection_problems_show_in_the_summary_the_report_and_the_contact_sheet
   assert image.getpixel((left + round(0.25 * 79), top + 40)) == cat  # cat's box, left edge
   assert image.getpixel((left, top + 20)) == dog  # dog's box, clipped to x=0
   assert image.getpixel((left + 30, top + 38)) == (128, 128, 128)  # inside: the image
+
+
+def test_dataframe_label_lists_integer_labels_and_a_readme_beside_label_folders(tmp_path,
+                                                                              monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  for name in ('a', 'b', 'c'):
+    solid(str(tmp_path / f'{name}.png'), COLOURS['cat'])
+  df = pd.DataFrame({'image_uri': ['a.png', 'b.png', 'c.png'],
+                     'label': [['cat', 'dog'], ['dog'], []]})
+  records = by_source_id(str(trc.convert(df, 'lists').output_dir), ['train', 'eval', 'test'])
+  assert {uri: feature(ex, 'image/class/text') for uri, (_, ex) in records.items()} == {
+      'a.png': [b'cat', b'dog'], 'b.png': [b'dog'], 'c.png': []}
+
+  numbers = pd.DataFrame({'image_uri': ['a.png', 'b.png', 'c.png'], 'label': [10, 2, 1]})
+  trc.convert(numbers, 'numbers')
+  assert trc.read_label_map(str(tmp_path / 'numbers')) == {'1': 0, '2': 1, '10': 2}
+
+  for label in ('cat', 'dog'):
+    solid(str(tmp_path / 'photos' / label / f'{label}.png'), COLOURS[label])
+  write_text(str(tmp_path / 'photos' / 'README.txt'), 'Photos of pets.\n')
+  result = trc.convert(str(tmp_path / 'photos'), 'photos_out')
+  assert result.records_per_label == {'cat': 1, 'dog': 1}
+
+
+def test_cli_takes_splits_feature_types_limits_and_compression(tmp_path):
+  for name in ('a', 'b'):
+    solid(str(tmp_path / f'{name}.png'), COLOURS['cat'], size=(30, 20))
+  manifest = write_text(str(tmp_path / 'm.csv'), 'image_uri,label,weight\na.png,cat,1\n'
+                        'b.png,dog,2\n')
+  out = tmp_path / 'out'
+  done = run_cli('convert', manifest, str(out), '--splits', 'train=1,holdout=1',
+                 '--feature-types', '{"weight": "float"}', '--compression-level', '6',
+                 '--max-pixels', '700', '--max-bytes', '100000')
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert '  holdout: ' in done.stdout
+  records = by_source_id(str(out), ['train', 'holdout', 'eval', 'test'])
+  assert feature(records['a.png'][1], 'weight') == [1.0]  # a float feature, as declared
+  done = run_cli('convert', manifest, str(tmp_path / 'small'), '--max-pixels', '500')
+  assert done.returncode == 1 and 'too_large' in done.stderr  # 30 x 20 = 600 pixels
+  done = run_cli('convert', manifest, str(tmp_path / 'o'), '--compression-level', '12')
+  assert done.returncode == 2 and 'invalid choice' in done.stderr

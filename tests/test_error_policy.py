@@ -99,3 +99,22 @@ def test_empty_manifest_is_an_error_not_an_empty_artifact(tmp_path):
 def test_missing_manifest_is_an_error(tmp_path):
   with pytest.raises(ManifestError, match='no manifest files'):
     run_executor(tmp_path, str(tmp_path / 'absent.csv'))
+
+
+def test_failed_rows_are_shown_in_manifest_and_row_order(tmp_path):
+  from tfrecorder_component import policy  # pylint: disable=g-import-not-at-top
+  rows = [('b.csv', 2), ('a.csv', 10), ('a.csv', 2), ('b.csv', 1), ('a.csv', 3)]
+  path = write_text(str(tmp_path / 'errors.jsonl'), ''.join(
+      json.dumps({'source': s, 'row': r, 'uri': f'{r}.jpg', 'reason': 'missing',
+                  'message': 'm'}) + '\n' for s, r in rows))
+  assert [(e['source'], e['row']) for e in policy.read_errors(path, 4)] == [
+      ('a.csv', 2), ('a.csv', 3), ('a.csv', 10), ('b.csv', 1)]
+
+
+def test_messages_name_no_in_memory_objects():
+  from tfrecorder_component import image  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.errors import RowError  # pylint: disable=g-import-not-at-top
+  with pytest.raises(RowError) as e:
+    image.probe_image(b'plain text, not an image', 10**8)
+  assert e.value.message == ('not a recognised image (UnidentifiedImageError: cannot '
+                             'identify image file)')

@@ -32,20 +32,67 @@ PROGRESS_EVERY_S = 10.0
 ERRORS_PRINTED = 20
 
 
+SOURCE_HELP = ('a manifest file (CSV, JSONL, COCO JSON, Pascal VOC XML), a folder of them, '
+               'or an image folder (<label>/<image> or <split>/<label>/<image>)')
+
+
+def _splits(text: str):
+  """`train=8,eval=1,test=1` -> [('train', 8), ...]."""
+  pairs = []
+  for part in text.split(','):
+    name, _, buckets = part.partition('=')
+    if not name.strip() or not buckets.strip().isdigit() or int(buckets) < 1:
+      raise argparse.ArgumentTypeError(
+          f'expected NAME=BUCKETS[,NAME=BUCKETS...] with whole numbers, e.g. '
+          f'train=8,eval=1,test=1; got {text!r}')
+    pairs.append((name.strip(), int(buckets)))
+  return pairs
+
+
+def _json_object(text: str) -> dict:
+  try:
+    value = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise argparse.ArgumentTypeError(f'not JSON ({e}): {text!r}') from None
+  if not isinstance(value, dict):
+    raise argparse.ArgumentTypeError(f'expected a JSON object, got {text!r}')
+  return value
+
+
 def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--format', dest='manifest_format',
-                      help='manifest format (default: detected per file)')
-  parser.add_argument('--image-root', help='folder COCO / Pascal VOC file names are relative to')
+                      help='manifest format: automl_csv, automl_detection_csv, vertex_jsonl, '
+                      'coco_json or pascal_voc (default: detected per file)')
+  parser.add_argument('--image-root',
+                      help='folder or gs:// prefix that relative image URIs, COCO file_names '
+                      'and Pascal VOC filenames are relative to (default: the manifest\'s '
+                      'folder)')
+  parser.add_argument('--splits', type=_splits,
+                      help='hash buckets for rows without ML_USE (default: '
+                      'train=8,eval=1,test=1)')
+  parser.add_argument('--feature-types', type=_json_object,
+                      help='types of extra manifest columns as JSON, e.g. '
+                      '\'{"weight": "float"}\' (default: inferred per file)')
+  parser.add_argument('--max-pixels', type=int,
+                      help='refuse images whose header claims more pixels (default: '
+                      '178,956,970)')
+  parser.add_argument('--max-bytes', type=int,
+                      help='refuse image files larger than this (default: 64 MiB)')
+  parser.add_argument('--compression-level', type=int, choices=range(10), metavar='0-9',
+                      help='gzip level of the shards (default 0, stored: encoded images do '
+                      'not compress)')
   parser.add_argument('--no-verify-decode', dest='verify_decode', action='store_false',
                       help='probe headers only, do not decode every image')
   parser.add_argument('--convert-unsupported', action='store_true',
                       help='re-encode WebP, TIFF, ... as PNG instead of failing them')
   parser.add_argument('--transform', help='image transform as JSON, e.g. '
                       '\'{"longest_side": 512, "encode": "jpeg"}\'')
-  parser.add_argument('--runner', default='DirectRunner')
-  parser.add_argument('--project')
-  parser.add_argument('--region')
-  parser.add_argument('--temp-location')
+  parser.add_argument('--runner', default='DirectRunner',
+                      help='Beam runner (default: %(default)s, in-memory; DataflowRunner '
+                      'needs --project, --region and --temp-location)')
+  parser.add_argument('--project', help='Google Cloud project (Dataflow)')
+  parser.add_argument('--region', help='Google Cloud region (Dataflow)')
+  parser.add_argument('--temp-location', help='gs:// folder for Dataflow\'s temporary files')
   parser.add_argument('--beam-arg', dest='beam_args', action='append', default=[],
                       help='an extra Beam argument (repeatable), e.g. '
                       '--beam-arg=--direct_num_workers=0')
@@ -53,11 +100,14 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
 
 def _options(args) -> dict:
   from tfrecorder_component.transform import ImageTransform  # pylint: disable=g-import-not-at-top
+  given = {name: getattr(args, name) for name in (
+      'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level')
+           if getattr(args, name) is not None}
   return dict(manifest_format=args.manifest_format, image_root=args.image_root,
               verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,
               image_transform=ImageTransform.from_json(args.transform),
               runner=args.runner, project=args.project, region=args.region,
-              temp_location=args.temp_location, beam_args=args.beam_args)
+              temp_location=args.temp_location, beam_args=args.beam_args, **given)
 
 
 def _print_errors(report_dir: str, failed: int, show_path: bool = True) -> None:
@@ -171,8 +221,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser = argparse.ArgumentParser(prog='tfrecorder-component', description=__doc__.splitlines()[0])
   commands = parser.add_subparsers(dest='command', required=True)
   convert = commands.add_parser('convert', help='convert a manifest or image folder')
-  convert.add_argument('source')
-  convert.add_argument('output_dir')
+  convert.add_argument('source', help=SOURCE_HELP)
+  convert.add_argument('output_dir', help='the folder to write (new or empty, or --overwrite)')
   convert.add_argument('--overwrite', action='store_true',
                        help='replace what OUTPUT_DIR holds (by default it must be new or '
                        'empty); the old output stays until the new one is complete')
@@ -182,7 +232,7 @@ def main(argv: Optional[List[str]] = None) -> int:
   convert.set_defaults(run=cmd_convert)
   validate = commands.add_parser('validate', help='probe every image, write no records; '
                                  'exit 1 if any row fails')
-  validate.add_argument('source')
+  validate.add_argument('source', help=SOURCE_HELP)
   validate.add_argument('--report-dir', default='tfrecorder-validation',
                         help='where the report goes (errors.jsonl, summary.json, '
                         'report.html), replacing an earlier one (default: %(default)s)')
@@ -194,7 +244,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   inspect.add_argument('output_dir', help='an output folder of convert, or an Examples artifact')
   inspect.add_argument('--records', type=int, default=3, help='records to print')
   inspect.add_argument('--contact-sheet', help='write a PNG of sample images per label here')
-  inspect.add_argument('--per-label', type=int, default=8)
+  inspect.add_argument('--per-label', type=int, default=8,
+                       help='images per label on the contact sheet (default: %(default)s)')
   inspect.add_argument('--split', help='the split the contact sheet shows (default: every '
                        'split); an unknown split is an error')
   inspect.set_defaults(run=cmd_inspect)

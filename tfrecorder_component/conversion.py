@@ -105,6 +105,17 @@ def folder_manifest(root: str) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def _has_label_folders(root: str) -> bool:
+  """Whether a folder has a subfolder holding images, or split folders of them."""
+  for entry in os.scandir(root):
+    if entry.is_dir():
+      for inner in os.scandir(entry.path):
+        if (inner.is_file() and inner.name.lower().endswith(IMAGE_EXTENSIONS)) or (
+            inner.is_dir() and entry.name.upper() in ML_USE_TO_SPLIT):
+          return True
+  return False
+
+
 def _csv_field(value: str) -> str:
   if any(c in value for c in ',"\n\r'):
     return '"' + value.replace('"', '""') + '"'
@@ -119,7 +130,30 @@ def dataframe_manifest(df) -> str:
   if not any(c.strip().lower() in automl_csv.URI_COLUMNS for c in columns):
     raise ManifestError(f'the DataFrame needs an image URI column (one of '
                         f'{", ".join(automl_csv.URI_COLUMNS)}); it has {columns}')
-  return df.to_csv(index=False)
+  return _labels_spread(df, automl_csv.is_label_column).to_csv(index=False)
+
+
+def _labels_spread(df, is_label_column):
+  """A label column whose cells are lists (a multi-label DataFrame) becomes one column
+  per label position, each a label column, so every label is read as one."""
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  listy = (list, tuple, set)
+  for column in list(df.columns):
+    name = str(column)
+    if not is_label_column(name.strip().lower()):
+      continue
+    cells = df[column]
+    if not cells.map(lambda v: isinstance(v, listy)).any():
+      continue
+    lists = cells.map(lambda v: sorted(v) if isinstance(v, set) else list(v)
+                      if isinstance(v, listy) else ([] if pd.isna(v) else [v]))
+    width = max(1, max(len(l) for l in lists))
+    names = [name] + [f'{name}_{i}' if name.lower().startswith('label') else f'label_{name}_{i}'
+                      for i in range(2, width + 1)]
+    spread = pd.DataFrame([l + [None] * (width - len(l)) for l in lists], index=df.index,
+                          columns=names)
+    df = df.drop(columns=[column]).join(spread)
+  return df
 
 
 def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
@@ -135,6 +169,9 @@ def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
   manifests = files.list_manifest_files(source)
+  if manifests and os.path.isdir(source) and all(
+      m.lower().endswith('.txt') for m in manifests) and _has_label_folders(source):
+    manifests = []  # a README.txt beside <label>/ folders is no manifest
   if manifests:
     return manifests, None
   if os.path.isdir(source):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 import struct
 import warnings
 
@@ -35,6 +36,15 @@ class ImageInfo:
   channels: int
   frames: int = 1
 
+
+
+_OBJECT_REPR = re.compile(r' ?<[\w.]+ object at 0x[0-9a-f]+>')
+
+
+def pillow_message(error: Exception) -> str:
+  """Pillow's message without the repr of the in-memory file it read (`<_io.BytesIO
+  object at 0x...>`), which says nothing about the image."""
+  return _OBJECT_REPR.sub('', str(error)).strip() or type(error).__name__
 
 def _channels(fmt: str, im: Image.Image, data: bytes) -> int:
   if fmt == 'JPEG':
@@ -92,7 +102,8 @@ def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS,
   except Image.DecompressionBombError as e:
     raise RowError('too_large', str(e)) from None
   except Exception as e:  # Pillow raises UnidentifiedImageError and others.
-    raise RowError('not_an_image', f'not a recognised image ({type(e).__name__}: {e})') from None
+    raise RowError('not_an_image',
+                   f'not a recognised image ({type(e).__name__}: {pillow_message(e)})') from None
   with im:
     fmt = im.format
     if fmt not in SUPPORTED_FORMATS:
@@ -184,4 +195,4 @@ def convert_to_png(data: bytes) -> bytes:
       return out.getvalue()
   except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError.
     raise RowError('unsupported_format', f'could not convert the image to PNG '
-                   f'({type(e).__name__}: {e})') from None
+                   f'({type(e).__name__}: {pillow_message(e)})') from None

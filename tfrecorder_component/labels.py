@@ -1,10 +1,10 @@
 """The label vocabulary that travels with the data: `labels.txt` and `label_map.pbtxt`.
 
-Ids follow the sorted vocabulary, so they are identical across runs of the same
-manifest: 0-based for classification (the ids of `image/class/label`, as Keras' sparse
-labels expect), 1-based for detection (the ids of `image/object/class/label`; the Object
-Detection API reserves 0 for the background). label_map.pbtxt holds the ids the records
-hold; labels.txt lists the labels in id order.
+Ids follow the sorted vocabulary (by number when every label is an integer), so they are
+identical across runs of the same manifest: 0-based for classification (the ids of
+`image/class/label`, as Keras' sparse labels expect), 1-based for detection (the ids of
+`image/object/class/label`; the Object Detection API reserves 0 for the background).
+label_map.pbtxt holds the ids the records hold; labels.txt lists the labels in id order.
 """
 from __future__ import annotations
 
@@ -14,6 +14,15 @@ from typing import Dict, Iterable, List
 
 LABELS_FILE = 'labels.txt'
 LABEL_MAP_FILE = 'label_map.pbtxt'
+
+
+def vocabulary_order(labels: Iterable[str]) -> List[str]:
+  """The labels in id order: by number when every label is an integer (`2` before
+  `10`, as a digits data set means them), else sorted as text."""
+  labels = list(labels)
+  if labels and all(re.fullmatch(r'[+-]?\d+', l) for l in labels):
+    return sorted(labels, key=lambda l: (int(l), l))
+  return sorted(labels)
 
 
 def _quote(text: str) -> str:

@@ -1,6 +1,7 @@
 """The error policy of a conversion, shared by the component's executor and `convert()`."""
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 from typing import Any, Dict, List, Optional, Sequence
@@ -11,17 +12,15 @@ FIRST_ERRORS_SHOWN = 5
 
 
 def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
-  """The first `limit` failed rows of an errors.jsonl (none if the file is missing)."""
+  """The first `limit` failed rows of an errors.jsonl in manifest and row order (none if
+  the file is missing). The file is in the order the workers wrote it; this reads it
+  once, keeping `limit` rows."""
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   if not FileSystems.exists(path):
     return []
-  out = []
   with FileSystems.open(path, compression_type='uncompressed') as f:
-    for line in f:
-      if len(out) >= limit:
-        break
-      out.append(json.loads(line))
-  return out
+    return heapq.nsmallest(limit, (json.loads(line) for line in f if line.strip()),
+                           key=lambda e: (str(e.get('source')), e.get('row') or 0))
 
 
 def format_error(error: Dict[str, Any]) -> str:

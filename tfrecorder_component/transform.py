@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from PIL import Image, ImageOps
 
+from tfrecorder_component import image as image_lib
 from tfrecorder_component.errors import RowError
 
 Box = Tuple[float, float, float, float]  # (xmin, ymin, xmax, ymax), normalised to [0, 1]
@@ -343,7 +344,7 @@ def apply_transform(data: bytes, transform: ImageTransform,
     raise
   except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError and others.
     raise RowError('transform_failed', f'could not transform the image '
-                   f'({type(e).__name__}: {e})') from None
+                   f'({type(e).__name__}: {image_lib.pillow_message(e)})') from None
 
 
 def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,

@@ -28,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 from tfrecorder_component import boxes as boxes_lib
 from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
+from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import report_html
 from tfrecorder_component import transform as transform_lib
 from tfrecorder_component import splits as splits_lib
@@ -434,11 +435,13 @@ class _LabelSetFn(beam.CombineFn):
     if len(tasks) > 1:
       raise ManifestError('the manifests mix classification and detection rows; convert '
                           'them in separate runs')
-    return {'labels': sorted(labels), 'task': next(iter(tasks), 'classification')}
+    return {'labels': labels_lib.vocabulary_order(labels),
+            'task': next(iter(tasks), 'classification')}
 
 
 class LabelVocabulary(beam.PTransform):
-  """{'labels': sorted labels, 'task': ...} of Chunks of rows, one element."""
+  """{'labels': the vocabulary in id order (`labels.vocabulary_order`), 'task': ...} of
+  Chunks of rows, one element."""
 
   def expand(self, chunks):
     return chunks | beam.CombineGlobally(_LabelSetFn())
