@@ -78,3 +78,23 @@ def test_gif_cut_inside_its_image_is_refused_as_tensorflow_refuses_it():
   with pytest.raises(RowError) as e:
     probe_image(data[:-2], decode=True)
   assert e.value.reason == 'truncated'
+
+
+@pytest.mark.parametrize('cut', ['no IEND', 'IDAT without its CRC', 'IDAT with a bad CRC',
+                                 'cut inside IDAT'])
+def test_png_broken_after_its_pixels_is_refused_as_tensorflow_refuses_it(cut):
+  # Pillow stops reading once the pixels are in; libpng (TensorFlow's decoder) does not:
+  # found by the property test.
+  png = encode(make_image('P', 9, 7), 'PNG')
+  end, idat = png.index(b'IEND'), png.index(b'IDAT')
+  n = int.from_bytes(png[idat - 4:idat], 'big')
+  data = {'no IEND': png[:end - 4],
+          'IDAT without its CRC': png[:idat + 4 + n],
+          'IDAT with a bad CRC': png[:idat + 4 + n] + b'\0\0\0\0' + png[idat + 8 + n:],
+          'cut inside IDAT': png[:idat + n]}[cut]
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    tf.io.decode_image(data)
+  with pytest.raises(RowError) as e:
+    probe_image(data, decode=True)
+  assert e.value.reason in ('truncated', 'corrupt')
+  assert probe_image(png, decode=True).format == 'png'  # the whole file passes

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from images import encode, make_image
-from tfrecorder_component.errors import RowError
+from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.image import ImageInfo, probe_image
 from tfrecorder_component.manifest import ManifestRow, parse_manifest_text, read_manifest_file
 
@@ -28,7 +28,14 @@ JSON_VALUES = st.recursive(
     max_leaves=10)
 
 
-def check_items(items):
+def check_items(read):
+  """`read()`'s items are rows or RowErrors; or the whole file is refused for columns out
+  of AutoML's order, with the project's ManifestError saying so."""
+  try:
+    items = list(read())
+  except ManifestError as e:
+    assert 'the file has no header, so its columns are read' in str(e)
+    return
   for item in items:
     assert isinstance(item, (ManifestRow, RowError)), type(item)
     if isinstance(item, ManifestRow):
@@ -42,13 +49,13 @@ def check_items(items):
 @SETTINGS
 @given(st.lists(CSV_PIECES | st.text(max_size=5), max_size=40).map(''.join))
 def test_csv_parser_returns_rows_or_row_errors(text):
-  check_items(list(parse_manifest_text('/m/manifest.csv', text, 'automl_csv')))
+  check_items(lambda: parse_manifest_text('/m/manifest.csv', text, 'automl_csv'))
 
 
 @SETTINGS
 @given(st.lists(JSON_VALUES.map(json.dumps) | st.text(max_size=10), max_size=8).map('\n'.join))
 def test_jsonl_parser_returns_rows_or_row_errors(text):
-  check_items(list(parse_manifest_text('/m/manifest.jsonl', text, 'vertex_jsonl')))
+  check_items(lambda: parse_manifest_text('/m/manifest.jsonl', text, 'vertex_jsonl'))
 
 
 @SETTINGS
@@ -56,7 +63,7 @@ def test_jsonl_parser_returns_rows_or_row_errors(text):
 def test_any_manifest_bytes_are_read_without_crashing(tmp_path, data):
   path = tmp_path / 'm.csv'
   path.write_bytes(data)
-  check_items(read_manifest_file(str(path)))
+  check_items(lambda: read_manifest_file(str(path)))
 
 
 SEEDS = {

@@ -12,6 +12,7 @@ import io
 import re
 import struct
 import warnings
+import zlib
 
 from PIL import Image
 
@@ -134,6 +135,8 @@ def _decode(im: Image.Image, data: bytes) -> None:
   """
   if im.format == 'GIF':
     _check_gif_blocks(data)
+  elif im.format == 'PNG':
+    _check_png_chunks(data)
   try:
     if im.format == 'JPEG':
       im.draft(im.mode, (max(1, im.size[0] // 8), max(1, im.size[1] // 8)))
@@ -147,6 +150,26 @@ def _decode(im: Image.Image, data: bytes) -> None:
                    ) from None
 
 
+def _check_png_chunks(data: bytes) -> None:
+  """Walks a PNG's chunks as libpng (TensorFlow's decoder) reads them: every chunk whole,
+  each critical chunk's CRC right, and the file ending with IEND. Pillow decodes PNGs
+  that break these (it stops once the pixels are in) and TensorFlow refuses them."""
+  at = 8  # the signature
+  while True:
+    if at + 8 > len(data):
+      raise RowError('truncated', 'the PNG ends before its IEND chunk')
+    length, kind = struct.unpack('>I4s', data[at:at + 8])
+    end = at + 8 + length + 4
+    if end > len(data):
+      raise RowError('truncated', f'the PNG ends inside its {kind.decode("latin-1")!r} chunk')
+    critical = kind[:1].isupper()
+    if critical and zlib.crc32(data[at + 4:end - 4]) != struct.unpack('>I', data[end - 4:end])[0]:
+      raise RowError('corrupt', f'the PNG\'s {kind.decode("latin-1")!r} chunk fails its CRC')
+    if kind == b'IEND':
+      return
+    at = end
+
+
 def _check_gif_blocks(data: bytes) -> None:
   """Refuses a GIF whose image data stops short, as TensorFlow's decoder (giflib's
   DGifSlurp) does and Pillow does not.
@@ -156,12 +179,19 @@ def _check_gif_blocks(data: bytes) -> None:
   """
   pos = 13
   flags = data[10] if len(data) > 10 else 0
+  screen = struct.unpack('<HH', data[6:10]) if len(data) >= 10 else (0, 0)
   if flags & 0x80:  # global colour table
     pos += 3 << ((flags & 7) + 1)
   images = 0
   while pos < len(data):
     kind = data[pos]
     if kind == 0x2C:  # image descriptor, local colour table, LZW code size, sub-blocks
+      if pos + 9 <= len(data):
+        left, top, width, height = struct.unpack('<HHHH', data[pos + 1:pos + 9])
+        if left + width > screen[0] or top + height > screen[1]:
+          # TensorFlow then returns frames of another size than the header's.
+          raise RowError('corrupt', f'the GIF\'s image {images + 1} ({width}x{height} at '
+                         f'{left},{top}) extends beyond its {screen[0]}x{screen[1]} screen')
       local = data[pos + 9] if pos + 9 < len(data) else 0
       pos += 10 + ((3 << ((local & 7) + 1)) if local & 0x80 else 0) + 1
     elif kind == 0x21:  # extension: label, sub-blocks

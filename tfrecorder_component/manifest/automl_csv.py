@@ -152,24 +152,26 @@ def check_column_order(path: str, layout: 'CsvLayout',
         f'{path}: the file has no header, so its columns are read in AutoML\'s order '
         f'{layout.ORDER}, but column {col + 1} holds {what} ({examples}) where a label '
         f'belongs (row {row}: {",".join(f.strip() for f in fields)}). Add a header row '
-        f'that names the columns, e.g. "{suggest_header(sample)}", or put them in that '
-        f'order.')
+        f'that names the columns, e.g. "{suggest_header(sample, layout.uri_col)}", or put '
+        f'them in that order.')
 
 
 _BOX_COLUMNS = ('x_min', 'y_min', 'x2', 'y2', 'x_max', 'y_max', 'x4', 'y4')
 
 
-def suggest_header(sample: List[Tuple[int, List[str]]]) -> str:
-  """A header for headerless rows: `split` for ML_USE columns, `image_uri` for paths,
-  `label` for the first other column, then box coordinates where the 8 columns after it
-  hold numbers (a detection CSV), else `label_<n>`."""
+def suggest_header(sample: List[Tuple[int, List[str]]], uri_col: int = 0) -> str:
+  """A header for headerless rows: `split` for ML_USE columns, `image_uri` for paths (or
+  column `uri_col` if no column holds paths), `label` for the first other column, then
+  box coordinates where the 8 columns after it hold numbers (a detection CSV), else
+  `label_<n>`."""
   width = max(len(fields) for _, fields in sample)
   columns = [[fields[col] for _, fields in sample if col < len(fields)] for col in range(width)]
   names: List[str] = []
   for col, values in enumerate(columns):
     if _is_ml_use_column(values) and 'split' not in names:
       names.append('split')
-    elif _is_path_column(values) and 'image_uri' not in names:
+    elif 'image_uri' not in names and (_is_path_column(values) or (
+        col == uri_col and not any(_is_path_column(c) for c in columns))):
       names.append('image_uri')
     elif 'label' not in names:
       names.append('label')
