@@ -179,7 +179,7 @@ def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
     files.write_text(path, folder_manifest(source))
     return [path], os.path.abspath(source)
   raise UsageError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
-                      'a folder of manifests, or an image folder')
+                   'a folder of manifests, or an image folder')
 
 
 def _conversion(source, report_dir: str, *, manifest_format=None,
@@ -193,7 +193,7 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
   from tfrecorder_component.beam.transforms import ConversionOptions, ManifestSource  # pylint: disable=g-import-not-at-top
   if manifest_format not in (None, *MANIFEST_FORMATS):
     raise UsageError(f'unknown manifest format {manifest_format!r}; one of '
-                        f'{", ".join(MANIFEST_FORMATS)}')
+                     f'{", ".join(MANIFEST_FORMATS)}')
   buckets = tuple(splits.items()) if isinstance(splits, Mapping) else tuple(map(tuple, splits))
   if isinstance(image_transform, dict):
     image_transform = transform_lib.ImageTransform.from_dict(image_transform)
@@ -247,7 +247,7 @@ def _output_folder(output_dir: str, overwrite: bool) -> str:
     used = os.path.isdir(output_dir) and bool(os.listdir(output_dir))
   if used and not overwrite:
     raise UsageError(f'{output_dir} is not empty: convert into a new or empty folder, or '
-                        'pass overwrite=True (--overwrite) to replace what is there')
+                     'pass overwrite=True (--overwrite) to replace what is there')
   return output_dir
 
 
