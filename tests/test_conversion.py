@@ -222,14 +222,22 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
 def test_a_failed_dataframe_conversion_cites_a_manifest_that_exists(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   solid(str(tmp_path / 'a.png'), COLOURS['cat'])
-  df = pd.DataFrame({'image_uri': ['a.png', 'missing.png'], 'label': ['cat', 'dog']})
+  df = pd.DataFrame({'image_uri': ['a.png', 'missing.png', 'gone.png'],
+                     'label': ['cat', 'dog\non two lines', 'dog']}, index=['p1', 'p2', 'p3'])
   with pytest.raises(RuntimeError) as failure:
     trc.convert(df, 'out')
+  # Failed rows are cited by the DataFrame's index, not the generated manifest's lines.
+  assert "DataFrame index 'p2': 'missing.png': missing:" in str(failure.value)
+  assert "DataFrame index 'p3': 'gone.png': missing:" in str(failure.value)
   errors_path = str(failure.value).split('All failed rows: ')[1].split('\n')[0]
-  error = json.loads(open(errors_path, encoding='utf-8').readline())
-  assert error['uri'] == 'missing.png'
-  assert os.path.exists(error['source'])  # the generated manifest, where the report is
-  assert error['source'] == str(tmp_path / 'out' / 'report' / 'input_manifest.csv')
+  errors = sorted((json.loads(line) for line in open(errors_path, encoding='utf-8')),
+                  key=lambda e: e['row'])
+  assert [(e['index'], e['row'], e['uri']) for e in errors] == [
+      ('p2', 4, 'missing.png'), ('p3', 5, 'gone.png')]  # p2's row ends on line 4
+  assert os.path.exists(errors[0]['source'])  # the generated manifest, where the report is
+  assert errors[0]['source'] == str(tmp_path / 'out' / 'report' / 'input_manifest.csv')
+  page = (tmp_path / 'out' / 'report' / 'report.html').read_text(encoding='utf-8')
+  assert '<td>DataFrame</td><td>index &#x27;p2&#x27;</td>' in page
 
 
 def test_cli_refuses_columns_out_of_order_in_one_line(tmp_path):

@@ -156,15 +156,29 @@ def _labels_spread(df, is_label_column):
   return df
 
 
-def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
-  """The manifest files a source stands for, and the folder its relative image URIs
-  resolve against (None: each manifest's own folder). For a DataFrame (URIs relative to
-  the working directory, as a notebook means them) or an image folder, a manifest is
-  written into `report_dir`."""
+def dataframe_row_index(df) -> Tuple[Tuple[int, Any], ...]:
+  """(row of `dataframe_manifest`'s CSV, index label) for each DataFrame row: the line
+  where the row ends, as the CSV reader counts lines (a cell may hold line breaks)."""
+  line, out = 1, []  # line 1 is the header
+  for label, values in zip(df.index, df.itertuples(index=False, name=None)):
+    breaks = sum(v.count('\r') + v.count('\n') - v.count('\r\n')
+                 for v in values if isinstance(v, str))
+    line += 1 + breaks
+    out.append((line, label.item() if hasattr(label, 'item') else
+                label if isinstance(label, (int, str)) else str(label)))
+  return tuple(out)
+
+
+def _manifests_for(source, report_dir: str
+                   ) -> Tuple[List[str], Optional[str], Tuple[Tuple[int, Any], ...]]:
+  """The manifest files a source stands for, the folder its relative image URIs resolve
+  against (None: each manifest's own folder) and, for a DataFrame, its rows' index
+  labels. For a DataFrame (URIs relative to the working directory, as a notebook means
+  them) or an image folder, a manifest is written into `report_dir`."""
   if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, dataframe_manifest(source))
-    return [path], os.getcwd()
+    return [path], os.getcwd(), dataframe_row_index(source)
   source = os.fspath(source)
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
@@ -173,11 +187,11 @@ def _manifests_for(source, report_dir: str) -> Tuple[List[str], Optional[str]]:
       m.lower().endswith('.txt') for m in manifests) and _has_label_folders(source):
     manifests = []  # a README.txt beside <label>/ folders is no manifest
   if manifests:
-    return manifests, None
+    return manifests, None, ()
   if os.path.isdir(source):
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, folder_manifest(source))
-    return [path], os.path.abspath(source)
+    return [path], os.path.abspath(source), ()
   raise UsageError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
                    'a folder of manifests, or an image folder')
 
@@ -198,14 +212,15 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
   if isinstance(image_transform, dict):
     image_transform = transform_lib.ImageTransform.from_dict(image_transform)
   declared = tuple(sorted(check_feature_types(feature_types).items()))
-  manifests, root = _manifests_for(source, report_dir)
+  manifests, root, row_index = _manifests_for(source, report_dir)
   image_root = image_root or root
   options = ConversionOptions(
       buckets=buckets, max_pixels=max_pixels, max_bytes=max_bytes,
       verify_decode=verify_decode, convert_unsupported=convert_unsupported,
       compression_level=compression_level, transform=image_transform,
       progress_every_s=progress_every_s)
-  sources = [ManifestSource(m, manifest_format, None, image_root, declared) for m in manifests]
+  sources = [ManifestSource(m, manifest_format, None, image_root, declared, row_index)
+             for m in manifests]
   return manifests, buckets, options, beam_pipeline_args(runner, project, region,
                                                          temp_location, beam_args), sources
 

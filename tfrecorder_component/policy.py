@@ -25,7 +25,9 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
 
 def format_error(error: Dict[str, Any]) -> str:
   uri = f' {error["uri"]!r}:' if error.get('uri') else ''
-  return f'{error["source"]} row {error["row"]}:{uri} {error["reason"]}: {error["message"]}'
+  where = (f'DataFrame index {error["index"]!r}' if 'index' in error
+           else f'{error["source"]} row {error["row"]}')
+  return f'{where}:{uri} {error["reason"]}: {error["message"]}'
 
 
 

@@ -166,7 +166,9 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
     more = f' (first {len(errors)} of {failed:,}; all in errors.jsonl)' if failed > len(errors) else ''
     parts.append(f'<p>{more}</p>' if more else '')
     parts.append(_table(['manifest', 'row', 'URI', 'reason', 'message'], [
-        (_e(e['source']), e['row'] if isinstance(e['row'], int) else _e(e['row']),
+        ('DataFrame' if 'index' in e else _e(e['source']),
+         _e(f'index {e["index"]!r}') if 'index' in e else
+         e['row'] if isinstance(e['row'], int) else _e(e['row']),
          _e(e['uri']), _e(e['reason']), _e(e['message'])) for e in errors], 'errors'))
   else:
     parts.append('<p>None.</p>')

@@ -61,6 +61,20 @@ class ManifestSource:
   split: Optional[str] = None
   image_root: Optional[str] = None
   feature_types: Tuple[Tuple[str, str], ...] = ()
+  # (row, DataFrame index label) of a manifest written from a DataFrame: its failed rows
+  # are cited by the index the user knows (`index` in errors.jsonl).
+  row_index: Tuple[Tuple[int, Any], ...] = ()
+
+
+class _CiteIndex:
+  """Adds the DataFrame `index` to the errors of rows of manifests written from one."""
+
+  def __init__(self, sources: Sequence[ManifestSource]):
+    self._index = {s.path: dict(s.row_index) for s in sources if s.row_index}
+
+  def __call__(self, error: Dict[str, Any]) -> Dict[str, Any]:
+    index = self._index.get(error['source'], {}).get(error['row'])
+    return error if index is None else dict(error, index=index)
 
 
 def error_record(error: RowError, row: Optional[ManifestRow] = None) -> Dict[str, Any]:
@@ -661,6 +675,8 @@ class ConvertManifests(beam.PTransform):
                                                            self._options.compression_level)
 
     errors = (manifest[ERRORS], converted[ERRORS]) | 'AllErrors' >> beam.Flatten()
+    if any(s.row_index for s in self._sources):
+      errors = errors | 'CiteDataFrameIndex' >> beam.Map(_CiteIndex(self._sources))
     _ = errors | 'WriteErrors' >> _WriteJsonLines(self._report_dir, 'errors')
     duplicates = converted[STATS] | 'FindDuplicates' >> FindDuplicates()
     _ = duplicates | 'WriteDuplicates' >> _WriteJsonLines(self._report_dir, 'duplicates')
