@@ -217,6 +217,10 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   assert os.listdir(tmp_path / 'new') == ['report']
   with pytest.raises(ValueError, match='is a file; the output must be a folder'):
     trc.convert(second, first)
+  empty = write_text(str(data / 'empty.csv'), 'split,image_uri,label\n')
+  with pytest.raises(ValueError, match='the manifest has no rows'):
+    trc.convert(empty, str(tmp_path / 'none'))
+  assert sorted(os.listdir(tmp_path)) == ['data', 'new', 'out']  # no partial folder left
 
 
 def test_a_failed_dataframe_conversion_cites_a_manifest_that_exists(tmp_path, monkeypatch):

@@ -111,11 +111,9 @@ def _options(args) -> dict:
 
 
 def _print_errors(report_dir: str, failed: int, show_path: bool = True) -> None:
-  errors = policy.read_errors(os.path.join(report_dir, 'errors.jsonl'), ERRORS_PRINTED)
-  for error in errors:
-    print('  ' + policy.format_error(error))
-  if failed > len(errors):
-    print(f'  ... and {failed - len(errors):,} more')
+  for line in policy.failed_rows_lines(os.path.join(report_dir, 'errors.jsonl'), failed,
+                                       ERRORS_PRINTED):
+    print(line)
   if show_path:
     print(f'All failed rows: {os.path.join(report_dir, "errors.jsonl")}')
 
@@ -213,7 +211,8 @@ def _quiet_third_party_notices() -> None:
     handler.setFormatter(logging.Formatter('%(levelname)s:%(name)s:%(message)s'))
     root.addHandler(handler)
   for handler in root.handlers:
-    handler.addFilter(_DropNoticesTheCommandReplaces())
+    if not any(isinstance(f, _DropNoticesTheCommandReplaces) for f in handler.filters):
+      handler.addFilter(_DropNoticesTheCommandReplaces())
 
 
 def main(argv: Optional[List[str]] = None) -> int:

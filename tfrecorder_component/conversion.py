@@ -396,13 +396,12 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
     swap.abandon()
     raise
   try:
-    policy.check_error_policy(summary, max_error_ratio, manifests)
-  except policy.TooManyFailedRows as e:
-    kept = swap.keep_failed_report()
-    raise e.with_report(posixpath.join(kept, 'errors.jsonl')) from None
+    policy.apply_error_policy(summary, max_error_ratio, manifests, swap.keep_failed_report)
+  except ManifestError:  # no row was read: nothing of the run is worth keeping
+    swap.abandon()
+    raise
   swap.commit()
   report_dir = posixpath.join(output_dir, 'report')
-  policy.warn_allowed_failures(summary, max_error_ratio)
   return ConversionResult(
       output_dir=output_dir,
       split_dirs={name: posixpath.join(output_dir, f'Split-{name}') for name in split_names},

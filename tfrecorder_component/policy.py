@@ -4,7 +4,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from tfrecorder_component.errors import ManifestError
 
@@ -31,6 +31,16 @@ def format_error(error: Dict[str, Any]) -> str:
 
 
 
+def failed_rows_lines(errors_path: str, failed: int, limit: int) -> List[str]:
+  """The first `limit` failed rows of an errors.jsonl, one indented line each, and how
+  many more there are."""
+  errors = read_errors(errors_path, limit)
+  lines = ['  ' + format_error(e) for e in errors]
+  if failed > len(errors):
+    lines.append(f'  ... and {failed - len(errors):,} more')
+  return lines
+
+
 class TooManyFailedRows(RuntimeError):
   """More rows failed than `max_error_ratio` allows. The message names the first failed
   rows and the report, once it is where it is kept (`with_report`)."""
@@ -42,10 +52,8 @@ class TooManyFailedRows(RuntimeError):
     message = (f'{failed} of {rows} manifest rows failed ({failed / rows:.2%}), more than '
                f'max_error_ratio={max_error_ratio}.')
     if errors_path:
-      details = '\n'.join('  ' + format_error(e)
-                          for e in read_errors(errors_path, FIRST_ERRORS_SHOWN))
-      more = f'  ... and {failed - FIRST_ERRORS_SHOWN:,} more\n' if failed > FIRST_ERRORS_SHOWN else ''
-      message += (f' First failures:\n{details}\n{more}All failed rows: {errors_path}\n'
+      details = '\n'.join(failed_rows_lines(errors_path, failed, FIRST_ERRORS_SHOWN))
+      message += (f' First failures:\n{details}\nAll failed rows: {errors_path}\n'
                   f'Fix or remove these rows, or raise max_error_ratio to skip them.')
     super().__init__(message)
 
@@ -70,12 +78,14 @@ def warn_allowed_failures(summary: Dict[str, Any], max_error_ratio: float) -> No
                     summary['rows_failed'], summary['rows_read'], max_error_ratio)
 
 
-def apply_error_policy(summary: Dict[str, Any], errors_path: str, max_error_ratio: float,
-                       manifests: Sequence[str]) -> None:
-  """`check_error_policy`, naming the failed rows of `errors_path`; warns about allowed
-  failures."""
+def apply_error_policy(summary: Dict[str, Any], max_error_ratio: float,
+                       manifests: Sequence[str], keep_report: Callable[[], str]) -> None:
+  """`check_error_policy`; when too many rows failed, `keep_report()` puts the report
+  where it stays and returns that folder, which the error then names with the first
+  failed rows. Warns about failures the ratio allows."""
   try:
     check_error_policy(summary, max_error_ratio, manifests)
   except TooManyFailedRows as e:
+    errors_path = keep_report().rstrip('/') + '/errors.jsonl'
     raise e.with_report(errors_path) from None
   warn_allowed_failures(summary, max_error_ratio)

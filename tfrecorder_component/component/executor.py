@@ -161,12 +161,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
 
     with fileio.open(os.path.join(report_dir, 'summary.json')) as f:
       summary = json.loads(f.read())
-    max_error_ratio = float(exec_properties[spec.MAX_ERROR_RATIO_KEY])
-    try:
-      policy.check_error_policy(summary, max_error_ratio, [s.path for s in sources])
-    except policy.TooManyFailedRows as e:
-      raise e.with_report(os.path.join(keep_failed_report(report_dir), 'errors.jsonl')) from None
-    policy.warn_allowed_failures(summary, max_error_ratio)
+    policy.apply_error_policy(summary, float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
+                              [s.path for s in sources], lambda: keep_failed_report(report_dir))
 
     examples.span = int(exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME) or 0)
     examples.version = int(exec_properties.get(example_gen_utils.VERSION_PROPERTY_NAME) or 0)
