@@ -14,6 +14,7 @@ from PIL import Image
 
 from test_beam import SPLITS, convert
 from records import by_source_id, feature
+import tfrecord_digest
 from tfrecorder_component.beam.transforms import ConversionOptions, ManifestSource
 from tfrecorder_component.labels import read_label_map
 from tfrecorder_component.transform import ImageTransform
@@ -227,6 +228,28 @@ def test_invalid_boxes_are_clipped_or_dropped_and_reported(tmp_path, photos):
   assert sorted((i['action'], i['reason'], i['label']) for i in issues) == [
       ('clipped', 'clipped', 'tree'), ('dropped', 'empty', 'tree'), ('dropped', 'empty', 'tree'),
       ('dropped', 'not_finite', 'tree'), ('dropped', 'outside_image', 'tree')]
+
+
+def test_a_class_whose_every_box_was_dropped_leaves_the_vocabulary(tmp_path, photos):
+  """'ant' sorts first, so every other id moves down by one: the records, labels.txt and
+  label_map.pbtxt are those of the manifest without it."""
+  csv = photos / 'dropped_class.csv'
+  csv.write_text('china.jpg,pagoda,0.4,0.1,,,0.6,0.5,,\n'
+                 'china.jpg,ant,0.3,0.1,,,0.3,0.2,,\n'    # zero width: dropped
+                 'flower.jpg,tree,0.1,0.1,,,0.5,0.5,,\n')
+  out, summary, _ = convert(tmp_path / 'with', [ManifestSource(str(csv))])
+  assert summary['labels_left_out'] == ['ant']
+  assert summary['vocabulary'] == ['pagoda', 'tree']
+  assert read_label_map(out) == {'pagoda': 1, 'tree': 2}
+  records = by_source_id(out, SPLITS)
+  assert [(l, i) for l, i, *_ in objects_of(records['china.jpg'][1])] == [('pagoda', 1)]
+  assert [(l, i) for l, i, *_ in objects_of(records['flower.jpg'][1])] == [('tree', 2)]
+
+  clean = photos / 'without_the_class.csv'
+  clean.write_text(''.join(l + '\n' for l in csv.read_text().splitlines() if ',ant,' not in l))
+  out_clean, summary_clean, _ = convert(tmp_path / 'without', [ManifestSource(str(clean))])
+  assert summary_clean['labels_left_out'] == []
+  assert tfrecord_digest.digest(out) == tfrecord_digest.digest(out_clean)
 
 
 def test_rows_of_one_image_with_different_splits_fail_that_image(tmp_path, photos):

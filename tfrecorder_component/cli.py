@@ -130,6 +130,9 @@ def cmd_convert(args) -> int:
   if result.rows_failed:
     print(f'{result.rows_failed:,} rows failed: {result.errors_per_reason}')
     _print_errors(result.report_dir, result.rows_failed)
+  if result.summary.get('labels_left_out'):
+    print('Labels with no record, left out of labels.txt and label_map.pbtxt: '
+          + ', '.join(result.summary['labels_left_out']))
   _print_box_issues(result.summary, result.report_dir)
   print(f'Report: {os.path.join(result.report_dir, "report.html")}')
   return 0
@@ -164,6 +167,9 @@ def cmd_validate(args) -> int:
     if failed:
       print(f'Failed rows by reason: {summary["errors_per_reason"]}')
       _print_errors(report_dir, failed, show_path=not args.no_report)
+    if summary.get('labels_left_out'):
+      print('Labels with no valid row (convert leaves them out of the vocabulary): '
+            + ', '.join(summary['labels_left_out']))
     if not args.no_report:
       print(f'Report: {os.path.join(report_dir, "report.html")}')
     return 1 if failed or not rows else 0

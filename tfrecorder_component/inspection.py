@@ -2,14 +2,13 @@
 contact sheet of sample images per label (what `tfrecorder-component inspect` prints)."""
 from __future__ import annotations
 
-import gzip
 import io
 import os
-import struct
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from tfrecorder_component.beam.sink import read_shard
 from tfrecorder_component.example_proto import Example
 from tfrecorder_component.report_html import draw_boxes
 
@@ -45,16 +44,7 @@ def read_records(examples_dir: str, split: str) -> Iterator[bytes]:
   """The serialized records of one split, read from its gzipped TFRecord shards."""
   pattern = FileSystems.join(examples_dir, f'Split-{split}', '*.gz')
   for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
-    with FileSystems.open(path, compression_type='uncompressed') as raw:
-      with gzip.GzipFile(fileobj=raw) as f:
-        while True:
-          header = f.read(12)
-          if not header:
-            break
-          length, = struct.unpack('<Q', header[:8])
-          data = f.read(length)
-          f.read(4)  # the data's masked CRC32C; the readers downstream check it
-          yield data
+    yield from read_shard(path)
 
 
 def _values(example, key: str) -> list:

@@ -5,12 +5,17 @@ identical across runs of the same manifest: 0-based for classification (the ids 
 `image/class/label`, as Keras' sparse labels expect), 1-based for detection (the ids of
 `image/object/class/label`; the Object Detection API reserves 0 for the background).
 label_map.pbtxt holds the ids the records hold; labels.txt lists the labels in id order.
+
+A label none of whose rows became a record (every row failed, or every box of it was
+dropped) is left out: ids are set from the manifest before images are read, and
+`held_vocabulary` says how to renumber the records afterwards, which a run does only when
+some label was left out.
 """
 from __future__ import annotations
 
 import os
 import re
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Tuple
 
 LABELS_FILE = 'labels.txt'
 LABEL_MAP_FILE = 'label_map.pbtxt'
@@ -23,6 +28,17 @@ def vocabulary_order(labels: Iterable[str]) -> List[str]:
   if labels and all(re.fullmatch(r'[+-]?\d+', l) for l in labels):
     return sorted(labels, key=lambda l: (int(l), l))
   return sorted(labels)
+
+
+def held_vocabulary(labels: List[str], first_id: int,
+                    records_per_label: Dict[str, int]) -> Tuple[List[str], Dict[int, int]]:
+  """The labels in id order that some record holds, and {id set before the run: its id
+  now} (empty when no label was left out, the usual case)."""
+  held = [l for l in labels if records_per_label.get(l)]
+  if len(held) == len(labels):
+    return held, {}
+  new = {label: i for i, label in enumerate(held, start=first_id)}
+  return held, {i: new[l] for i, l in enumerate(labels, start=first_id) if l in new}
 
 
 def _quote(text: str) -> str:

@@ -119,6 +119,10 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
   parts.append(_table(['label', 'all', *names], [
       (_e(label), n, *(per_split.get(s, {}).get(label, 0) for s in names))
       for label, n in summary['records_per_label'].items()], 'labels'))
+  if summary.get('labels_left_out'):
+    parts.append('<p class="bad">Labels with no record, left out of labels.txt and '
+                 'label_map.pbtxt (every row of them failed, or every box was dropped): '
+                 f'{_e(", ".join(summary["labels_left_out"]))}</p>')
   if summary.get('objects_per_label'):
     parts.append('<h2>Objects per label</h2>')
     parts.append(_table(['label', 'objects'], [

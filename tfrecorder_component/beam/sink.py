@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import gzip
 import struct
+from typing import Callable, Iterator
 
 import google_crc32c
 from apache_beam import coders
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 DEFAULT_COMPRESSION_LEVEL = 0
 
@@ -28,6 +30,36 @@ def tfrecord_frame(record: bytes) -> bytes:
   """One record in the TFRecord format: length, CRC of length, data, CRC of data."""
   length = struct.pack('<Q', len(record))
   return b''.join((length, _masked_crc32c(length), record, _masked_crc32c(record)))
+
+
+def read_shard(path: str) -> Iterator[bytes]:
+  """The records of one gzipped TFRecord shard, in order."""
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+    with gzip.GzipFile(fileobj=raw) as f:
+      while True:
+        header = f.read(12)
+        if not header:
+          return
+        length, = struct.unpack('<Q', header[:8])
+        data = f.read(length)
+        f.read(4)  # the data's masked CRC32C; the readers downstream check it
+        yield data
+
+
+def rewrite_shard(path: str, change: Callable[[bytes], bytes],
+                  compression_level: int = DEFAULT_COMPRESSION_LEVEL) -> None:
+  """Replaces a shard by one of its records passed through `change`: written beside it,
+  then renamed over it."""
+  temp = path + '.rewrite'
+  out = _GzipFile(FileSystems.create(temp, mime_type='application/octet-stream',
+                                     compression_type=CompressionTypes.UNCOMPRESSED),
+                  compression_level)
+  try:
+    for record in read_shard(path):
+      out.write(tfrecord_frame(change(record)))
+  finally:
+    out.close()
+  FileSystems.rename([temp], [path])
 
 
 class _GzipFile:

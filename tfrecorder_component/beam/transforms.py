@@ -14,6 +14,7 @@ By construction: manifest rows = records written + error rows (errors.jsonl).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import pickle
@@ -26,6 +27,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from tfrecorder_component import boxes as boxes_lib
+from tfrecorder_component import example_proto as tf_example
 from tfrecorder_component import files
 from tfrecorder_component import image as image_lib
 from tfrecorder_component import labels as labels_lib
@@ -471,15 +473,15 @@ class WriteSplits(beam.PTransform):
     self._level = compression_level
 
   def expand(self, records):
+    """Returns the paths of the shards written, once every split is written."""
     names = list(self._split_dirs)
     parts = records | 'BySplit' >> beam.Partition(lambda kv, n: names.index(kv[0]), len(names))
-    for name, part in zip(names, parts):
-      _ = (part
-           | f'Values[{name}]' >> beam.Values()
-           | f'Write[{name}]' >> beam.io.Write(sink_lib.GzipTFRecordSink(
-               FileSystems.join(self._split_dirs[name], TFRECORD_FILE_NAME), self._level,
-               batched=True)))
-    return beam.pvalue.PDone(records.pipeline)
+    return [part
+            | f'Values[{name}]' >> beam.Values()
+            | f'Write[{name}]' >> beam.io.Write(sink_lib.GzipTFRecordSink(
+                FileSystems.join(self._split_dirs[name], TFRECORD_FILE_NAME), self._level,
+                batched=True))
+            for name, part in zip(names, parts)] | 'Shards' >> beam.Flatten()
 
 
 def _stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
@@ -666,13 +668,8 @@ class ConvertManifests(beam.PTransform):
   def expand(self, pbegin):
     manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(self._sources)
     vocabulary = manifest['chunks'] | 'LabelVocabulary' >> LabelVocabulary()
-    if self._label_dir is not None:
-      _ = vocabulary | 'WriteLabelFiles' >> beam.Map(_WriteLabels(self._label_dir))
     converted = manifest['chunks'] | 'Convert' >> ConvertBatches(
         beam.pvalue.AsSingleton(vocabulary), self._options)
-    if self._split_dirs is not None:
-      _ = converted.records | 'WriteSplits' >> WriteSplits(self._split_dirs,
-                                                           self._options.compression_level)
 
     errors = (manifest[ERRORS], converted[ERRORS]) | 'AllErrors' >> beam.Flatten()
     if any(s.row_index for s in self._sources):
@@ -685,14 +682,23 @@ class ConvertManifests(beam.PTransform):
                         | 'CountDuplicates' >> beam.Map(_duplicate_counts))
     _ = (converted[BOX_ISSUES]
          | 'WriteBoxIssues' >> _WriteJsonLines(self._report_dir, 'box_issues'))
-    _ = ((converted[STATS] | 'CountStats' >> beam.Map(_stat_counts),
+    summary = ((converted[STATS] | 'CountStats' >> beam.Map(_stat_counts),
           errors | 'ErrorReasons' >> beam.Map(lambda e: ('errors', e['reason'])),
           converted[BOX_ISSUES] | 'BoxIssueReasons' >> beam.Map(
               lambda b: ('box_issues', f'{b["action"]}:{b["reason"]}')))
          | 'AllStats' >> beam.Flatten()
-         | 'Summarize' >> beam.CombineGlobally(_SummaryFn())
+         | 'Summarize' >> beam.CombineGlobally(_SummaryFn()))
+    held = summary | 'HeldLabels' >> beam.Map(_held_labels, beam.pvalue.AsSingleton(vocabulary))
+    if self._label_dir is not None:
+      _ = held | 'WriteLabelFiles' >> beam.Map(_WriteLabels(self._label_dir))
+    if self._split_dirs is not None:
+      _ = (converted.records
+           | 'WriteSplits' >> WriteSplits(self._split_dirs, self._options.compression_level)
+           | 'RenumberLabels' >> beam.Map(_RenumberLabels(self._options.compression_level),
+                                          beam.pvalue.AsSingleton(held)))
+    _ = (summary
          | 'WriteSummary' >> beam.Map(
-             _write_summary, self._report_dir,
+             _write_summary, self._report_dir, held=beam.pvalue.AsSingleton(held),
              duplicates=beam.pvalue.AsSingleton(duplicate_counts),
              samples=beam.pvalue.AsDict(
                  converted[SAMPLES]
@@ -706,12 +712,44 @@ class ConvertManifests(beam.PTransform):
     return beam.pvalue.PDone(pbegin.pipeline)
 
 
-def _write_summary(summary: Dict[str, Any], report_dir: str, duplicates: Dict[str, Any],
-                   samples: Dict[str, List[Tuple[str, bytes]]],
+def _held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str, Any]:
+  """The vocabulary of the records written (`labels.held_vocabulary`): 'labels' in id
+  order, 'task', 'left_out' (labels no record holds) and 'ids' {id set before the run:
+  id now}, empty unless a label was left out."""
+  task, counts = vocabulary['task'], summary['records_per_label']
+  held, ids = labels_lib.held_vocabulary(vocabulary['labels'], first_label_id(task), counts)
+  return {'labels': held, 'task': task, 'ids': ids,
+          'left_out': [l for l in vocabulary['labels'] if not counts.get(l)]}
+
+
+class _RenumberLabels:
+  """Gives a shard's records the ids of the held vocabulary, when a label was left out."""
+
+  def __init__(self, compression_level: int):
+    self._level = compression_level
+
+  def __call__(self, shard: str, held: Dict[str, Any]) -> None:
+    if held['ids']:
+      key = ('image/object/class/label' if held['task'] == 'detection'
+             else 'image/class/label')
+      sink_lib.rewrite_shard(shard, functools.partial(_renumber, key=key, ids=held['ids']),
+                             self._level)
+
+
+def _renumber(record: bytes, key: str, ids: Dict[int, int]) -> bytes:
+  example = tf_example.Example.FromString(record)
+  values = example.features.feature[key].int64_list.value
+  values[:] = [ids[v] for v in values]
+  return example.SerializeToString(deterministic=True)
+
+
+def _write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any],
+                   duplicates: Dict[str, Any], samples: Dict[str, List[Tuple[str, bytes]]],
                    errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]]) -> None:
   """summary.json, and report.html: the same counts with a contact sheet and the first
   failed rows, for people."""
-  summary = dict(summary, duplicates=duplicates)
+  summary = dict(summary, vocabulary=held['labels'], labels_left_out=held['left_out'],
+                 duplicates=duplicates)
   files.write_text(FileSystems.join(report_dir, 'summary.json'),
                    json.dumps(summary, indent=2, ensure_ascii=False))
   files.write_text(FileSystems.join(report_dir, 'report.html'),
@@ -737,7 +775,5 @@ class _WriteLabels:
   def __init__(self, directory: str):
     self._directory = directory
 
-  def __call__(self, vocabulary: Dict[str, Any]) -> None:
-    from tfrecorder_component import labels as labels_lib  # pylint: disable=g-import-not-at-top
-    labels_lib.write_label_files(self._directory, vocabulary['labels'],
-                                 first_label_id(vocabulary['task']))
+  def __call__(self, held: Dict[str, Any]) -> None:
+    labels_lib.write_label_files(self._directory, held['labels'], first_label_id(held['task']))

@@ -177,7 +177,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       artifact.set_json_value_custom_property('record_counts', counts)
       artifact.set_int_custom_property('rows_read', summary['rows_read'])
       artifact.set_int_custom_property('rows_failed', summary['rows_failed'])
-      artifact.set_int_custom_property('num_labels', len(summary['records_per_label']))
+      artifact.set_int_custom_property('num_labels', len(summary['vocabulary']))
       artifact.set_int_custom_property('duplicate_groups', duplicates['groups'])
       artifact.set_int_custom_property('cross_split_duplicates', duplicates['cross_split_groups'])
     report.set_json_value_custom_property('errors_per_reason', summary['errors_per_reason'])
