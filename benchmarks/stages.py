@@ -24,7 +24,7 @@ def measure(n: int, root: str):
   from benchmarks import data  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.beam.sink import tfrecord_frame  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.example import build_example  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.image import probe_image  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.images.probe import probe_image  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.manifest import ManifestRow  # pylint: disable=g-import-not-at-top
 
   data.generate(root, n)

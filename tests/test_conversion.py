@@ -16,7 +16,7 @@ from images import write_image, write_text
 from records import by_source_id, feature, read_split
 import tfrecord_digest
 import tfrecorder_component as trc
-from tfrecorder_component import report_html
+from tfrecorder_component.images import thumbnail
 
 COLOURS = {'cat': (220, 30, 30), 'dog': (30, 30, 220)}
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
@@ -387,7 +387,7 @@ def test_detection_problems_show_in_the_summary_the_report_and_the_contact_sheet
     image = im.convert('RGB')
   assert image.height == 3 * (96 + 4)  # rows: (none), cat, dog
   left, top = 140 + (96 - 80) // 2, 100 + (96 - 60) // 2  # a.png in the 'cat' row
-  cat, dog = report_html.box_colour('cat'), report_html.box_colour('dog')
+  cat, dog = thumbnail.box_colour('cat'), thumbnail.box_colour('dog')
   assert cat != dog
   assert image.getpixel((left + round(0.25 * 79), top + 40)) == cat  # cat's box, left edge
   assert image.getpixel((left, top + 20)) == dog  # dog's box, clipped to x=0

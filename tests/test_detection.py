@@ -17,7 +17,7 @@ from records import by_source_id, feature
 import tfrecord_digest
 from tfrecorder_component.beam.transforms import ConversionOptions, ManifestSource
 from tfrecorder_component.labels import read_label_map
-from tfrecorder_component.transform import ImageTransform
+from tfrecorder_component.images.transform import ImageTransform
 
 PHOTOS = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
 W, H = 640, 427

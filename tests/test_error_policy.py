@@ -112,7 +112,7 @@ def test_failed_rows_are_shown_in_manifest_and_row_order(tmp_path):
 
 
 def test_messages_name_no_in_memory_objects():
-  from tfrecorder_component import image  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.images import probe as image  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.errors import RowError  # pylint: disable=g-import-not-at-top
   with pytest.raises(RowError) as e:
     image.probe_image(b'plain text, not an image', 10**8)

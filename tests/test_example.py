@@ -3,7 +3,7 @@ import tensorflow as tf
 
 from images import encode, make_image
 from tfrecorder_component.example import build_example
-from tfrecorder_component.image import probe_image
+from tfrecorder_component.images.probe import probe_image
 from tfrecorder_component.manifest import ManifestRow
 
 SPEC = {

@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from images import encode, make_image
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.image import probe_image
+from tfrecorder_component.images.probe import probe_image
 
 CASES = [
     ('JPEG', 'L', {}), ('JPEG', 'RGB', {}), ('JPEG', 'CMYK', {}),

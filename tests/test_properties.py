@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from images import encode, make_image
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.image import ImageInfo, probe_image
+from tfrecorder_component.images.probe import ImageInfo, probe_image
 from tfrecorder_component.manifest import ManifestRow, parse_manifest_text, read_manifest_file
 
 SETTINGS = settings(max_examples=200, deadline=None,

@@ -11,8 +11,8 @@ from PIL import Image, ImageOps
 
 from images import encode, make_image
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.image import probe_image
-from tfrecorder_component.transform import ImageTransform, TransformResult, apply_transform
+from tfrecorder_component.images.probe import probe_image
+from tfrecorder_component.images.transform import ImageTransform, TransformResult, apply_transform
 
 ORIENTATION = 0x0112
 BACKGROUND = (40, 40, 40)

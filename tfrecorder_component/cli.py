@@ -99,7 +99,7 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args) -> dict:
-  from tfrecorder_component.transform import ImageTransform  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
   given = {name: getattr(args, name) for name in (
       'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level')
            if getattr(args, name) is not None}

@@ -19,10 +19,10 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from tfrecorder_component import files
-from tfrecorder_component import image as image_lib
+from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component import policy
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component import transform as transform_lib
+from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.beam import sink
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.files import MANIFEST_EXTENSIONS

@@ -14,7 +14,7 @@ import posixpath
 from typing import NamedTuple, Optional, Sequence, Tuple
 
 from tfrecorder_component import example_proto as tf_example
-from tfrecorder_component.image import ImageInfo
+from tfrecorder_component.images.probe import ImageInfo
 from tfrecorder_component.manifest import ManifestRow
 
 

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
-import io
-import zlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
-
-THUMBNAIL = 96  # px, longest side of a contact-sheet image
 
 # Longest-side buckets of the image size histogram: (upper bound, name).
 SIZE_BUCKETS: Tuple[Tuple[float, str], ...] = (
@@ -28,47 +24,6 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .sheet img { width: 96px; height: 96px; object-fit: contain; background: #eee; margin: 2px; }
 .bad { color: #a00; }
 '''
-
-
-# Box outline colours on contact sheets; a class has the same colour on every image.
-BOX_COLOURS = ((255, 221, 0), (0, 230, 255), (255, 64, 160), (64, 255, 64), (255, 140, 0))
-
-
-def box_colour(name: str) -> Tuple[int, int, int]:
-  return BOX_COLOURS[zlib.crc32(name.encode('utf-8')) % len(BOX_COLOURS)]
-
-Box = Tuple[str, Tuple[float, float, float, float]]  # (class name, normalised xmin, ymin, xmax, ymax)
-
-
-def draw_boxes(image, boxes: Sequence[Box]) -> None:
-  """Draws each box, outlined, with its class name, on a Pillow image (in place)."""
-  from PIL import ImageDraw  # pylint: disable=g-import-not-at-top
-  draw = ImageDraw.Draw(image)
-  width, height = image.size
-  for name, (xmin, ymin, xmax, ymax) in boxes:
-    colour = box_colour(name)
-    box = (round(xmin * (width - 1)), round(ymin * (height - 1)),
-           round(xmax * (width - 1)), round(ymax * (height - 1)))
-    draw.rectangle(box, outline=colour, width=2)
-    draw.text((box[0] + 3, box[1] + 2), name[:16], fill=colour)
-
-
-def thumbnail(data: bytes, boxes: Sequence[Box] = ()) -> Optional[bytes]:
-  """A JPEG thumbnail (at most THUMBNAIL px a side) of encoded image bytes, with `boxes`
-  drawn on it, or None when Pillow cannot decode them (the record is still written)."""
-  from PIL import Image  # pylint: disable=g-import-not-at-top
-  try:
-    with Image.open(io.BytesIO(data)) as im:
-      im.draft('RGB', (THUMBNAIL, THUMBNAIL))  # JPEG: decode at a reduced scale
-      small = im.convert('RGB')
-    small.thumbnail((THUMBNAIL, THUMBNAIL))
-    if boxes:
-      draw_boxes(small, boxes)
-    out = io.BytesIO()
-    small.save(out, 'JPEG', quality=80)
-    return out.getvalue()
-  except Exception:  # pylint: disable=broad-except
-    return None
 
 
 def size_bucket(width: int, height: int) -> str:

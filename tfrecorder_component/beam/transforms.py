@@ -26,13 +26,14 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from tfrecorder_component import boxes as boxes_lib
+from tfrecorder_component.images import boxes as boxes_lib
 from tfrecorder_component import example_proto as tf_example
 from tfrecorder_component import files
-from tfrecorder_component import image as image_lib
+from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import report_html
-from tfrecorder_component import transform as transform_lib
+from tfrecorder_component.images import thumbnail as thumbnail_lib
+from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component.errors import ManifestError, RowError
@@ -289,7 +290,7 @@ class _ConvertBatch(beam.DoFn):
       return []
     for label in wanted:
       self._sampled[label] = self._sampled.get(label, 0) + 1
-    thumbnail = report_html.thumbnail(data, [(o.label, o.box) for o in objects or ()])
+    thumbnail = thumbnail_lib.thumbnail(data, [(o.label, o.box) for o in objects or ()])
     return [] if thumbnail is None else [(label, (uri, thumbnail)) for label in wanted]
 
   def _label_ids(self, vocabulary: Dict[str, Any]) -> Dict[str, int]:

@@ -10,9 +10,9 @@ from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import channel, standard_artifacts
 
 from tfrecorder_component import files
-from tfrecorder_component import image as image_lib
+from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component import transform as transform_lib
+from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.beam import sink
 from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types

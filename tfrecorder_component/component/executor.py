@@ -21,7 +21,7 @@ from tfx.utils import io_utils, proto_utils
 
 from tfrecorder_component import policy
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component import transform as transform_lib
+from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.beam.transforms import ConversionOptions, ConvertManifests, ManifestSource
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError

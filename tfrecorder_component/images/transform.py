@@ -26,10 +26,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from PIL import Image, ImageOps
 
-from tfrecorder_component import image as image_lib
+from tfrecorder_component.images import probe as image_lib
+from tfrecorder_component.images.boxes import Box, clip_box
 from tfrecorder_component.errors import RowError
 
-Box = Tuple[float, float, float, float]  # (xmin, ymin, xmax, ymax), normalised to [0, 1]
 
 RESIZE_MODES = ('stretch', 'fit', 'crop')
 COLORS = ('rgb', 'grey')
@@ -231,13 +231,6 @@ def _as_box(box: Sequence[float]) -> Box:
   return values
 
 
-def _clip(box: Box) -> Optional[Box]:
-  x0, y0, x1, y1 = (min(1.0, max(0.0, float(v))) for v in box)
-  if x1 <= x0 or y1 <= y0:
-    return None
-  return x0, y0, x1, y1
-
-
 def _orientation(im: Image.Image) -> int:
   try:
     value = im.getexif().get(_ORIENTATION_TAG, 1)
@@ -334,7 +327,7 @@ def apply_transform(data: bytes, transform: ImageTransform,
   """
   boxes = [_as_box(box) for box in boxes]
   if transform.is_identity:
-    return TransformResult(data, [_clip(b) for b in boxes], False, (1.0, 1.0))
+    return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0))
   try:
     with warnings.catch_warnings():
       warnings.simplefilter('ignore', Image.DecompressionBombWarning)
@@ -363,7 +356,7 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
   recolour = wanted_mode is not None and (im.mode != wanted_mode or fmt == 'GIF')
   reencode = transform.encode is not None and out_format != source_format
   if orientation == 1 and plan is None and not recolour and not reencode:
-    return TransformResult(data, [_clip(b) for b in boxes], False, (1.0, 1.0))
+    return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0))
 
   source_mode = im.mode
   icc_profile = im.info.get('icc_profile')
@@ -390,4 +383,4 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
     options.update(optimize=False)
   out = io.BytesIO()
   im.save(out, out_format, **options)
-  return TransformResult(out.getvalue(), [_clip(b) for b in boxes], True, scale)
+  return TransformResult(out.getvalue(), [clip_box(b) for b in boxes], True, scale)

@@ -20,7 +20,8 @@ from typing import Dict, List, Optional, Tuple
 
 from tfrecorder_component.manifest import ObjectBox
 
-Box = Tuple[float, float, float, float]  # xmin, ymin, xmax, ymax, normalised
+Box = Tuple[float, float, float, float]  # xmin, ymin, xmax, ymax; normalised unless said
+LabelledBox = Tuple[str, Box]  # (class name, normalised box)
 _TOLERANCE = 1e-6
 
 
@@ -29,7 +30,7 @@ class BoxIssue:
   """A box the rule dropped or clipped."""
   index: int      # position of the object in the row's annotations
   label: str
-  box: Tuple[float, float, float, float]  # as annotated
+  box: Box       # as annotated (pixels for COCO and Pascal VOC)
   action: str     # 'dropped' or 'clipped'
   reason: str     # 'not_finite', 'empty', 'outside_image', 'clipped'
 
@@ -63,12 +64,19 @@ def _normalize(raw: Box, normalized: bool, width: int, height: int
     xmin, xmax, ymin, ymax = xmin / width, xmax / width, ymin / height, ymax / height
   if xmax <= xmin or ymax <= ymin:
     return None, 'empty'
-  clipped = (min(max(xmin, 0.0), 1.0), min(max(ymin, 0.0), 1.0),
-             min(max(xmax, 0.0), 1.0), min(max(ymax, 0.0), 1.0))
-  if clipped[2] <= clipped[0] or clipped[3] <= clipped[1]:
+  clipped = clip_box((xmin, ymin, xmax, ymax))
+  if clipped is None:
     return None, 'outside_image'
   moved = max(abs(a - b) for a, b in zip(clipped, (xmin, ymin, xmax, ymax)))
   return clipped, ('clipped' if moved > _TOLERANCE else 'ok')
+
+
+def clip_box(box: Box) -> Optional[Box]:
+  """`box` clipped to the image, [0, 1]; None when nothing of it is left inside."""
+  x0, y0, x1, y1 = (min(1.0, max(0.0, float(v))) for v in box)
+  if x1 <= x0 or y1 <= y0:
+    return None
+  return x0, y0, x1, y1
 
 
 def pixel_area(box: Box, width: int, height: int) -> float:
