@@ -16,6 +16,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from tfrecorder_component.errors import RowError
+from tfrecorder_component.manifest.registry import MANIFEST_EXTENSIONS
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_ATTEMPTS = 4
@@ -77,8 +78,6 @@ _ADVICE = {
 }
 
 
-# Files that may be manifests; anything else beside them (images) is skipped.
-MANIFEST_EXTENSIONS = ('.csv', '.jsonl', '.txt', '.json', '.xml')
 
 
 def _match(pattern: str) -> List[str]:

@@ -14,9 +14,9 @@ import re
 from typing import Callable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ParsedItem,
-                                           check_feature_name, parse_number, resolve_uri,
-                                           split_for_ml_use, typed_items)
+from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.features import check_feature_name, parse_number, typed_items
+from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT, ManifestRow, ParsedItem, resolve_uri, split_for_ml_use
 
 SPLIT_COLUMNS = ('split', 'ml_use', 'mluse', 'set')
 URI_COLUMNS = ('image_uri', 'uri', 'gcs_file_path', 'image', 'image_path', 'path', 'filename', 'file')
@@ -297,3 +297,6 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
   return ManifestRow(source=path, row=row, image_uri=uri,
                      resolved_uri=resolve_uri(uri, path, layout.image_root), labels=labels,
                      split=split, features=raw_features(fields, layout.feature_cols))
+
+
+FORMAT = ManifestFormat('automl_csv', ('.csv', '.txt'), sniff=lambda head: True, parse=parse)

@@ -14,8 +14,9 @@ import io
 from typing import Iterator, List, Mapping, Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
-                                           parse_number, resolve_uri)
+from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.features import parse_number
+from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem, resolve_uri
 from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns,
                                                       has_ml_use_column,
                                                       header_columns, is_header,
@@ -32,7 +33,9 @@ def _is_number_or_empty(field: str) -> bool:
 
 
 def sniff(head: str) -> bool:
-  """Whether the first data row of a CSV text is a detection row (see `detect_format`).
+  """Whether the first data row of a CSV text is a detection row: after the URI and the
+  label, exactly 8 fields that are numbers or empty (10 fields, or 11 with an ML_USE
+  column first; with a header, the 8 columns after the label column).
 
   Rows with nothing after the URI (an image without objects, or unlabelled) say
   nothing either way; the first row with more decides.
@@ -159,3 +162,6 @@ def _box(label: str, coordinates: List[str]) -> ObjectBox | str:
     return ObjectBox(label, *values)
   xs, ys = values[0::2], values[1::2]
   return ObjectBox(label, min(xs), min(ys), max(xs), max(ys))
+
+
+FORMAT = ManifestFormat('automl_detection_csv', ('.csv', '.txt'), sniff=sniff, parse=parse)

@@ -10,8 +10,9 @@ import json
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest import (ManifestRow, ObjectBox, ParsedItem, as_number,
-                                           resolve_uri)
+from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.features import as_number
+from tfrecorder_component.manifest.rows import ManifestRow, ObjectBox, ParsedItem, resolve_uri
 
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
@@ -126,3 +127,7 @@ def _numbers(values: object) -> Optional[Tuple[float, ...]]:
       return None
     numbers.append(number)
   return tuple(numbers)
+
+
+# A COCO file is known by its .json extension alone: JSON text without one is Vertex JSONL.
+FORMAT = ManifestFormat('coco_json', ('.json',), sniff=lambda head: False, parse=parse)

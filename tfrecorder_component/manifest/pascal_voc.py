@@ -10,8 +10,9 @@ import xml.etree.ElementTree as ET
 from typing import Iterator, List, Mapping, Optional
 
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.manifest import (ManifestRow, ObjectBox, ParsedItem, parse_number,
-                                           resolve_uri)
+from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.features import parse_number
+from tfrecorder_component.manifest.rows import ManifestRow, ObjectBox, ParsedItem, resolve_uri
 
 _TRUE = ('1', 'true', 'yes')
 _FALSE = ('', '0', 'false', 'no')
@@ -68,3 +69,6 @@ def _object(element: ET.Element) -> ObjectBox | str:
       return f'<bndbox><{tag}> of {name!r} must be a number of pixels, got {text!r}'
     coordinates.append(number)
   return ObjectBox(name, *coordinates, normalized=False, **flags)
+
+
+FORMAT = ManifestFormat('pascal_voc', ('.xml',), sniff=lambda head: head.startswith('<'), parse=parse)

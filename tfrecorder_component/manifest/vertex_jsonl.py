@@ -14,9 +14,9 @@ import json
 from typing import Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.manifest import (FeatureValue, ManifestRow, ObjectBox, ParsedItem,
-                                           as_number, check_feature_name, resolve_uri,
-                                           split_for_ml_use, typed_items)
+from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
+from tfrecorder_component.manifest.rows import FeatureValue, ManifestRow, ObjectBox, ParsedItem, resolve_uri, split_for_ml_use
 
 ML_USE_KEY = 'aiplatform.googleapis.com/ml_use'
 KNOWN_KEYS = ('imageGcsUri', 'classificationAnnotation', 'classificationAnnotations',
@@ -126,3 +126,7 @@ def _features(path: str, obj: dict) -> Union[Tuple[Tuple[str, FeatureValue], ...
               'features and must be a number, a string or a boolean')
     features.append((name, value))
   return tuple(sorted(features))
+
+
+FORMAT = ManifestFormat('vertex_jsonl', ('.jsonl',), sniff=lambda head: head.startswith('{'),
+                        parse=parse)

@@ -1,0 +1,161 @@
+"""Extra manifest columns (CSV) and fields (JSON) as typed record features: declared
+types checked, undeclared ones inferred per file, values converted."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import re
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+
+from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest.rows import FeatureValue, ManifestRow, ParsedItem
+
+FEATURE_TYPES = ('int', 'float', 'string')
+RESERVED_FEATURE_PREFIX = 'image/'
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+_INT = re.compile(r'[+-]?\d+\Z', re.ASCII)
+_DECIMAL = re.compile(r'[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z', re.ASCII)
+_NUMBER = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|nan|inf|infinity)\Z',
+                     re.ASCII | re.IGNORECASE)
+
+
+def parse_number(text: str) -> Optional[float]:
+  """The number written in `text` ('0.5', '-1e-3', 'nan'), or None when it is not one."""
+  text = text.strip()
+  return float(text) if _NUMBER.match(text) else None
+
+
+def as_number(value: object) -> Optional[float]:
+  """A JSON coordinate (a number or a numeric string) as a float, or None."""
+  if isinstance(value, str):
+    return parse_number(value)
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    return None
+  try:
+    return float(value)
+  except OverflowError:
+    return None
+
+
+def check_feature_name(path: str, name: str) -> None:
+  """Raises ManifestError for a column name that would clash with the record's own features."""
+  if name.startswith(RESERVED_FEATURE_PREFIX):
+    raise ManifestError(f'{path}: column {name!r} would become a feature named '
+                        f'{name!r}; names starting with {RESERVED_FEATURE_PREFIX!r} are '
+                        'reserved for the image features, rename the column')
+
+
+def check_feature_types(feature_types: Optional[Mapping[str, str]]) -> Dict[str, str]:
+  """Validates declared feature types ({name: 'int' | 'float' | 'string'})."""
+  declared = dict(feature_types or {})
+  for name, type_ in declared.items():
+    if type_ not in FEATURE_TYPES:
+      raise ManifestError(f'feature_types[{name!r}] is {type_!r}; use one of {FEATURE_TYPES}')
+    check_feature_name('feature_types', name)
+  return declared
+
+
+def _format_value(value: Union[FeatureValue, bool]) -> str:
+  if isinstance(value, str):
+    return value
+  return json.dumps(value)  # true/false, 3, 0.5
+
+
+def convert_feature(value: Union[FeatureValue, bool], type_: str) -> FeatureValue:
+  """Converts a CSV text or JSON value to `type_`; raises ValueError when it does not fit."""
+  if type_ == 'string':
+    return _format_value(value)
+  if isinstance(value, str):
+    text = value.strip()
+    if type_ == 'int' and _INT.match(text):
+      value = int(text)
+    elif _NUMBER.match(text):
+      value = float(text)
+    else:
+      raise ValueError(value)
+  if type_ == 'float':
+    return float(value)
+  if isinstance(value, float):
+    if not math.isfinite(value) or value != int(value):
+      raise ValueError(value)
+    value = int(value)
+  if not _INT64_MIN <= value <= _INT64_MAX:
+    raise ValueError(value)
+  return int(value)
+
+
+class _TypeInference:
+  """One file's extra-column types, inferred from its values one row at a time.
+
+  From CSV text: int if every value is an integer (in int64 range), else float if every
+  value is a number, else string. From JSON values, which keep their type: int if every
+  value is an integer, else float if every value is a number, else string.
+  """
+
+  def __init__(self, from_text: bool):
+    self._from_text = from_text
+    self._seen: Dict[str, List[bool]] = {}  # name -> [all int, any int out of range, all number]
+
+  def observe(self, features: Tuple[Tuple[str, Union[FeatureValue, bool]], ...]) -> None:
+    for name, value in features:
+      state = self._seen.setdefault(name, [True, False, True])
+      if self._from_text:
+        text = value.strip() if isinstance(value, str) else None
+        as_int = int(text) if text is not None and _INT.match(text) else None
+        number = text is not None and bool(_DECIMAL.match(text))
+      else:
+        as_int = int(value) if isinstance(value, int) else None
+        number = isinstance(value, (int, float))
+      state[0] = state[0] and as_int is not None
+      state[1] = state[1] or (as_int is not None and not _INT64_MIN <= as_int <= _INT64_MAX)
+      state[2] = state[2] and number
+
+  def types(self, declared: Mapping[str, str]) -> Dict[str, str]:
+    return {name: declared.get(name) or (
+        'string' if out_of_range else 'int' if all_int else 'float' if number else 'string')
+            for name, (all_int, out_of_range, number) in self._seen.items()}
+
+
+def typed_items(path: str, parse: Callable[[], Iterable[ParsedItem]],
+                feature_types: Mapping[str, str], *, from_text: bool,
+                what: str = 'column') -> Iterator[ParsedItem]:
+  """Gives one file's extra columns their types: declared, else one inferred per file.
+
+  `parse()` returns a fresh iterator of the file's items with raw feature values. Items
+  stream through until the first row with features; from there the file's values are
+  only observed, and a second `parse()` yields the rest typed. So no file is ever held
+  whole, and a file without extra columns is parsed once. `from_text`: values are CSV
+  text (see `_TypeInference`). A value that does not convert to a declared type makes
+  the row a `bad_feature` error.
+  """
+  inference = _TypeInference(from_text)
+  passed = 0
+  deferred = False
+  for item in parse():
+    if isinstance(item, ManifestRow) and item.features:
+      deferred = True
+      inference.observe(item.features)
+    elif not deferred:
+      passed += 1
+      yield item
+  if not deferred:
+    return
+  types = inference.types(feature_types)
+  for item in itertools.islice(parse(), passed, None):
+    yield _typed(path, item, types, what) if isinstance(item, ManifestRow) else item
+
+
+def _typed(path: str, item: ManifestRow, types: Mapping[str, str], what: str) -> ParsedItem:
+  features, bad = [], []
+  for name, value in item.features:
+    try:
+      features.append((name, convert_feature(value, types[name])))
+    except (ValueError, OverflowError):
+      bad.append(f'{what} {name!r}: {_format_value(value)!r} is not a valid {types[name]}')
+  if bad:
+    return RowError(
+        'bad_feature', '; '.join(bad) + ' (declared in feature_types); fix the value or '
+        f"declare the {what} as 'string'", source=path, row=item.row, uri=item.image_uri)
+  return dataclasses.replace(item, features=tuple(sorted(features)))

@@ -1,0 +1,19 @@
+"""What a manifest format module declares (`FORMAT = ManifestFormat(...)`); the registry
+of them is `registry.FORMATS`."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator, Tuple
+
+from tfrecorder_component.manifest.rows import ParsedItem
+
+# parse(path, text, *, image_root, feature_types) -> rows and RowErrors, in file order
+Parser = Callable[..., Iterator[ParsedItem]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ManifestFormat:
+  name: str
+  extensions: Tuple[str, ...]    # lower case, with the dot
+  sniff: Callable[[str], bool]   # whether a file's first characters are this format
+  parse: Parser

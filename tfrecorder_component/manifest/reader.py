@@ -1,0 +1,84 @@
+"""Reading a manifest file of any registered format (`registry`) into rows, streamed."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterator, List, Mapping, Optional, Tuple
+
+from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest import registry
+from tfrecorder_component.manifest.features import check_feature_types
+from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem
+
+_SNIFF_CHARS = 65536
+
+
+def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
+                        split_override: Optional[str] = None, *,
+                        image_root: Optional[str] = None,
+                        feature_types: Optional[Mapping[str, str]] = None
+                        ) -> Iterator[ParsedItem]:
+  """Parses one manifest file's text into rows, or RowErrors for rows that fail.
+
+  `split_override` (from an `input_config` split pattern) assigns every row of the
+  file to that split, whatever its ML_USE column says. Relative image URIs and COCO /
+  Pascal VOC file names resolve against `image_root`, by default the manifest's (or
+  annotation file's) folder. `feature_types` declares the types of
+  extra columns ({name: 'int' | 'float' | 'string'}).
+  """
+  declared = check_feature_types(feature_types)
+  parse = (registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])).parse
+  for item in parse(path, text, image_root=image_root, feature_types=declared):
+    if isinstance(item, ManifestRow):
+      if _has_undecodable_bytes(item):
+        item = RowError('bad_row', 'the row is not valid UTF-8; save the manifest as UTF-8',
+                        source=path, row=item.row,
+                        uri=item.image_uri.encode('utf-8', 'surrogateescape').decode(
+                            'utf-8', 'backslashreplace'))
+      elif split_override is not None:
+        item = dataclasses.replace(item, split=split_override)
+    yield item
+
+
+def _has_undecodable_bytes(row: ManifestRow) -> bool:
+  # read_manifest_file decodes with 'surrogateescape': invalid bytes become lone
+  # surrogates, so one bad row fails alone instead of the whole manifest.
+  texts = [row.image_uri, *row.labels, *(o.label for o in row.objects or ())]
+  for name, value in row.features:
+    texts.append(name)
+    if isinstance(value, str):
+      texts.append(value)
+  return any(_SURROGATE.search(text) for text in texts)
+
+
+_SURROGATE = re.compile('[\udc80-\udcff]')
+
+
+def iter_manifest_file(path: str, fmt: Optional[str] = None,
+                       split_override: Optional[str] = None, *,
+                       image_root: Optional[str] = None,
+                       feature_types: Optional[Mapping[str, str]] = None
+                       ) -> Tuple[int, Iterator[ParsedItem]]:
+  """Reads one manifest file from any Beam file system; returns its line count (at least
+  the number of rows of a CSV or JSONL manifest) and its items, parsed as they are
+  consumed."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  try:
+    with FileSystems.open(path, compression_type='uncompressed') as f:
+      raw = f.read()
+  except Exception as e:
+    raise ManifestError(f'cannot read manifest {path}: {e}') from e
+  text = raw.decode('utf-8-sig', errors='surrogateescape')
+  del raw
+  return text.count('\n') + 1, parse_manifest_text(
+      path, text, fmt, split_override, image_root=image_root, feature_types=feature_types)
+
+
+def read_manifest_file(path: str, fmt: Optional[str] = None,
+                       split_override: Optional[str] = None, *,
+                       image_root: Optional[str] = None,
+                       feature_types: Optional[Mapping[str, str]] = None
+                       ) -> List[ParsedItem]:
+  """Reads one manifest file from any Beam file system and parses it, in file order."""
+  return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
+                                 feature_types=feature_types)[1])

@@ -1,0 +1,51 @@
+"""The registry of manifest formats. A format is one module that declares a
+`ManifestFormat` (format_spec.py: its name, the file extensions it claims, how to sniff
+it from its first characters, how to parse it) and is listed once in `FORMATS`.
+
+A file's format is the one its extension claims; when several formats claim it (`.csv`,
+`.txt`) or none does, the first of those formats, in `FORMATS` order, whose `sniff`
+accepts the file's first characters.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coco, pascal_voc,
+                                           vertex_jsonl)
+from tfrecorder_component.manifest.format_spec import ManifestFormat
+
+# In sniffing order: a detection CSV is told apart before the classification fallback.
+FORMATS: Tuple[ManifestFormat, ...] = (
+    vertex_jsonl.FORMAT, coco.FORMAT, pascal_voc.FORMAT, automl_detection_csv.FORMAT,
+    automl_csv.FORMAT)
+MANIFEST_FORMATS = tuple(sorted(f.name for f in FORMATS))
+# Files that may be manifests; anything else beside them (images) is skipped.
+MANIFEST_EXTENSIONS = tuple(sorted({e for f in FORMATS for e in f.extensions}))
+
+
+def by_name(name: str, path: Optional[str] = None) -> ManifestFormat:
+  for f in FORMATS:
+    if f.name == name:
+      return f
+  where = f'{path}: ' if path else ''
+  raise ManifestError(f'{where}unknown manifest format {name!r}; one of '
+                      f'{", ".join(MANIFEST_FORMATS)}')
+
+
+def detect(path: str, head: str) -> ManifestFormat:
+  """The format of the file at `path` whose text starts with `head` (see the module)."""
+  lower = path.lower()
+  claimed = [f for f in FORMATS if lower.endswith(f.extensions)]
+  if len(claimed) == 1:
+    return claimed[0]
+  start = head.lstrip('\ufeff \t\r\n')
+  for f in claimed or FORMATS:
+    if f.sniff(start):
+      return f
+  return FORMATS[-1]
+
+
+def detect_format(path: str, head: str) -> str:
+  """The name of the format `detect` finds."""
+  return detect(path, head).name

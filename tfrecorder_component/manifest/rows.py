@@ -1,0 +1,102 @@
+"""The row model every manifest format yields: `ManifestRow` (one image, its labels or
+objects, split and extra features), `ObjectBox`, the row's `Task`, and the AutoML /
+Vertex AI ML_USE values."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import posixpath
+import re
+from typing import Optional, Tuple, Union
+
+from tfrecorder_component.errors import RowError
+
+# ML_USE / split values of the AutoML Vision and Vertex AI import formats, mapped to
+# TFX split names. None means "unassigned": the row goes through hash splitting.
+ML_USE_TO_SPLIT = {
+    'TRAIN': 'train', 'TRAINING': 'train',
+    'VALIDATION': 'eval', 'VALIDATE': 'eval', 'EVAL': 'eval',
+    'TEST': 'test',
+    'UNASSIGNED': None, '': None,
+}
+
+_SCHEME = re.compile(r'^[a-zA-Z][a-zA-Z0-9+.-]*://')
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectBox:
+  """One annotated object of a detection manifest, in the frame of the stored pixels.
+
+  Coordinates are as the manifest gives them: normalised to [0, 1] (AutoML, Vertex AI)
+  or in pixels (COCO, Pascal VOC; `normalized=False`). They are checked, clipped and
+  normalised against the image's real size when the record is built.
+  """
+  label: str
+  xmin: float
+  ymin: float
+  xmax: float
+  ymax: float
+  normalized: bool = True
+  is_crowd: bool = False
+  difficult: bool = False
+  truncated: bool = False
+  area: Optional[float] = None  # in pixels, as annotated (COCO); None: the box's own area
+
+
+FeatureValue = Union[int, float, str]
+
+
+class Task(str, enum.Enum):
+  """What a row's record is for; one run converts rows of one task."""
+  CLASSIFICATION = 'classification'
+  DETECTION = 'detection'
+
+
+@dataclasses.dataclass(frozen=True)
+class ManifestRow:
+  """One image of a manifest, with where it came from."""
+  source: str                 # the manifest file
+  row: int                    # 1-based position of the row in that file
+  image_uri: str              # as written in the manifest; also the record's source id
+  resolved_uri: str           # where the bytes are read from
+  labels: Tuple[str, ...] = ()
+  split: Optional[str] = None  # TFX split name, or None when unassigned
+  label_ids: Tuple[int, ...] = ()  # ids of `labels` in the run's vocabulary, set in the pipeline
+  # Detection: the image's objects (() for an image without any); None for classification.
+  objects: Optional[Tuple[ObjectBox, ...]] = None
+  # Extra manifest columns / JSON fields, carried as typed features: (name, value) pairs.
+  features: Tuple[Tuple[str, FeatureValue], ...] = ()
+
+  @property
+  def task(self) -> Task:
+    """Detection when the row carries objects (possibly none), else classification."""
+    return Task.CLASSIFICATION if self.objects is None else Task.DETECTION
+
+
+def split_for_ml_use(value: str) -> Optional[str]:
+  """Maps an ML_USE value (any case) to a TFX split name; raises KeyError if unknown."""
+  return ML_USE_TO_SPLIT[value.strip().upper()]
+
+
+def resolve_uri(image_uri: str, manifest_path: str, image_root: Optional[str] = None) -> str:
+  """Resolves an image URI against `image_root`, by default the manifest's own folder.
+
+  Absolute paths and URIs with a scheme are kept; relative ones never depend on the
+  working directory unless `image_root` itself is relative.
+  """
+  uri = image_uri
+  if uri.startswith('file://'):
+    return uri[len('file://'):]
+  if _SCHEME.match(uri) or uri.startswith('/'):
+    return uri
+  if image_root:
+    root = image_root[len('file://'):] if image_root.startswith('file://') else image_root
+    base = root.rstrip('/') or '/'
+  else:
+    base = manifest_path.rsplit('/', 1)[0] if '/' in manifest_path else '.'
+  if _SCHEME.match(base):
+    return posixpath.join(base, uri)
+  return posixpath.normpath(posixpath.join(base, uri))
+
+
+ParsedItem = Union[ManifestRow, RowError]
