@@ -41,7 +41,15 @@ def _sample(peaks, stop):
 def _part(part: str, manifest: str, out: str) -> dict:
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.beam import transforms as T  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
+  from tfrecorder_component.beam.outputs import STATS
+  from tfrecorder_component.beam.pipeline import ConvertManifests
+  from tfrecorder_component.beam.read import ReadManifestRows
+  from tfrecorder_component.beam.report import FindDuplicates
+  from tfrecorder_component.beam.write import WriteSplits
+  from tfrecorder_component.options import ConversionOptions, ManifestSource
+  # pylint: enable=g-import-not-at-top
   peaks, stop = {}, threading.Event()
   threading.Thread(target=_sample, args=(peaks, stop), daemon=True).start()
   splits = {s: os.path.join(out, f'Split-{s}') for s in ('train', 'eval', 'test')}
@@ -51,19 +59,19 @@ def _part(part: str, manifest: str, out: str) -> dict:
   start = time.perf_counter()
   with beam.Pipeline(options=PipelineOptions(args)) as p:
     if part.startswith('full'):
-      _ = p | T.ConvertManifests([T.ManifestSource(manifest)], splits, out,
-                                 os.path.join(out, 'report'))
+      _ = p | ConvertManifests([ManifestSource(manifest)], splits, out,
+                               os.path.join(out, 'report'))
     else:
-      rows = p | T.ReadManifestRows([T.ManifestSource(manifest)])
+      rows = p | ReadManifestRows([ManifestSource(manifest)])
       if part == 'rows':
         _ = rows['chunks'] | beam.combiners.Count.Globally()
       else:
-        vocabulary = rows['chunks'] | T.LabelVocabulary()
-        converted = rows['chunks'] | T.ConvertBatches(beam.pvalue.AsSingleton(vocabulary),
-                                                      T.ConversionOptions())
-        _ = converted.records | T.WriteSplits(splits)
+        vocabulary = rows['chunks'] | LabelVocabulary()
+        converted = rows['chunks'] | ConvertBatches(beam.pvalue.AsSingleton(vocabulary),
+                                                    ConversionOptions())
+        _ = converted.records | WriteSplits(splits)
         if part == 'dups':
-          _ = converted[T.STATS] | T.FindDuplicates() | beam.combiners.Count.Globally()
+          _ = converted[STATS] | FindDuplicates() | beam.combiners.Count.Globally()
   stop.set()
   return {'run_s': round(time.perf_counter() - start, 1),
           **{k: round(v / 2**20) for k, v in sorted(peaks.items()) if v > 2**24}}

@@ -60,9 +60,10 @@ def _worker(method: str, manifest: str, output: str) -> Dict[str, float]:
   else:
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-    from tfrecorder_component.beam.transforms import ConvertManifests, ManifestSource  # pylint: disable=g-import-not-at-top
+    from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+    from tfrecorder_component.options import ManifestSource  # pylint: disable=g-import-not-at-top
     t1 = time.perf_counter()
-    from tfrecorder_component.beam.transforms import ConversionOptions  # pylint: disable=g-import-not-at-top
+    from tfrecorder_component.options import ConversionOptions  # pylint: disable=g-import-not-at-top
     splits = {s: os.path.join(output, f'Split-{s}') for s in ('train', 'eval', 'test')}
     options = ConversionOptions(verify_decode=not method.endswith('noverify'))
     with beam.Pipeline(options=PipelineOptions(BEAM_ARGS[method])) as p:

@@ -26,6 +26,8 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
+from tfrecorder_component import run
+
 PIPELINE_NAME = 'tfrecorder-demo'
 # Where the Dockerfile puts the package's source inside the pipeline image.
 IMAGE_PROJECT_DIR = '/tfrecorder'
@@ -37,34 +39,11 @@ CONTAINER_BEAM_ARGS = ['--direct_running_mode=multi_processing', '--direct_num_w
 
 def dataflow_args(project: str, region: str, temp_location: str, *,
                   worker_image: Optional[str] = None, setup_file: str = IMAGE_SETUP_FILE,
-                  max_num_workers: Optional[int] = None,
-                  service_account: Optional[str] = None,
-                  machine_type: Optional[str] = None) -> List[str]:
-  """Beam arguments that run a component's Beam pipeline on Dataflow.
-
-  Workers get this package either from `worker_image` (an SDK container image that has
-  it installed, such as the pipeline image) or from `setup_file`, which Beam builds into
-  a source package and installs on every worker.
-  """
-  for name, value in (('project', project), ('region', region),
-                      ('temp_location', temp_location)):
-    if not value:
-      raise ValueError(f'Dataflow needs --{name.replace("_", "-")}')
-  if not temp_location.startswith('gs://'):
-    raise ValueError(f'--temp-location must be a gs:// path for Dataflow, got {temp_location!r}')
-  args = ['--runner=DataflowRunner', f'--project={project}', f'--region={region}',
-          f'--temp_location={temp_location}']
-  if worker_image:
-    args.append(f'--sdk_container_image={worker_image}')
-  else:
-    args.append(f'--setup_file={setup_file}')
-  if max_num_workers:
-    args.append(f'--max_num_workers={max_num_workers}')
-  if service_account:
-    args.append(f'--service_account_email={service_account}')
-  if machine_type:
-    args.append(f'--machine_type={machine_type}')
-  return args
+                  **options) -> List[str]:
+  """`tfrecorder_component.run.dataflow_args` for the pipeline image: without a
+  `worker_image`, workers build the package from the image's own setup.py."""
+  return run.dataflow_args(project, region, temp_location, worker_image=worker_image,
+                           setup_file=setup_file, **options)
 
 
 def build_pipeline(args: argparse.Namespace):

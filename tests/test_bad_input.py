@@ -9,7 +9,7 @@ import tensorflow as tf
 from baddata import make
 from records import by_source_id, feature, read_split
 from test_beam import SPLITS, convert
-from tfrecorder_component.beam.transforms import ConversionOptions, ManifestSource
+from tfrecorder_component.options import ConversionOptions, ManifestSource
 
 MAX_BYTES = 50_000
 

@@ -19,7 +19,7 @@ from tfrecorder_component.component import executor as executor_lib
 from tfrecorder_component.component.component import default_output_config
 from tfrecorder_component.component.types import ConversionReport
 from tfrecorder_component.errors import ManifestError
-from tfrecorder_component.mlmd import latest_output
+from tfrecorder_component.component.mlmd import latest_output
 from tfx.components.example_gen import utils as example_gen_utils
 
 MAX_BYTES = 50_000

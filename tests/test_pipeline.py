@@ -10,7 +10,7 @@ from tfx.proto import example_gen_pb2
 from images import write_image, write_text
 from records import by_source_id, feature
 from tfrecorder_component import ImageExampleGen, ImageManifest, read_label_map
-from tfrecorder_component.mlmd import latest_output
+from tfrecorder_component.component.mlmd import latest_output
 from tfrecorder_component.splits import DEFAULT_BUCKETS, hash_split
 
 BEAM_ARGS = ['--direct_running_mode=in_memory', '--direct_num_workers=1']

@@ -25,6 +25,7 @@ import tempfile
 import warnings
 from typing import List, Optional
 
+from tfrecorder_component import layout
 from tfrecorder_component import policy
 from tfrecorder_component.errors import ManifestError
 
@@ -111,11 +112,11 @@ def _options(args) -> dict:
 
 
 def _print_errors(report_dir: str, failed: int, show_path: bool = True) -> None:
-  for line in policy.failed_rows_lines(os.path.join(report_dir, 'errors.jsonl'), failed,
+  for line in policy.failed_rows_lines(layout.errors_path(report_dir), failed,
                                        ERRORS_PRINTED):
     print(line)
   if show_path:
-    print(f'All failed rows: {os.path.join(report_dir, "errors.jsonl")}')
+    print(f'All failed rows: {layout.errors_path(report_dir)}')
 
 
 def cmd_convert(args) -> int:
@@ -134,7 +135,7 @@ def cmd_convert(args) -> int:
     print('Labels with no record, left out of labels.txt and label_map.pbtxt: '
           + ', '.join(result.summary['labels_left_out']))
   _print_box_issues(result.summary, result.report_dir)
-  print(f'Report: {os.path.join(result.report_dir, "report.html")}')
+  print(f'Report: {os.path.join(result.report_dir, layout.REPORT_PAGE)}')
   return 0
 
 
@@ -171,7 +172,7 @@ def cmd_validate(args) -> int:
       print('Labels with no valid row (convert leaves them out of the vocabulary): '
             + ', '.join(summary['labels_left_out']))
     if not args.no_report:
-      print(f'Report: {os.path.join(report_dir, "report.html")}')
+      print(f'Report: {os.path.join(report_dir, layout.REPORT_PAGE)}')
     return 1 if failed or not rows else 0
   finally:
     if args.no_report:

@@ -15,6 +15,8 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
+from tfrecorder_component import layout
+
 IMAGE_KEY = 'image/encoded'
 LABEL_KEY = 'image/class/label'
 
@@ -25,7 +27,7 @@ def shard_patterns(examples: Union[str, Sequence[str]], split: Optional[str]) ->
   if isinstance(examples, str):
     if split is None:
       raise ValueError('give the split to read, e.g. split="train"')
-    return [os.path.join(examples, f'Split-{split}', '*')]
+    return [os.path.join(layout.split_dir(examples, split), '*')]
   return [os.path.join(p, '*') if tf.io.gfile.isdir(p) else p for p in examples]
 
 

@@ -1,7 +1,14 @@
-"""The project's own errors: each names the row, the URI and the reason."""
+"""The project's own errors: each names the row, the URI and the reason.
+
+One convention for a row that fails: the per-row code raises `RowError`; the Beam step
+that runs it turns it into a dead-letter dict (`error_record`, a line of errors.jsonl)
+on its `errors` output. Parsers stream, so they yield RowErrors among their rows.
+Whole-run problems raise `ManifestError` (a manifest cannot be read) or `UsageError`
+(a wrong option or path, found before any row is read).
+"""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, Optional
 
 
 class RowError(ValueError):
@@ -38,3 +45,15 @@ class UsageError(ValueError):
   """What a conversion was asked to do cannot be done: a source that does not exist, an
   unknown option value, an output folder in use. Raised before any row is read; the
   command exits 2 for it (1 is for data that failed)."""
+
+
+def error_record(error: RowError, row: Optional[Any] = None) -> Dict[str, Any]:
+  """The dead-letter form of a failed row, as written to errors.jsonl; `row` (a
+  ManifestRow), when given, says where the row is."""
+  return {
+      'source': row.source if row else error.source,
+      'row': row.row if row else error.row,
+      'uri': row.image_uri if row else error.uri,
+      'reason': error.reason,
+      'message': error.message,
+  }

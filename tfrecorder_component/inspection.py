@@ -8,6 +8,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from tfrecorder_component import layout
 from tfrecorder_component.beam.sink import read_shard
 from tfrecorder_component.example_proto import Example
 from tfrecorder_component.images.thumbnail import draw_boxes
@@ -22,8 +23,9 @@ def split_names(examples_dir: str) -> List[str]:
   if '://' not in examples_dir and not os.path.isdir(examples_dir):
     raise ValueError(f'{examples_dir} does not exist' if not os.path.exists(examples_dir)
                      else f'{examples_dir} is not a folder')
-  matches = FileSystems.match([FileSystems.join(examples_dir, 'Split-*', '*.gz')])[0]
-  names = {m.path.rstrip('/').split('/')[-2][len('Split-'):] for m in matches.metadata_list}
+  matches = FileSystems.match([FileSystems.join(layout.split_dir(examples_dir, '*'), '*.gz')])[0]
+  names = {m.path.rstrip('/').split('/')[-2][len(layout.SPLIT_PREFIX):]
+           for m in matches.metadata_list}
   if not names:
     raise ValueError(f'{examples_dir} holds no Split-*/ shards: give an output folder of '
                      '`convert` or an Examples artifact')
@@ -42,7 +44,7 @@ def check_split(examples_dir: str, split: Optional[str]) -> List[str]:
 
 def read_records(examples_dir: str, split: str) -> Iterator[bytes]:
   """The serialized records of one split, read from its gzipped TFRecord shards."""
-  pattern = FileSystems.join(examples_dir, f'Split-{split}', '*.gz')
+  pattern = FileSystems.join(layout.split_dir(examples_dir, split), '*.gz')
   for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
     yield from read_shard(path)
 

@@ -30,6 +30,11 @@ def vocabulary_order(labels: Iterable[str]) -> List[str]:
   return sorted(labels)
 
 
+def first_label_id(task: str) -> int:
+  """Class ids start at 0 for classification, at 1 for detection (0 is background)."""
+  return 1 if task == 'detection' else 0
+
+
 def held_vocabulary(labels: List[str], first_id: int,
                     records_per_label: Dict[str, int]) -> Tuple[List[str], Dict[int, int]]:
   """The labels in id order that some record holds, and {id set before the run: its id

@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from tfrecorder_component import layout
 from tfrecorder_component.errors import ManifestError
 
 FIRST_ERRORS_SHOWN = 5
@@ -86,6 +87,6 @@ def apply_error_policy(summary: Dict[str, Any], max_error_ratio: float,
   try:
     check_error_policy(summary, max_error_ratio, manifests)
   except TooManyFailedRows as e:
-    errors_path = keep_report().rstrip('/') + '/errors.jsonl'
+    errors_path = layout.errors_path(keep_report().rstrip('/'))
     raise e.with_report(errors_path) from None
   warn_allowed_failures(summary, max_error_ratio)

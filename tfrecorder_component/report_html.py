@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 # Longest-side buckets of the image size histogram: (upper bound, name).
 SIZE_BUCKETS: Tuple[Tuple[float, str], ...] = (

@@ -19,10 +19,12 @@ from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, proto_utils
 
+from tfrecorder_component import layout
 from tfrecorder_component import policy
+from tfrecorder_component import run
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.images import transform as transform_lib
-from tfrecorder_component.beam.transforms import ConversionOptions, ConvertManifests, ManifestSource
+from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.files import MANIFEST_EXTENSIONS, list_manifest_files
@@ -155,12 +157,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
-    with self._make_beam_pipeline() as pipeline:
-      _ = pipeline | 'ConvertManifests' >> ConvertManifests(
-          sources, split_dirs, label_dir=examples.uri, report_dir=report_dir, options=options)
-
-    with fileio.open(os.path.join(report_dir, 'summary.json')) as f:
-      summary = json.loads(f.read())
+    summary = run.run_conversion(self._make_beam_pipeline(), sources, split_dirs,
+                                 examples.uri, report_dir, options)
     policy.apply_error_policy(summary, float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
                               [s.path for s in sources], lambda: keep_failed_report(report_dir))
 
@@ -186,6 +184,6 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       report.set_json_value_custom_property('box_issues', summary['box_issues'])
     if duplicates['cross_split_groups']:
       logging.warning('%d image(s) appear in more than one split (test data leaking into '
-                      'training); see %s/duplicates.jsonl.', duplicates['cross_split_groups'],
-                      report_dir)
+                      'training); see %s.', duplicates['cross_split_groups'],
+                      os.path.join(report_dir, layout.DUPLICATES + layout.JSON_LINES))
     logging.info('ImageExampleGen wrote %s records per split.', counts)

@@ -19,3 +19,9 @@ from tfrecorder_component.manifest.registry import (MANIFEST_EXTENSIONS, MANIFES
 from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox,
                                                 ParsedItem, Task, resolve_uri,
                                                 split_for_ml_use)
+
+__all__ = ['FEATURE_TYPES', 'MANIFEST_EXTENSIONS', 'MANIFEST_FORMATS', 'ML_USE_TO_SPLIT',
+           'ManifestRow', 'ObjectBox', 'ParsedItem', 'Task', 'as_number',
+           'check_feature_types', 'detect_format', 'iter_manifest_file', 'parse_manifest_text',
+           'parse_number', 'read_manifest_file', 'resolve_uri', 'split_for_ml_use',
+           'typed_items']

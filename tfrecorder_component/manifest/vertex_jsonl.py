@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Iterator, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat

@@ -1,0 +1,177 @@
+"""Converting chunks of rows into records in Beam, with the label vocabulary as a side
+input; every per-row step is `record.convert_row`."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Dict, List, Tuple
+
+import apache_beam as beam
+
+from tfrecorder_component import labels as labels_lib
+from tfrecorder_component import record as record_lib
+from tfrecorder_component.beam.chunks import ROWS_PER_BATCH, Chunk, unpack_chunk
+from tfrecorder_component.beam.outputs import (BOX_ISSUES, ERRORS, METRICS_NAMESPACE, SAMPLES,
+                                               STATS)
+from tfrecorder_component.errors import ManifestError, RowError, error_record
+from tfrecorder_component.images import thumbnail as thumbnail_lib
+from tfrecorder_component.manifest import ManifestRow, Task
+from tfrecorder_component.options import ConversionOptions
+
+SAMPLES_PER_LABEL = 8  # thumbnails per label on report.html's contact sheet
+
+
+class _ConvertBatch(beam.DoFn):
+  """A Chunk of rows in; per split, batches of serialized Examples out.
+
+  For each row: label ids from the vocabulary, read, probe and decode check, boxes
+  checked (see `boxes`), optional image transform, split, Example. Side outputs: one
+  error record per failed row (`errors`), one list of RecordStats per batch (`stats`),
+  one record per dropped or clipped box (`box_issues`).
+  """
+
+  def __init__(self, options: ConversionOptions):
+    self._options = options
+    self._ids: Tuple[Any, Dict[str, int]] = (None, {})
+    self._sampled: Dict[str, int] = {}
+    self._loaded = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_loaded')
+    self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
+    self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
+    self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
+
+  def _samples(self, labels: Tuple[str, ...], uri: str, data: bytes, objects):
+    """(label, (uri, thumbnail)) for each of the record's labels (or '(none)') of which
+    this DoFn instance has seen fewer than SAMPLES_PER_LABEL records, so every label
+    appears on the contact sheet; detection thumbnails show the boxes with their class
+    names. The contact sheet costs a few decodes, never a second read."""
+    wanted = [label for label in (labels or ('(none)',))
+              if self._sampled.get(label, 0) < SAMPLES_PER_LABEL]
+    if not wanted:
+      return []
+    for label in wanted:
+      self._sampled[label] = self._sampled.get(label, 0) + 1
+    thumbnail = thumbnail_lib.thumbnail(data, [(o.label, o.box) for o in objects or ()])
+    return [] if thumbnail is None else [(label, (uri, thumbnail)) for label in wanted]
+
+  def _label_ids(self, vocabulary: Dict[str, Any]) -> Dict[str, int]:
+    if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
+      first = labels_lib.first_label_id(vocabulary['task'])
+      self._ids = (vocabulary, {label: i for i, label in enumerate(vocabulary['labels'],
+                                                                   start=first)})
+    return self._ids[1]
+
+  def process(self, chunk: Chunk, vocabulary: Dict[str, Any]):
+    rows = unpack_chunk(chunk)
+    for start in range(0, len(rows), ROWS_PER_BATCH):
+      yield from self._convert(rows[start:start + ROWS_PER_BATCH], vocabulary)
+
+  def _convert(self, batch: List[ManifestRow], vocabulary: Dict[str, Any]):
+    ids = self._label_ids(vocabulary)
+    records: Dict[str, List[bytes]] = {}
+    stats: List[record_lib.RecordStat] = []
+    loaded = converted = nbytes = 0
+    for row in batch:
+      try:
+        out = record_lib.convert_row(row, ids, self._options)
+      except RowError as e:
+        self._failed.inc()
+        yield beam.pvalue.TaggedOutput(ERRORS, error_record(e, row))
+        continue
+      for issue in out.box_issues:
+        yield beam.pvalue.TaggedOutput(BOX_ISSUES, dict(
+            source=row.source, row=row.row, uri=row.image_uri, **issue.as_dict()))
+      loaded += 1
+      converted += out.converted
+      nbytes += out.bytes_read
+      records.setdefault(out.split, []).append(out.record)
+      stats.append(out.stat)
+      for sample in self._samples(out.stat.labels, row.image_uri, out.data, out.objects):
+        yield beam.pvalue.TaggedOutput(SAMPLES, sample)
+    self._loaded.inc(loaded)
+    self._converted.inc(converted)
+    self._bytes.inc(nbytes)
+    if self._options.progress_every_s:
+      _PROGRESS.add(len(batch), len(batch) - loaded, self._options.progress_every_s)
+    for split, serialized in records.items():
+      yield split, serialized
+    if stats:
+      yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+class _Progress:
+  """Rows done, rate and failures of this worker process, printed at most every few
+  seconds (each worker of a multi-process run reports its own share)."""
+
+  def __init__(self):
+    self._start = self._last = None
+    self._rows = self._failed = 0
+
+  def add(self, rows: int, failed: int, every_s: float) -> None:
+    now = time.monotonic()
+    if self._start is None:
+      self._start = self._last = now
+    self._rows += rows
+    self._failed += failed
+    if now - self._last >= every_s:
+      self._last = now
+      rate = self._rows / max(now - self._start, 1e-9)
+      print(f'[{os.getpid()}] {self._rows:,} rows done, {rate:,.0f} rows/s, '
+            f'{self._failed:,} failed', file=sys.stderr, flush=True)
+
+
+_PROGRESS = _Progress()
+
+
+class ConvertBatches(beam.PTransform):
+  """Chunks of rows -> (split, [serialized tf.train.Example]) pairs.
+
+  Outputs: `records` (main), `errors` (one dict per failed row) and `stats` (a list of
+  RecordStat per batch). Label ids come from `vocabulary`, a singleton side input, and
+  are set on rows before any image is read: no image bytes wait for the vocabulary.
+  """
+
+  def __init__(self, vocabulary, options: ConversionOptions):
+    super().__init__()
+    self._vocabulary = vocabulary
+    self._options = options
+
+  def expand(self, chunks):
+    return chunks | beam.ParDo(_ConvertBatch(self._options),
+                                vocabulary=self._vocabulary).with_outputs(
+                                    ERRORS, STATS, BOX_ISSUES, SAMPLES, main='records')
+
+
+class _LabelSetFn(beam.CombineFn):
+  """The sorted set of labels of Chunks of rows, and the task: classification or
+  detection (a run converts one or the other)."""
+
+  def create_accumulator(self):
+    return set(), set()
+
+  def add_input(self, acc, chunk: Chunk):
+    labels, task, _ = chunk
+    acc[0].update(labels)
+    acc[1].add(task)
+    return acc
+
+  def merge_accumulators(self, accumulators):
+    accumulators = list(accumulators)
+    return (set().union(*(a[0] for a in accumulators)),
+            set().union(*(a[1] for a in accumulators)))
+
+  def extract_output(self, acc):
+    labels, tasks = acc
+    if len(tasks) > 1:
+      raise ManifestError('the manifests mix classification and detection rows; convert '
+                          'them in separate runs')
+    return {'labels': labels_lib.vocabulary_order(labels),
+            'task': next(iter(tasks), Task.CLASSIFICATION.value)}
+
+
+class LabelVocabulary(beam.PTransform):
+  """{'labels': the vocabulary in id order (`labels.vocabulary_order`), 'task': ...} of
+  Chunks of rows, one element."""
+
+  def expand(self, chunks):
+    return chunks | beam.CombineGlobally(_LabelSetFn())

@@ -1,0 +1,79 @@
+r"""The whole conversion as one PTransform, `ConvertManifests`; failures leave every step
+through a tagged `errors` output.
+
+    manifests -> ReadManifestRows -> ConvertBatches -> WriteSplits -> RenumberLabels
+                   |        \-> LabelVocabulary -/ (side input)  |  \
+                   |                                             |   +-> stats -> Summarize,
+                   +--------------------- errors ----------------+             FindDuplicates
+
+By construction: manifest rows = records written + error rows (errors.jsonl).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+import apache_beam as beam
+
+from tfrecorder_component.beam import report
+from tfrecorder_component.beam import write
+from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
+from tfrecorder_component.beam.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
+from tfrecorder_component.beam.read import ReadManifestRows
+from tfrecorder_component.options import ConversionOptions, ManifestSource
+
+
+class ConvertManifests(beam.PTransform):
+  """The whole conversion: manifests in; split TFRecords, label files and a report out.
+
+  Writes `Split-<name>/data_tfrecord-*.gz` under `split_dirs`, `labels.txt` and
+  `label_map.pbtxt` into `label_dir`, and `summary.json`, `errors.jsonl` and
+  `duplicates.jsonl` into `report_dir`. With `split_dirs` and `label_dir` None it
+  writes only the report: every row is read, probed and built, and no record is kept
+  (what `tfrecorder-component validate` runs).
+  """
+
+  def __init__(self, sources: Sequence[ManifestSource],
+               split_dirs: Optional[Mapping[str, str]], label_dir: Optional[str],
+               report_dir: str,
+               options: ConversionOptions = ConversionOptions()):
+    super().__init__()
+    self._sources = sources
+    self._split_dirs = split_dirs
+    self._label_dir = label_dir
+    self._report_dir = report_dir
+    self._options = options
+
+  def expand(self, pbegin):
+    manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(self._sources)
+    vocabulary = manifest['chunks'] | 'LabelVocabulary' >> LabelVocabulary()
+    converted = manifest['chunks'] | 'Convert' >> ConvertBatches(
+        beam.pvalue.AsSingleton(vocabulary), self._options)
+    errors = (manifest[ERRORS], converted[ERRORS]) | 'AllErrors' >> beam.Flatten()
+    if any(s.row_index for s in self._sources):
+      errors = errors | 'CiteDataFrameIndex' >> beam.Map(_CiteIndex(self._sources))
+    summary = ((converted[STATS], errors, converted[BOX_ISSUES])
+               | 'Summarize' >> report.Summarize())
+    held = summary | 'HeldLabels' >> beam.Map(report.held_labels,
+                                              beam.pvalue.AsSingleton(vocabulary))
+    level = self._options.compression_level
+    if self._label_dir is not None:
+      _ = held | 'WriteLabelFiles' >> write.WriteLabelFiles(self._label_dir)
+    if self._split_dirs is not None:
+      _ = (converted.records
+           | 'WriteSplits' >> write.WriteSplits(self._split_dirs, level)
+           | 'RenumberLabels' >> write.RenumberLabels(beam.pvalue.AsSingleton(held), level))
+    _ = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
+          'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES]}
+         | 'WriteReport' >> report.WriteReport(self._report_dir))
+    return beam.pvalue.PDone(pbegin.pipeline)
+
+
+class _CiteIndex:
+  """Adds the DataFrame `index` to the errors of rows of manifests written from one."""
+
+  def __init__(self, sources: Sequence[ManifestSource]):
+    self._index = {s.path: dict(s.row_index) for s in sources if s.row_index}
+
+  def __call__(self, error: Dict[str, Any]) -> Dict[str, Any]:
+    index = self._index.get(error['source'], {}).get(error['row'])
+    return error if index is None else dict(error, index=index)

@@ -1,0 +1,236 @@
+"""The run's report in Beam: counts per split, label, format and reason, duplicate
+images, and summary.json and report.html written once from them."""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from tfrecorder_component import files
+from tfrecorder_component import labels as labels_lib
+from tfrecorder_component import layout
+from tfrecorder_component import report_html
+from tfrecorder_component.beam import write
+from tfrecorder_component.beam.convert import SAMPLES_PER_LABEL
+from tfrecorder_component.record import RecordStat
+
+FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
+
+
+def _stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
+  """A batch's RecordStats as counts per split, label and object label: a few small
+  dicts cross to the summary instead of a stat per record."""
+  counts: Dict[str, Dict[str, int]] = {k: {} for k in _STAT_KINDS}
+
+  def add(kind: str, key: str) -> None:
+    counts[kind][key] = counts[kind].get(key, 0) + 1
+
+  for stat in stats:
+    add('records', stat.split)
+    for label in stat.labels:
+      add('labels', label)
+      add('split_labels', f'{stat.split}\t{label}')
+    for label in stat.objects:
+      add('objects', label)
+    add('formats', stat.image_format)
+    add('sizes', stat.size_bucket)
+  return counts
+
+
+_STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes')
+
+
+def _add_counts(acc: Dict[str, Dict[str, int]], counts: Dict[str, Dict[str, int]]):
+  """Adds `counts` ({kind: {key: n}}) into `acc`, in place; returns `acc`."""
+  for kind, values in counts.items():
+    target = acc[kind]
+    for key, n in values.items():
+      target[key] = target.get(key, 0) + n
+  return acc
+
+
+class _SummaryFn(beam.CombineFn):
+  """Counts records per split and per label (from `_stat_counts`), errors per reason."""
+
+  def create_accumulator(self):
+    return {k: {} for k in (*_STAT_KINDS, 'errors', 'box_issues')}
+
+  def add_input(self, acc, element):
+    if isinstance(element, tuple):  # ('errors' | 'box_issues', reason)
+      kind, key = element
+      acc[kind][key] = acc[kind].get(key, 0) + 1
+      return acc
+    return _add_counts(acc, element)
+
+  def merge_accumulators(self, accumulators):
+    accumulators = iter(accumulators)
+    out = next(accumulators)
+    for acc in accumulators:
+      _add_counts(out, acc)
+    return out
+
+  def extract_output(self, acc):
+    records = sum(acc['records'].values())
+    errors = sum(acc['errors'].values())
+    per_split: Dict[str, Dict[str, int]] = {}
+    for key, n in sorted(acc['split_labels'].items()):
+      split, label = key.split('\t', 1)
+      per_split.setdefault(split, {})[label] = n
+    return {
+        'rows_read': records + errors,
+        'records_written': records,
+        'rows_failed': errors,
+        'records_per_split': dict(sorted(acc['records'].items())),
+        'records_per_label': dict(sorted(acc['labels'].items())),
+        'errors_per_reason': dict(sorted(acc['errors'].items())),
+        'objects_written': sum(acc['objects'].values()),
+        'objects_per_label': dict(sorted(acc['objects'].items())),
+        'box_issues': dict(sorted(acc['box_issues'].items())),
+        'labels_per_split': per_split,
+        'image_formats': dict(sorted(acc['formats'].items())),
+        'image_sizes': dict(sorted(acc['sizes'].items())),
+    }
+
+
+class _ContentIndexFn(beam.CombineFn):
+  """Content index of RecordStat lists; outputs the repeated hashes only.
+
+  Keeps every record of its key shard as raw digest -> (uri, split, uri, split, ...), a
+  flat tuple (about 180 bytes a record, half of hex keys and lists of pairs): duplicates
+  cannot be found with less, and the runner combines partial indexes per bundle.
+  """
+
+  def create_accumulator(self):
+    return {}
+
+  def add_input(self, acc, stats):
+    for stat in stats:
+      digest = bytes.fromhex(stat.sha256)
+      acc[digest] = acc.get(digest, ()) + (stat.uri, stat.split)
+    return acc
+
+  def merge_accumulators(self, accumulators):
+    accumulators = iter(accumulators)
+    out = next(accumulators)
+    for acc in accumulators:
+      for digest, members in acc.items():
+        out[digest] = out.get(digest, ()) + members
+    return out
+
+  def extract_output(self, acc):
+    return [_describe_duplicate(digest.hex(), list(zip(members[0::2], members[1::2])))
+            for digest, members in acc.items() if len(members) > 2]
+
+
+def _by_shard(stats: List[RecordStat]):
+  shards: Dict[str, List[RecordStat]] = {}
+  for stat in stats:
+    shards.setdefault(stat.sha256[0], []).append(stat)
+  return shards.items()
+
+
+class FindDuplicates(beam.PTransform):
+  """Finds records with equal content hashes; emits one dict per hash seen more than once.
+
+  Catches the same image listed twice and identical bytes under different names, and
+  flags groups that span splits (test data leaking into training). Input: RecordStat
+  lists.
+  """
+
+  def expand(self, stats):
+    return (stats
+            | 'ByHashPrefix' >> beam.FlatMap(_by_shard)
+            | 'Index' >> beam.CombinePerKey(_ContentIndexFn())
+            | 'Repeated' >> beam.FlatMap(lambda kv: kv[1]))
+
+
+def _describe_duplicate(sha256: str, members) -> Dict[str, Any]:
+  members = sorted(members)
+  splits = sorted({split for _, split in members})
+  return {'sha256': sha256, 'uris': [u for u, _ in members],
+          'splits': [s for _, s in members], 'cross_split': len(splits) > 1}
+
+
+def _duplicate_counts(groups: List[Dict[str, Any]]) -> Dict[str, Any]:
+  groups = sorted(groups, key=lambda g: g['uris'])
+  return {
+      'groups': len(groups),
+      'extra_records': sum(len(g['uris']) - 1 for g in groups),
+      'cross_split_groups': sum(1 for g in groups if g['cross_split']),
+      'first': groups[:10],
+  }
+
+
+def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str, Any]:
+  """The vocabulary of the records written (`labels.held_vocabulary`): 'labels' in id
+  order, 'task', 'left_out' (labels no record holds) and 'ids' {id set before the run:
+  id now}, empty unless a label was left out."""
+  task, counts = vocabulary['task'], summary['records_per_label']
+  held, ids = labels_lib.held_vocabulary(vocabulary['labels'], labels_lib.first_label_id(task),
+                                         counts)
+  return {'labels': held, 'task': task, 'ids': ids,
+          'left_out': [l for l in vocabulary['labels'] if not counts.get(l)]}
+
+
+class Summarize(beam.PTransform):
+  """(RecordStat lists, error dicts, box issue dicts) -> one summary dict: counts per
+  split, label, object label, image format and size, error reason and box issue."""
+
+  def expand(self, pcolls):
+    stats, errors, box_issues = pcolls
+    return ((stats | 'CountStats' >> beam.Map(_stat_counts),
+             errors | 'ErrorReasons' >> beam.Map(lambda e: ('errors', e['reason'])),
+             box_issues | 'BoxIssueReasons' >> beam.Map(
+                 lambda b: ('box_issues', f'{b["action"]}:{b["reason"]}')))
+            | 'AllStats' >> beam.Flatten()
+            | 'Combine' >> beam.CombineGlobally(_SummaryFn()))
+
+
+class WriteReport(beam.PTransform):
+  """Writes a run's report into `report_dir`: errors.jsonl, duplicates.jsonl,
+  box_issues.jsonl, then summary.json and report.html once everything is counted.
+
+  Input: a dict of PCollections: 'summary' (from Summarize) and 'held' (`held_labels`),
+  one element each; 'errors', 'box_issues' (dicts), 'stats' (RecordStat lists) and
+  'samples' ((label, (uri, thumbnail)) pairs).
+  """
+
+  def __init__(self, report_dir: str):
+    super().__init__()
+    self._report_dir = report_dir
+
+  def expand(self, pcolls):
+    errors, box_issues = pcolls['errors'], pcolls['box_issues']
+    _ = errors | 'WriteErrors' >> write.WriteJsonLines(self._report_dir, layout.ERRORS)
+    duplicates = pcolls['stats'] | 'FindDuplicates' >> FindDuplicates()
+    _ = duplicates | 'WriteDuplicates' >> write.WriteJsonLines(self._report_dir,
+                                                                layout.DUPLICATES)
+    _ = box_issues | 'WriteBoxIssues' >> write.WriteJsonLines(self._report_dir,
+                                                               layout.BOX_ISSUES)
+    duplicate_counts = (duplicates
+                        | 'CollectDuplicates' >> beam.combiners.ToList()
+                        | 'CountDuplicates' >> beam.Map(_duplicate_counts))
+    first = lambda pcoll, label: beam.pvalue.AsSingleton(pcoll | label >> beam.combiners.Top.Of(
+        FIRST_ERRORS, key=lambda e: (e['source'], e['row'] or 0), reverse=True))
+    return pcolls['summary'] | 'WriteSummary' >> beam.Map(
+        _write_summary, self._report_dir, held=beam.pvalue.AsSingleton(pcolls['held']),
+        duplicates=beam.pvalue.AsSingleton(duplicate_counts),
+        samples=beam.pvalue.AsDict(
+            pcolls['samples']
+            | 'SamplesPerLabel' >> beam.combiners.Top.SmallestPerKey(SAMPLES_PER_LABEL)),
+        errors=first(errors, 'FirstErrors'), box_issues=first(box_issues, 'FirstBoxIssues'))
+
+
+def _write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any],
+                   duplicates: Dict[str, Any], samples: Dict[str, List[Tuple[str, bytes]]],
+                   errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]]) -> None:
+  """summary.json, and report.html: the same counts with a contact sheet and the first
+  failed rows, for people."""
+  summary = dict(summary, vocabulary=held['labels'], labels_left_out=held['left_out'],
+                 duplicates=duplicates)
+  files.write_text(FileSystems.join(report_dir, layout.SUMMARY_FILE),
+                   json.dumps(summary, indent=2, ensure_ascii=False))
+  files.write_text(FileSystems.join(report_dir, layout.REPORT_PAGE),
+                   report_html.render(summary, samples, errors, box_issues=box_issues))

@@ -1,0 +1,44 @@
+"""Where a conversion's files are, under an output folder or an Examples artifact, as
+TFX ExampleGen lays them out (`write_split.py`), plus the report beside them:
+
+    <output>/Split-<name>/data_tfrecord-SSSSS-of-NNNNN.gz
+    <output>/labels.txt, <output>/label_map.pbtxt     (labels.py)
+    <report>/summary.json, errors.jsonl, duplicates.jsonl, box_issues.jsonl, report.html
+
+`convert()` puts the report in `<output>/report`; the component in its own artifact.
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any, Dict, Iterable
+
+SPLIT_PREFIX = 'Split-'
+TFRECORD_FILE_NAME = 'data_tfrecord'
+REPORT_DIR = 'report'
+SUMMARY_FILE = 'summary.json'
+ERRORS = 'errors'          # errors.jsonl
+DUPLICATES = 'duplicates'  # duplicates.jsonl
+BOX_ISSUES = 'box_issues'  # box_issues.jsonl
+REPORT_PAGE = 'report.html'
+JSON_LINES = '.jsonl'
+
+
+def split_dir(output_dir: str, split: str) -> str:
+  return posixpath.join(output_dir, f'{SPLIT_PREFIX}{split}')
+
+
+def split_dirs(output_dir: str, splits: Iterable[str]) -> Dict[str, str]:
+  return {name: split_dir(output_dir, name) for name in splits}
+
+
+def errors_path(report_dir: str) -> str:
+  return posixpath.join(report_dir, ERRORS + JSON_LINES)
+
+
+def read_summary(report_dir: str) -> Dict[str, Any]:
+  """summary.json of a run's report, from any Beam file system."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  with FileSystems.open(posixpath.join(report_dir, SUMMARY_FILE),
+                        compression_type='uncompressed') as f:
+    return json.loads(f.read())

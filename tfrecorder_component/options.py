@@ -1,0 +1,63 @@
+"""What a conversion reads (`ManifestSource`) and how it converts (`ConversionOptions`),
+checked when built."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Tuple
+
+from tfrecorder_component import files
+from tfrecorder_component import splits as splits_lib
+from tfrecorder_component.beam import sink as sink_lib
+from tfrecorder_component.images import probe as image_lib
+from tfrecorder_component.images import transform as transform_lib
+from tfrecorder_component.errors import UsageError
+from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+
+
+@dataclasses.dataclass(frozen=True)
+class ManifestSource:
+  """One manifest file to read, with an optional split that every row takes.
+
+  `image_root`: the folder COCO `file_name`s and Pascal VOC `filename`s are resolved
+  against (default: the annotation file's folder). `feature_types`: (column, 'int' |
+  'float' | 'string') pairs declaring the types of extra manifest columns.
+  """
+  path: str
+  format: Optional[str] = None
+  split: Optional[str] = None
+  image_root: Optional[str] = None
+  feature_types: Tuple[Tuple[str, str], ...] = ()
+  # (row, DataFrame index label) of a manifest written from a DataFrame: its failed rows
+  # are cited by the index the user knows (`index` in errors.jsonl).
+  row_index: Tuple[Tuple[int, Any], ...] = ()
+
+  def __post_init__(self):
+    if self.format is not None and self.format not in MANIFEST_FORMATS:
+      raise UsageError(f'unknown manifest format {self.format!r}; one of '
+                       f'{", ".join(MANIFEST_FORMATS)}')
+    check_feature_types(dict(self.feature_types))
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversionOptions:
+  """What a conversion does beyond reading manifests and writing splits."""
+  buckets: Tuple[Tuple[str, int], ...] = splits_lib.DEFAULT_BUCKETS
+  max_pixels: int = image_lib.DEFAULT_MAX_PIXELS
+  max_bytes: int = files.DEFAULT_MAX_BYTES
+  verify_decode: bool = True         # decode every image so no undecodable record is written
+  convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
+  compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
+  transform: Optional[transform_lib.ImageTransform] = None  # None: bytes pass through
+  progress_every_s: Optional[float] = None  # report rows done, rate and errors on stderr
+
+  def __post_init__(self):
+    if not self.buckets or any(not isinstance(n, int) or n < 1 for _, n in self.buckets):
+      raise UsageError(f'splits must be (name, hash buckets) pairs with at least one '
+                       f'bucket each, got {self.buckets!r}')
+    for name in ('max_pixels', 'max_bytes'):
+      if getattr(self, name) < 1:
+        raise UsageError(f'{name} must be positive, got {getattr(self, name)}')
+    if not 0 <= self.compression_level <= 9:
+      raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
+    if self.progress_every_s is not None and self.progress_every_s <= 0:
+      raise UsageError(f'progress_every_s must be positive, got {self.progress_every_s}')

@@ -1,0 +1,94 @@
+"""The one way a conversion runs, for the component's executor and for `convert()`:
+Beam arguments for a runner, `ConvertManifests` run in a pipeline, the summary read back
+(the error policy is `policy.apply_error_policy`)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from tfrecorder_component import layout
+from tfrecorder_component.errors import UsageError
+from tfrecorder_component.options import ConversionOptions, ManifestSource
+
+# The local default: the in-memory DirectRunner starts in seconds. For large local runs
+# pass beam_args=['--direct_running_mode=multi_processing', '--direct_num_workers=0'].
+DEFAULT_DIRECT_ARGS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
+# Beam arguments that tell Dataflow how its workers get this package.
+_PACKAGE_ARGS = ('--setup_file', '--sdk_container_image', '--extra_package', '--requirements_file')
+# setup.py of a source checkout this package runs from (absent when installed from a wheel).
+SOURCE_SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                 'setup.py')
+
+
+def dataflow_args(project: str, region: str, temp_location: str, *,
+                  worker_image: Optional[str] = None, setup_file: Optional[str] = None,
+                  max_num_workers: Optional[int] = None,
+                  service_account: Optional[str] = None,
+                  machine_type: Optional[str] = None) -> List[str]:
+  """Beam arguments that run a conversion on Dataflow.
+
+  Workers get this package either from `worker_image` (an SDK container image that has
+  it installed, such as the pipeline image) or from `setup_file`, which Beam builds into
+  a source package and installs on every worker.
+  """
+  for name, value in (('project', project), ('region', region),
+                      ('temp_location', temp_location)):
+    if not value:
+      raise UsageError(f'Dataflow needs --{name.replace("_", "-")}')
+  if not temp_location.startswith('gs://'):
+    raise UsageError(f'--temp-location must be a gs:// path for Dataflow, got '
+                     f'{temp_location!r}')
+  args = ['--runner=DataflowRunner', f'--project={project}', f'--region={region}',
+          f'--temp_location={temp_location}']
+  if worker_image:
+    args.append(f'--sdk_container_image={worker_image}')
+  elif setup_file:
+    args.append(f'--setup_file={setup_file}')
+  if max_num_workers:
+    args.append(f'--max_num_workers={max_num_workers}')
+  if service_account:
+    args.append(f'--service_account_email={service_account}')
+  if machine_type:
+    args.append(f'--machine_type={machine_type}')
+  return args
+
+
+def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = None,
+                       region: Optional[str] = None, temp_location: Optional[str] = None,
+                       beam_args: Sequence[str] = ()) -> List[str]:
+  """Beam arguments for `runner`, then `beam_args`. DataflowRunner needs project, region
+  and a gs:// temp_location; its workers get this package from the source checkout's
+  setup.py, unless `beam_args` say how (`--sdk_container_image`, `--extra_package`)."""
+  if runner in ('DataflowRunner', 'dataflow'):
+    missing = [n for n, v in (('project', project), ('region', region),
+                              ('temp_location', temp_location)) if not v]
+    if missing:
+      raise UsageError(f'DataflowRunner needs {", ".join(missing)}')
+    given = any(a.split('=', 1)[0] in _PACKAGE_ARGS for a in beam_args)
+    if not given and not os.path.exists(SOURCE_SETUP_FILE):
+      raise UsageError('Dataflow workers need this package: pass '
+                       '--beam-arg=--sdk_container_image=IMAGE (an image that has it '
+                       'installed) or --beam-arg=--extra_package=WHEEL')
+    return dataflow_args(project, region, temp_location,
+                         setup_file=None if given else SOURCE_SETUP_FILE) + list(beam_args)
+  args = [f'--runner={runner}']
+  if runner in ('DirectRunner', 'direct'):
+    args += list(DEFAULT_DIRECT_ARGS)
+  for name, value in (('project', project), ('region', region),
+                      ('temp_location', temp_location)):
+    if value:
+      args.append(f'--{name}={value}')
+  return args + list(beam_args)
+
+
+def run_conversion(pipeline, sources: Sequence[ManifestSource],
+                   split_dirs: Optional[Mapping[str, str]], label_dir: Optional[str],
+                   report_dir: str, options: ConversionOptions) -> Dict[str, Any]:
+  """Runs `ConvertManifests` in `pipeline` (a `beam.Pipeline`, not yet entered) and
+  returns the run's summary.json. With `split_dirs` and `label_dir` None, only the
+  report is written (a validation)."""
+  from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+  with pipeline as p:
+    _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir, report_dir,
+                                                   options)
+  return layout.read_summary(report_dir)

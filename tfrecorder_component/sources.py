@@ -1,0 +1,135 @@
+"""What a `convert()` source stands for: manifest files, or a manifest written for a
+DataFrame (its index kept for error reports) or for an image folder."""
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import Any, List, Optional, Tuple
+
+from tfrecorder_component import files
+from tfrecorder_component.errors import ManifestError, UsageError
+from tfrecorder_component.manifest import MANIFEST_EXTENSIONS, ML_USE_TO_SPLIT
+
+IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
+
+
+def folder_manifest(root: str) -> str:
+  """A manifest (CSV text) for a folder laid out as `<split>/<label>/<image>` (split
+  folders named train, validation, eval or test, in any case) or `<label>/<image>`;
+  image URIs are relative to `root`. Raises ManifestError if the folder holds neither."""
+  root = os.path.abspath(root)
+  entries = sorted(e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)))
+  if not entries:
+    raise ManifestError(f'{root} holds no manifest ({", ".join(MANIFEST_EXTENSIONS)}) and '
+                        'no label folders: lay images out as <label>/<image> or '
+                        '<split>/<label>/<image>')
+  by_split = all(e.upper() in ML_USE_TO_SPLIT and e for e in entries)
+  lines = ['split,image_uri,label']
+
+  def add(relative: str, split: str, label: str) -> None:
+    for name in sorted(os.listdir(os.path.join(root, relative))):
+      path = posixpath.join(relative, name)
+      if os.path.isfile(os.path.join(root, path)) and name.lower().endswith(IMAGE_EXTENSIONS):
+        lines.append(','.join(_csv_field(v) for v in (split, path, label)))
+
+  for entry in entries:
+    if by_split:
+      for label in sorted(os.listdir(os.path.join(root, entry))):
+        if os.path.isdir(os.path.join(root, entry, label)):
+          add(posixpath.join(entry, label), entry.upper(), label)
+    else:
+      add(entry, '', entry)
+  if len(lines) == 1:
+    raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
+  return '\n'.join(lines) + '\n'
+
+
+def _has_label_folders(root: str) -> bool:
+  """Whether a folder has a subfolder holding images, or split folders of them."""
+  for entry in os.scandir(root):
+    if entry.is_dir():
+      for inner in os.scandir(entry.path):
+        if (inner.is_file() and inner.name.lower().endswith(IMAGE_EXTENSIONS)) or (
+            inner.is_dir() and entry.name.upper() in ML_USE_TO_SPLIT):
+          return True
+  return False
+
+
+def _csv_field(value: str) -> str:
+  if any(c in value for c in ',"\n\r'):
+    return '"' + value.replace('"', '""') + '"'
+  return value
+
+
+def dataframe_manifest(df) -> str:
+  """A DataFrame in AutoML columns (`split`, `image_uri`, `label` and any extra columns,
+  which become typed features) as CSV text, URIs as written."""
+  columns = [str(c) for c in df.columns]
+  from tfrecorder_component.manifest import automl_csv  # pylint: disable=g-import-not-at-top
+  if not any(c.strip().lower() in automl_csv.URI_COLUMNS for c in columns):
+    raise ManifestError(f'the DataFrame needs an image URI column (one of '
+                        f'{", ".join(automl_csv.URI_COLUMNS)}); it has {columns}')
+  return _labels_spread(df, automl_csv.is_label_column).to_csv(index=False)
+
+
+def _labels_spread(df, is_label_column):
+  """A label column whose cells are lists (a multi-label DataFrame) becomes one column
+  per label position, each a label column, so every label is read as one."""
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  listy = (list, tuple, set)
+  for column in list(df.columns):
+    name = str(column)
+    if not is_label_column(name.strip().lower()):
+      continue
+    cells = df[column]
+    if not cells.map(lambda v: isinstance(v, listy)).any():
+      continue
+    lists = cells.map(lambda v: sorted(v) if isinstance(v, set) else list(v)
+                      if isinstance(v, listy) else ([] if pd.isna(v) else [v]))
+    width = max(1, max(len(l) for l in lists))
+    names = [name] + [f'{name}_{i}' if name.lower().startswith('label') else f'label_{name}_{i}'
+                      for i in range(2, width + 1)]
+    spread = pd.DataFrame([l + [None] * (width - len(l)) for l in lists], index=df.index,
+                          columns=names)
+    df = df.drop(columns=[column]).join(spread)
+  return df
+
+
+def dataframe_row_index(df) -> Tuple[Tuple[int, Any], ...]:
+  """(row of `dataframe_manifest`'s CSV, index label) for each DataFrame row: the line
+  where the row ends, as the CSV reader counts lines (a cell may hold line breaks)."""
+  line, out = 1, []  # line 1 is the header
+  for label, values in zip(df.index, df.itertuples(index=False, name=None)):
+    breaks = sum(v.count('\r') + v.count('\n') - v.count('\r\n')
+                 for v in values if isinstance(v, str))
+    line += 1 + breaks
+    out.append((line, label.item() if hasattr(label, 'item') else
+                label if isinstance(label, (int, str)) else str(label)))
+  return tuple(out)
+
+
+def manifests_for(source, report_dir: str
+                   ) -> Tuple[List[str], Optional[str], Tuple[Tuple[int, Any], ...]]:
+  """The manifest files a source stands for, the folder its relative image URIs resolve
+  against (None: each manifest's own folder) and, for a DataFrame, its rows' index
+  labels. For a DataFrame (URIs relative to the working directory, as a notebook means
+  them) or an image folder, a manifest is written into `report_dir`."""
+  if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
+    path = posixpath.join(report_dir, 'input_manifest.csv')
+    files.write_text(path, dataframe_manifest(source))
+    return [path], os.getcwd(), dataframe_row_index(source)
+  source = os.fspath(source)
+  if '://' not in source and not os.path.exists(source):
+    raise UsageError(f'{source} does not exist')
+  manifests = files.list_manifest_files(source)
+  if manifests and os.path.isdir(source) and all(
+      m.lower().endswith('.txt') for m in manifests) and _has_label_folders(source):
+    manifests = []  # a README.txt beside <label>/ folders is no manifest
+  if manifests:
+    return manifests, None, ()
+  if os.path.isdir(source):
+    path = posixpath.join(report_dir, 'input_manifest.csv')
+    files.write_text(path, folder_manifest(source))
+    return [path], os.path.abspath(source), ()
+  raise UsageError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
+                   'a folder of manifests, or an image folder')
