@@ -1,19 +1,25 @@
 """Component, spec and artifact type: what a pipeline author and a compiler see."""
+import glob
+import gzip
 import json
+import os
 import re
 
 import pytest
+from PIL import Image
 from tfx import v1 as tfx
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import executor_spec
-from tfx.proto import example_gen_pb2
+from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
+from images import encode, make_image, write_image, write_text
+from records import by_source_id, feature
 from tfrecorder_component import HTML, ConversionReportPage, ImageExampleGen, ImageManifest
 from tfrecorder_component.component import executor, spec
 from tfrecorder_component.component.types import ConversionReport
-from tfrecorder_component.transform import ImageTransform
+from tfrecorder_component.images.transform import ImageTransform
 
 
 @pytest.mark.parametrize('artifact_type', [ImageManifest, ConversionReport])
@@ -70,7 +76,8 @@ def test_report_page_is_a_system_html_artifact():
   gen = ImageExampleGen(input_base='/data')
   page = ConversionReportPage(report=gen.outputs['report'])
   assert page.outputs['page'].type is HTML
-  assert HTML.TYPE_NAME == 'system.HTML'  # the type the pipeline consoles render
+  from kfp import dsl  # pylint: disable=g-import-not-at-top
+  assert HTML.TYPE_NAME == dsl.HTML.schema_title  # KFP's HTML, which the consoles render
   assert page.inputs['report'].type is ConversionReport
 
 
@@ -90,12 +97,74 @@ def test_max_error_ratio_and_format_are_validated():
     ImageExampleGen(input_base='/d', manifest_format='coco')
 
 
-def test_spec_parameters():
-  assert set(spec.ImageExampleGenSpec.PARAMETERS) == {
-      'input_base', 'input_config', 'output_config', 'range_config', 'manifest_format',
-      'max_pixels', 'max_bytes', 'max_error_ratio', 'convert_unsupported', 'compression_level',
-      'verify_decode', 'image_root', 'feature_types', 'image_transform'}
-  assert set(spec.ImageExampleGenSpec.OUTPUTS) == {'examples', 'report'}
+def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_writes(tmp_path):
+  """Each execution parameter of the spec, given to ImageExampleGen with a value other
+  than its default, reaches the executor and changes its output: a parameter the
+  component dropped, or the executor ignored, fails here. The executor runs on real
+  files, with the exec properties the component built, as an orchestrator hands them."""
+  data = tmp_path / 'data'
+  pics = data / 'pics'  # image_root: the manifests' own folders hold no images
+  write_image(str(pics / 'ok.png'), 'PNG', 'RGB', 6, 6, seed=1)
+  write_image(str(pics / 'photo.webp'), 'WEBP', 'RGB', 6, 6, seed=2)
+  png = encode(make_image('RGB', 6, 6, seed=3), 'PNG')
+  (pics / 'no_iend.png').write_bytes(png[:png.index(b'IEND') - 4])  # libpng refuses it
+  (pics / 'flat.png').write_bytes(encode(Image.new('RGB', (40, 40)), 'PNG'))  # 1600 pixels
+  write_image(str(pics / 'noise.png'), 'PNG', 'RGB', 30, 30, seed=4)  # 900 pixels, > 2 KB
+  # JSON lines in a .txt file, which format detection would read as CSV.
+  lines = [{'imageGcsUri': name, 'weight': 3} for name in
+           ('ok.png', 'photo.webp', 'no_iend.png', 'flat.png', 'noise.png')]
+  write_text(str(data / 'in' / 'span-1' / 'm.txt'), ''.join(json.dumps(l) + '\n' for l in lines))
+  write_text(str(data / 'in' / 'span-2' / 'm.txt'), '{"imageGcsUri": "ok.png"}\n')  # latest span
+  kwargs = {
+      'input_base': str(data / 'in'),
+      'input_config': example_gen_pb2.Input(splits=[
+          example_gen_pb2.Input.Split(name='single_split', pattern='span-{SPAN}/*.txt')]),
+      'output_config': example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+          splits=[example_gen_pb2.SplitConfig.Split(name='alpha', hash_buckets=1)])),
+      'range_config': range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
+          start_span_number=1, end_span_number=1)),
+      'manifest_format': 'vertex_jsonl',
+      'max_pixels': 1_000,
+      'max_bytes': 2_000,
+      'max_error_ratio': 0.5,
+      'convert_unsupported': True,
+      'compression_level': 9,
+      'verify_decode': False,
+      'image_root': str(pics),
+      'feature_types': {'weight': 'string'},
+      'image_transform': {'size': [4, 4]},
+  }
+  missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs)
+  assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
+  gen = ImageExampleGen(**kwargs)
+  defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties
+  assert [k for k in kwargs if k != 'input_base'
+          and gen.exec_properties[k] == defaults[k]] == []
+
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))  # max_error_ratio: 2 of 5 rows may fail
+
+  # range_config: span 1, not the latest; output_config: every unassigned row in 'alpha'.
+  assert examples.span == 1
+  records = by_source_id(examples.uri, ['alpha', 'train', 'eval', 'test'])
+  # image_root, manifest_format, convert_unsupported (the WebP) and verify_decode (the
+  # PNG without IEND is not decoded before it is written) let these three through.
+  assert {uri: split for uri, (split, _) in records.items()} == {
+      'ok.png': 'alpha', 'photo.webp': 'alpha', 'no_iend.png': 'alpha'}
+  for _, example in records.values():
+    assert feature(example, 'weight') == [b'3']  # feature_types: not the inferred int
+    assert (feature(example, 'image/height'), feature(example, 'image/width')) == ([4], [4])
+  with open(os.path.join(report.uri, 'errors.jsonl'), encoding='utf-8') as f:
+    errors = {e['uri']: (e['reason'], e['message']) for e in map(json.loads, f)}
+  assert errors['flat.png'][0] == 'too_large' and 'max_pixels' in errors['flat.png'][1]
+  assert errors['noise.png'][0] == 'too_large' and 'max_bytes=2000' in errors['noise.png'][1]
+  assert len(errors) == 2
+  # compression_level: the shards are deflated (level 0, the default, stores them).
+  [shard] = glob.glob(os.path.join(examples.uri, 'Split-alpha', '*.gz'))
+  with gzip.open(shard, 'rb') as f:
+    assert os.path.getsize(shard) < len(f.read())
 
 
 def test_transform_and_feature_types_are_checked_and_stored_as_json():

@@ -1,6 +1,7 @@
 """The conversion core as `pip install tfrecorder-component` gives it: no TFX, no
 TensorFlow. Runs on every tested stack, the core-only ones (Python 3.12 and 3.13, no
-TensorFlow installed) included, so it reads records with the standard library.
+TensorFlow installed) included, so it reads records with the package's shard reader
+(`tfrecord_digest.read_records`; test_sink checks the shards against TensorFlow's).
 """
 import os
 import subprocess

@@ -2,7 +2,6 @@
 feature columns, parsed from real files."""
 from __future__ import annotations
 
-import inspect
 import json
 
 import pytest
@@ -13,22 +12,7 @@ from images import write_text
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import (MANIFEST_FORMATS, ManifestRow, ObjectBox,
                                            detect_format, parse_manifest_text,
-                                           read_manifest_file as beam_read_manifest_file)
-
-
-def read_manifest_file(path, fmt=None, split_override=None, **kwargs):
-  """As `read_manifest_file` reads a local file, without importing Beam (slow to start)."""
-  with open(path, 'rb') as f:
-    text = f.read().decode('utf-8-sig', errors='surrogateescape')
-  return list(parse_manifest_text(path, text, fmt, split_override, **kwargs))
-
-
-def test_read_manifest_file_takes_the_new_keywords():
-  for function in (beam_read_manifest_file, parse_manifest_text):
-    parameters = inspect.signature(function).parameters
-    for name in ('image_root', 'feature_types'):
-      assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
-      assert parameters[name].default is None
+                                           read_manifest_file)
 
 
 def rows_of(items):
@@ -383,9 +367,30 @@ def test_detect_format(name, text, expected):
   assert detect_format(name, text) == expected
 
 
-def test_manifest_formats():
-  assert MANIFEST_FORMATS == ('automl_csv', 'automl_detection_csv', 'vertex_jsonl', 'coco_json',
-                              'pascal_voc')
+# One small file of each format, listing a.jpg once.
+FORMAT_SAMPLES = {
+    'automl_csv': ('m.csv', 'TRAIN,a.jpg,cat\n'),
+    'automl_detection_csv': ('m.csv', 'TRAIN,a.jpg,cat,0.1,0.2,,,0.5,0.6,,\n'),
+    'vertex_jsonl': ('m.jsonl', '{"imageGcsUri": "a.jpg"}\n'),
+    'coco_json': ('m.json', '{"images": [{"id": 1, "file_name": "a.jpg"}], "categories": []}'),
+    'pascal_voc': ('m.xml', '<annotation><filename>a.jpg</filename></annotation>'),
+}
+
+
+def test_every_listed_format_reads_its_files_named_or_detected(tmp_path):
+  """MANIFEST_FORMATS is what ImageExampleGen, convert() and the CLI accept as
+  `manifest_format`: each name must read a file of its format, named or detected from
+  the file, and a name not listed must be refused with the list."""
+  for fmt in MANIFEST_FORMATS:
+    name, text = FORMAT_SAMPLES[fmt]  # a new format needs a sample here
+    path = write_text(str(tmp_path / fmt / name), text)
+    assert detect_format(path, text) == fmt
+    for given in (fmt, None):
+      [row] = read_manifest_file(path, given)
+      assert isinstance(row, ManifestRow) and row.image_uri == 'a.jpg', (fmt, given)
+  with pytest.raises(ManifestError, match='unknown manifest format') as e:
+    read_manifest_file(path, 'coco')
+  assert [fmt for fmt in MANIFEST_FORMATS if fmt not in str(e.value)] == []
 
 
 # Any input: rows or the project's own errors, never anything else

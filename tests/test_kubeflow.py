@@ -4,6 +4,7 @@ container entry point that both services run, on local files.
 Nothing here reaches Google Cloud. Where a test replaces `aiplatform.PipelineJob` or
 `kfp.Client`, it is because the remote service cannot be reached from the tests.
 """
+import inspect
 import json
 import os
 import re
@@ -151,32 +152,43 @@ def test_json_output_and_dry_runs_print_the_submission(tmp_path, capsys):
     runner.main(compile_args(tmp_path, 'spec.json', '--submit', 'kfp'))
 
 
+def sdk_recorder(calls, name, real, returns=None):
+  """A stand-in for `real`, a function or method of a remote service's SDK: it binds
+  each call to `real`'s signature, so a keyword the SDK does not take (misspelled, or
+  removed in a newer release) raises TypeError as the SDK would, then records the call
+  as `(name, {parameter: value})` and returns `returns`."""
+  signature = inspect.signature(real)
+  # With **kwargs in the real signature any keyword would bind, and the check be void.
+  assert all(p.kind is not p.VAR_KEYWORD for p in signature.parameters.values()), real
+
+  def record(*args, **kwargs):
+    bound = signature.bind(*args, **kwargs).arguments
+    calls.append((name, {k: v for k, v in bound.items() if k != 'self'}))
+    return returns
+
+  return record
+
+
 def test_submit_calls_the_vertex_and_kfp_clients(tmp_path, monkeypatch):
   # Vertex AI and a Kubeflow endpoint cannot be reached from the tests: their client
-  # classes are replaced by recorders, which check what the helpers hand them.
+  # classes are replaced by recorders, which check what the helpers hand them against
+  # the signatures of the installed SDK's methods (see `sdk_recorder`).
+  from google.cloud import aiplatform  # pylint: disable=g-import-not-at-top
+  import kfp  # pylint: disable=g-import-not-at-top
   calls = []
+  run = type('Run', (), {'run_id': 'run-1'})()
 
   class FakePipelineJob:
     resource_name = 'projects/p/locations/r/pipelineJobs/1'
-
-    def __init__(self, **kwargs):
-      calls.append(('job', kwargs))
-
-    def submit(self, **kwargs):
-      calls.append(('submit', kwargs))
+    __init__ = sdk_recorder(calls, 'job', aiplatform.PipelineJob.__init__)
+    submit = sdk_recorder(calls, 'submit', aiplatform.PipelineJob.submit)
 
   class FakeClient:
+    __init__ = sdk_recorder(calls, 'client', kfp.Client.__init__)
+    create_run_from_pipeline_package = sdk_recorder(
+        calls, 'run', kfp.Client.create_run_from_pipeline_package, run)
 
-    def __init__(self, **kwargs):
-      calls.append(('client', kwargs))
-
-    def create_run_from_pipeline_package(self, **kwargs):
-      calls.append(('run', kwargs))
-      return type('Run', (), {'run_id': 'run-1'})()
-
-  from google.cloud import aiplatform  # pylint: disable=g-import-not-at-top
-  import kfp  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(aiplatform, 'init', lambda **kw: calls.append(('init', kw)))
+  monkeypatch.setattr(aiplatform, 'init', sdk_recorder(calls, 'init', aiplatform.init))
   monkeypatch.setattr(aiplatform, 'PipelineJob', FakePipelineJob)
   monkeypatch.setattr(kfp, 'Client', FakeClient)
   args = runner.parse_args(compile_args(tmp_path, 'spec.json', '--project', 'p', '--region',
@@ -308,7 +320,8 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
   from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions  # pylint: disable=g-import-not-at-top
   from apache_beam.portability.api import beam_runner_api_pb2  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.beam.transforms import ConvertManifests, ManifestSource  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.options import ManifestSource  # pylint: disable=g-import-not-at-top
   from apache_beam.io.gcp import gcsio  # pylint: disable=g-import-not-at-top
   # Validating the options asks Cloud Storage whether the temp bucket has a soft-delete
   # policy; the service cannot be reached from the tests, so the answer is "no".
@@ -333,7 +346,8 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   assert cloud.temp_location.startswith('gs://my-bucket/tmp/tfrecorder-dry-run.')
   names = {t.unique_name for t in job.proto_pipeline.components.transforms.values()}
   for step in ('ConvertManifests/ReadManifestRows/Parse', 'ConvertManifests/Convert',
-               'ConvertManifests/WriteSplits', 'ConvertManifests/FindDuplicates/Index',
+               'ConvertManifests/WriteSplits', 'ConvertManifests/RenumberLabels',
+               'ConvertManifests/WriteReport/FindDuplicates/Index',
                'ConvertManifests/Summarize'):
     assert any(n == step or n.startswith(step + '/') for n in names), step
 
@@ -363,5 +377,5 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   assert done.returncode == 0, done.stderr[-3000:]
   count, *modules = done.stdout.split()
   assert int(count) >= 10
-  assert 'tfrecorder_component.beam.transforms' in modules
+  assert 'tfrecorder_component.beam.convert' in modules
   assert 'tfrecorder_component.beam.sink' in modules

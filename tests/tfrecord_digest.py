@@ -1,5 +1,6 @@
-"""Reads a conversion's output with the standard library alone (no TensorFlow), and
-prints a digest of it that two installs can be compared by.
+"""Reads a conversion's output with the package's own shard reader (no TensorFlow, which
+the core-only installs lack), and prints a digest of it that two installs can be
+compared by.
 
     python tests/tfrecord_digest.py OUTPUT_DIR
 
@@ -7,26 +8,19 @@ One line per split (its records' SHA-256s, sorted, hashed: the shard count is th
 runner's choice, the records are not) and one per label file.
 """
 import glob
-import gzip
 import hashlib
 import os
-import struct
 import sys
 from typing import Dict, List
 
+from tfrecorder_component.beam.sink import read_shard
+
 
 def read_records(split_dir: str) -> List[bytes]:
-  """Every record of a split's gzipped TFRecord shards (length, CRC, data, CRC)."""
-  records = []
-  for path in sorted(glob.glob(os.path.join(split_dir, 'data_tfrecord-*.gz'))):
-    with gzip.open(path, 'rb') as f:
-      data = f.read()
-    at = 0
-    while at < len(data):
-      (length,) = struct.unpack('<Q', data[at:at + 8])
-      records.append(data[at + 12:at + 12 + length])
-      at += 12 + length + 4
-  return records
+  """Every record of a split's gzipped TFRecord shards, read as `inspect` reads them
+  (test_sink checks the sink's shards against TensorFlow's reader)."""
+  return [record for path in sorted(glob.glob(os.path.join(split_dir, 'data_tfrecord-*.gz')))
+          for record in read_shard(path)]
 
 
 def digest(output_dir: str) -> Dict[str, str]:
