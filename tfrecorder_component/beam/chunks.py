@@ -8,6 +8,8 @@ from typing import List, Sequence, Tuple
 
 from tfrecorder_component.manifest import ManifestRow
 
+__all__ = ['Chunk', 'pack_chunk', 'unpack_chunk', 'ROWS_PER_BATCH', 'MAX_CHUNKS_PER_FILE']
+
 ROWS_PER_BATCH = 64  # rows converted, and records written, together
 MAX_CHUNKS_PER_FILE = 64
 

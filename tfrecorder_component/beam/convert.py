@@ -19,7 +19,11 @@ from tfrecorder_component.images import thumbnail as thumbnail_lib
 from tfrecorder_component.manifest import ManifestRow, Task
 from tfrecorder_component.options import ConversionOptions
 
+__all__ = ['ConvertBatches', 'LabelVocabulary', 'Records', 'SAMPLES_PER_LABEL']
+
 SAMPLES_PER_LABEL = 8  # thumbnails per label on report.html's contact sheet
+# ConvertBatches' main output: (split, serialized tf.train.Examples of one batch)
+Records = Tuple[str, List[bytes]]
 
 
 class _ConvertBatch(beam.DoFn):
@@ -124,11 +128,13 @@ _PROGRESS = _Progress()
 
 
 class ConvertBatches(beam.PTransform):
-  """Chunks of rows -> (split, [serialized tf.train.Example]) pairs.
+  """Chunks of rows -> `Records`, (split, [serialized tf.train.Example]) per batch.
 
-  Outputs: `records` (main), `errors` (one dict per failed row) and `stats` (a list of
-  RecordStat per batch). Label ids come from `vocabulary`, a singleton side input, and
-  are set on rows before any image is read: no image bytes wait for the vocabulary.
+  Outputs: `records` (main), `errors` (one dict per failed row), `stats` (a list of
+  RecordStat per batch), `box_issues` (one dict per dropped or clipped box) and
+  `samples` (contact-sheet thumbnails). Label ids come from `vocabulary`, a singleton
+  side input, and are set on rows before any image is read: no image bytes wait for
+  the vocabulary.
   """
 
   def __init__(self, vocabulary, options: ConversionOptions):
@@ -137,9 +143,10 @@ class ConvertBatches(beam.PTransform):
     self._options = options
 
   def expand(self, chunks):
-    return chunks | beam.ParDo(_ConvertBatch(self._options),
-                                vocabulary=self._vocabulary).with_outputs(
-                                    ERRORS, STATS, BOX_ISSUES, SAMPLES, main='records')
+    convert = beam.ParDo(_ConvertBatch(self._options), vocabulary=self._vocabulary)
+    return chunks | (convert.with_input_types(Chunk, vocabulary=Dict[str, Any])
+                     .with_output_types(Records)
+                     .with_outputs(ERRORS, STATS, BOX_ISSUES, SAMPLES, main='records'))
 
 
 class _LabelSetFn(beam.CombineFn):
@@ -174,4 +181,5 @@ class LabelVocabulary(beam.PTransform):
   Chunks of rows, one element."""
 
   def expand(self, chunks):
-    return chunks | beam.CombineGlobally(_LabelSetFn())
+    return chunks | beam.CombineGlobally(_LabelSetFn()).with_input_types(
+        Chunk).with_output_types(Dict[str, Any])

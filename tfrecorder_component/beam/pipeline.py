@@ -21,6 +21,8 @@ from tfrecorder_component.beam.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
 from tfrecorder_component.beam.read import ReadManifestRows
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
+__all__ = ['ConvertManifests']
+
 
 class ConvertManifests(beam.PTransform):
   """The whole conversion: manifests in; split TFRecords, label files and a report out.

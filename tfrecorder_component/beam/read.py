@@ -7,12 +7,14 @@ from typing import List, Sequence, Union
 
 import apache_beam as beam
 
-from tfrecorder_component.beam.chunks import (MAX_CHUNKS_PER_FILE, ROWS_PER_BATCH,
+from tfrecorder_component.beam.chunks import (MAX_CHUNKS_PER_FILE, ROWS_PER_BATCH, Chunk,
                                               pack_chunk)
 from tfrecorder_component.beam.outputs import ERRORS, OBJECTS
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
 from tfrecorder_component.options import ManifestSource
+
+__all__ = ['ReadManifestRows']
 
 
 class _ParseManifest(beam.DoFn):
@@ -75,7 +77,7 @@ class ReadManifestRows(beam.PTransform):
                     | 'PackImages' >> beam.Map(pack_chunk))
     chunks = ((parsed.rows, image_chunks)
               | 'AllChunks' >> beam.Flatten()
-              | 'Redistribute' >> beam.Reshuffle())
+              | 'Redistribute' >> beam.Reshuffle().with_output_types(Chunk))
     errors = (parsed[ERRORS], images[ERRORS]) | 'ParseErrors' >> beam.Flatten()
     return {'chunks': chunks, ERRORS: errors}
 

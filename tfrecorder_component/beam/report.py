@@ -16,6 +16,8 @@ from tfrecorder_component.beam import write
 from tfrecorder_component.beam.convert import SAMPLES_PER_LABEL
 from tfrecorder_component.record import RecordStat
 
+__all__ = ['FindDuplicates', 'Summarize', 'WriteReport', 'held_labels']
+
 FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
 
 
@@ -143,7 +145,7 @@ class FindDuplicates(beam.PTransform):
     return (stats
             | 'ByHashPrefix' >> beam.FlatMap(_by_shard)
             | 'Index' >> beam.CombinePerKey(_ContentIndexFn())
-            | 'Repeated' >> beam.FlatMap(lambda kv: kv[1]))
+            | 'Repeated' >> beam.FlatMap(lambda kv: kv[1]).with_output_types(Dict[str, Any]))
 
 
 def _describe_duplicate(sha256: str, members) -> Dict[str, Any]:
@@ -185,7 +187,7 @@ class Summarize(beam.PTransform):
              box_issues | 'BoxIssueReasons' >> beam.Map(
                  lambda b: ('box_issues', f'{b["action"]}:{b["reason"]}')))
             | 'AllStats' >> beam.Flatten()
-            | 'Combine' >> beam.CombineGlobally(_SummaryFn()))
+            | 'Combine' >> beam.CombineGlobally(_SummaryFn()).with_output_types(Dict[str, Any]))
 
 
 class WriteReport(beam.PTransform):

@@ -14,6 +14,8 @@ from tfrecorder_component import layout
 from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component.manifest import Task
 
+__all__ = ['RenumberLabels', 'WriteJsonLines', 'WriteLabelFiles', 'WriteSplits']
+
 
 class WriteSplits(beam.PTransform):
   """Writes (split, [serialized]) pairs as gzipped TFRecord shards, one folder a split."""
@@ -33,7 +35,7 @@ class WriteSplits(beam.PTransform):
             | f'Write[{name}]' >> beam.io.Write(sink_lib.GzipTFRecordSink(
                 FileSystems.join(self._split_dirs[name], layout.TFRECORD_FILE_NAME), self._level,
                 batched=True))
-            for name, part in zip(names, parts)] | 'Shards' >> beam.Flatten()
+            for name, part in zip(names, parts)] | 'Shards' >> beam.Flatten().with_output_types(str)
 
 
 class RenumberLabels(beam.PTransform):

@@ -1,0 +1,331 @@
+"""Unit tests of the Beam transforms, one transform a test, on real manifests and images.
+
+Each test feeds one transform of `tfrecorder_component.beam` small real inputs written
+into tmp_path and checks its outputs inside the pipeline with Beam's `assert_that`, as
+TFX tests its ExampleGen executors; the last tests run `record.convert_row` without Beam.
+"""
+import hashlib
+import os
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
+
+from images import write_image, write_text
+from tfrecorder_component import example_proto
+from tfrecorder_component import record as record_lib
+from tfrecorder_component.beam import sink
+from tfrecorder_component.beam.chunks import pack_chunk, unpack_chunk
+from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
+from tfrecorder_component.beam.read import ReadManifestRows
+from tfrecorder_component.beam.report import FindDuplicates, Summarize
+from tfrecorder_component.beam.write import RenumberLabels, WriteLabelFiles, WriteSplits
+from tfrecorder_component.errors import RowError
+from tfrecorder_component.images.boxes import BoxIssue
+from tfrecorder_component.manifest import ManifestRow, ObjectBox
+from tfrecorder_component.options import ConversionOptions, ManifestSource
+from tfrecorder_component.record import RecordStat
+from tfrecorder_component.report_html import size_bucket
+from tfrecorder_component.splits import hash_split
+
+OPTIONS = ConversionOptions()
+SPLIT_NAMES = ('train', 'eval', 'test')
+
+
+def row(d, uri, labels=(), split='train', objects=None, number=1):
+  """A ManifestRow of an image under folder `d`, as a manifest in `d` would give it."""
+  return ManifestRow(source=os.path.join(d, 'm.csv'), row=number, image_uri=uri,
+                     resolved_uri=os.path.join(d, uri), labels=tuple(labels), split=split,
+                     objects=objects)
+
+
+def matches(expected):
+  """A matcher: exactly one element per expected dict, holding at least its items."""
+  def check(actual):
+    got = sorted((sorted(a.items()) for a in actual), key=repr)
+    want = sorted((sorted(e.items()) for e in expected), key=repr)
+    if len(got) != len(want) or any(not set(w) <= set(g) for g, w in zip(got, want)):
+      raise BeamAssertException(f'expected elements holding {expected}, got {actual}')
+  return check
+
+
+def features(serialized):
+  """(source id, class labels, class texts, object labels, object texts) of a record."""
+  f = example_proto.Example.FromString(serialized).features.feature
+  return (f['image/source_id'].bytes_list.value[0].decode(),
+          list(f['image/class/label'].int64_list.value),
+          [t.decode() for t in f['image/class/text'].bytes_list.value],
+          list(f['image/object/class/label'].int64_list.value),
+          [t.decode() for t in f['image/object/class/text'].bytes_list.value])
+
+
+def classes(serialized):
+  """(source id, class labels, class texts) of a record; no slice, which Beam's type
+  inference misreads as the whole tuple."""
+  source_id, labels, texts, _, _ = features(serialized)
+  return source_id, labels, texts
+
+
+def row_fields(r):
+  return (r.source, r.row, r.image_uri, r.resolved_uri, r.labels, r.split, r.objects)
+
+
+# --- ReadManifestRows -----------------------------------------------------------------
+
+def test_read_manifest_rows_keeps_good_rows_and_reports_the_bad_one(tmp_path):
+  d = str(tmp_path)
+  manifest = write_text(os.path.join(d, 'm.csv'), 'ml_use,image_uri,label\n'
+                        'TRAIN,a.jpg,cat\nTEST,b.png,dog\nTRAIN,c.jpg,cat,extra\n,d.jpg,10\n')
+  with BeamTestPipeline() as p:
+    out = p | ReadManifestRows([ManifestSource(manifest)])
+    assert_that(out['chunks'] | beam.FlatMap(unpack_chunk) | beam.Map(row_fields), equal_to([
+        (manifest, 2, 'a.jpg', os.path.join(d, 'a.jpg'), ('cat',), 'train', None),
+        (manifest, 3, 'b.png', os.path.join(d, 'b.png'), ('dog',), 'test', None),
+        (manifest, 5, 'd.jpg', os.path.join(d, 'd.jpg'), ('10',), None, None)]), label='rows')
+    assert_that(out['chunks'] | beam.Map(lambda c: (c[0], c[1])),
+                equal_to([(('10', 'cat', 'dog'), 'classification')]), label='chunk_header')
+    assert_that(out['errors'], matches([
+        {'source': manifest, 'row': 4, 'uri': 'c.jpg', 'reason': 'bad_row'}]), label='errors')
+
+
+def test_read_manifest_rows_merges_detection_rows_per_image(tmp_path):
+  """Rows of one image merge into one row, objects in manifest row order; rows of one
+  image with different ML_USE values are one conflicting_split error and no row."""
+  d = str(tmp_path)
+  manifest = write_text(os.path.join(d, 'boxes.csv'), (
+      'TRAIN,img.jpg,dog,0.5,0.5,,,0.9,0.9,,\n'
+      'TRAIN,other.jpg,cat,0.1,0.1,,,0.2,0.2,,\n'
+      'TRAIN,img.jpg,cat,0.1,0.1,,,0.4,0.4,,\n'
+      'TRAIN,x.jpg,cat,0.1,0.1,,,0.4,0.4,,\n'
+      'TEST,x.jpg,cat,0.2,0.2,,,0.4,0.4,,\n'))
+  dog, cat = ObjectBox('dog', 0.5, 0.5, 0.9, 0.9), ObjectBox('cat', 0.1, 0.1, 0.4, 0.4)
+  with BeamTestPipeline() as p:
+    out = p | ReadManifestRows([ManifestSource(manifest, format='automl_detection_csv')])
+    assert_that(out['chunks'] | beam.FlatMap(unpack_chunk) | beam.Map(row_fields), equal_to([
+        (manifest, 1, 'img.jpg', os.path.join(d, 'img.jpg'), ('dog', 'cat'), 'train',
+         (dog, cat)),
+        (manifest, 2, 'other.jpg', os.path.join(d, 'other.jpg'), ('cat',), 'train',
+         (ObjectBox('cat', 0.1, 0.1, 0.2, 0.2),))]), label='rows')
+    assert_that(out['errors'], matches([
+        {'source': manifest, 'row': 4, 'uri': 'x.jpg', 'reason': 'conflicting_split'}]),
+                label='errors')
+
+
+# --- LabelVocabulary ------------------------------------------------------------------
+
+def test_label_vocabulary_orders_integer_labels_numerically_else_as_text(tmp_path):
+  d = str(tmp_path)
+  integers = [pack_chunk([row(d, 'a.jpg', ['10']), row(d, 'b.jpg', ['2'])]),
+              pack_chunk([row(d, 'c.jpg', ['3', '10'])])]
+  mixed = [pack_chunk([row(d, 'a.jpg', ['10'])]), pack_chunk([row(d, 'b.jpg', ['2', 'cat'])])]
+  boxes = [pack_chunk([row(d, 'a.jpg', objects=(ObjectBox('zebra', 0, 0, 1, 1),
+                                                 ObjectBox('ant', 0, 0, 1, 1)))])]
+  with BeamTestPipeline() as p:
+    for name, chunks, expected in (
+        ('integers', integers, {'labels': ['2', '3', '10'], 'task': 'classification'}),
+        ('mixed', mixed, {'labels': ['10', '2', 'cat'], 'task': 'classification'}),
+        ('boxes', boxes, {'labels': ['ant', 'zebra'], 'task': 'detection'}),
+        ('empty', [], {'labels': [], 'task': 'classification'})):
+      vocabulary = (p | f'Create[{name}]' >> beam.Create(chunks)
+                    | f'Vocabulary[{name}]' >> LabelVocabulary())
+      assert_that(vocabulary, equal_to([expected]), label=name)
+
+
+def test_label_vocabulary_refuses_classification_and_detection_together(tmp_path):
+  d = str(tmp_path)
+  chunks = [pack_chunk([row(d, 'a.jpg', ['cat'])]),
+            pack_chunk([row(d, 'b.jpg', objects=(ObjectBox('dog', 0, 0, 1, 1),))])]
+  with pytest.raises(Exception, match='mix classification and detection'):
+    with BeamTestPipeline() as p:
+      _ = p | beam.Create(chunks) | LabelVocabulary()
+
+
+# --- ConvertBatches -------------------------------------------------------------------
+
+def convert(chunks, vocabulary):
+  """Runs ConvertBatches; returns the pipeline's outputs checked by the caller's asserts."""
+  p = BeamTestPipeline()
+  out = (p | 'Chunks' >> beam.Create(chunks)) | ConvertBatches(
+      beam.pvalue.AsSingleton(p | 'Vocabulary' >> beam.Create([vocabulary])), OPTIONS)
+  return p, out
+
+
+def test_convert_batches_classification_records_errors_and_stats(tmp_path):
+  d = str(tmp_path)
+  data = {name: write_image(os.path.join(d, name), fmt, seed=seed)
+          for name, fmt, seed in (('a.jpg', 'JPEG', 1), ('b.png', 'PNG', 2), ('u.jpg', 'JPEG', 3))}
+  u_split = hash_split('u.jpg', OPTIONS.buckets)
+  chunk = pack_chunk([row(d, 'a.jpg', ['cat'], number=1),
+                      row(d, 'b.png', ['dog', 'cat'], 'test', number=2),
+                      row(d, 'gone.jpg', ['cat'], number=3),
+                      row(d, 'u.jpg', ['dog'], None, number=4)])
+  p, out = convert([chunk], {'labels': ['cat', 'dog'], 'task': 'classification'})
+  assert_that(out.records | beam.FlatMap(lambda kv: [(kv[0], classes(r)) for r in kv[1]]),
+              equal_to([('train', ('a.jpg', [0], ['cat'])),
+                        ('test', ('b.png', [1, 0], ['dog', 'cat'])),
+                        (u_split, ('u.jpg', [1], ['dog']))]), label='records')
+  assert_that(out['errors'], matches([{'source': os.path.join(d, 'm.csv'), 'row': 3,
+                                       'uri': 'gone.jpg', 'reason': 'missing'}]), label='errors')
+  sha = {k: hashlib.sha256(v).hexdigest() for k, v in data.items()}
+  assert_that(out['stats'] | beam.FlatMap(lambda s: [(t.split, t.labels, t.uri, t.sha256)
+                                                     for t in s]),
+              equal_to([('train', ('cat',), 'a.jpg', sha['a.jpg']),
+                        ('test', ('dog', 'cat'), 'b.png', sha['b.png']),
+                        (u_split, ('dog',), 'u.jpg', sha['u.jpg'])]), label='stats')
+  assert_that(out['box_issues'], equal_to([]), label='box_issues')
+  p.run().wait_until_finish()
+
+
+def test_convert_batches_detection_reports_dropped_boxes(tmp_path):
+  d = str(tmp_path)
+  write_image(os.path.join(d, 'a.jpg'), height=12, width=16)
+  objects = (ObjectBox('dog', 0.1, 0.1, 0.5, 0.5), ObjectBox('cat', 0.3, 0.1, 0.3, 0.9))
+  p, out = convert([pack_chunk([row(d, 'a.jpg', ['dog', 'cat'], objects=objects, number=7)])],
+                   {'labels': ['cat', 'dog'], 'task': 'detection'})
+  assert_that(out.records | beam.FlatMap(lambda kv: [(kv[0], features(r)) for r in kv[1]]),
+              equal_to([('train', ('a.jpg', [], [], [2], ['dog']))]), label='records')
+  assert_that(out['box_issues'], equal_to([{
+      'source': os.path.join(d, 'm.csv'), 'row': 7, 'uri': 'a.jpg', 'index': 1, 'label': 'cat',
+      'box': [0.3, 0.1, 0.3, 0.9], 'action': 'dropped', 'reason': 'empty'}]), label='issues')
+  assert_that(out['stats'] | beam.FlatMap(lambda s: [(t.labels, t.objects) for t in s]),
+              equal_to([(('dog',), ('dog',))]), label='stats')
+  assert_that(out['errors'], equal_to([]), label='errors')
+  p.run().wait_until_finish()
+
+
+# --- Summarize and FindDuplicates -----------------------------------------------------
+
+def stat(split, labels, sha, uri, objects=()):
+  return RecordStat(split, tuple(labels), sha, uri, tuple(objects), 'jpeg', '< 64 px')
+
+
+def test_summarize_counts_records_labels_errors_and_box_issues():
+  stats = [[stat('train', ['cat'], 'a' * 64, 'a.jpg'), stat('test', ['cat', 'dog'], 'b' * 64,
+                                                              'b.jpg')],
+           [stat('train', ['dog'], 'c' * 64, 'c.jpg', objects=['dog', 'dog'])]]
+  errors = [{'reason': 'missing'}, {'reason': 'bad_row'}, {'reason': 'missing'}]
+  issues = [{'action': 'dropped', 'reason': 'empty'}, {'action': 'clipped', 'reason': 'clipped'},
+            {'action': 'dropped', 'reason': 'empty'}]
+  with BeamTestPipeline() as p:
+    summary = ((p | 'Stats' >> beam.Create(stats), p | 'Errors' >> beam.Create(errors),
+                p | 'Issues' >> beam.Create(issues)) | Summarize())
+    assert_that(summary, equal_to([{
+        'rows_read': 6, 'records_written': 3, 'rows_failed': 3,
+        'records_per_split': {'test': 1, 'train': 2},
+        'records_per_label': {'cat': 2, 'dog': 2},
+        'errors_per_reason': {'bad_row': 1, 'missing': 2},
+        'objects_written': 2, 'objects_per_label': {'dog': 2},
+        'box_issues': {'clipped:clipped': 1, 'dropped:empty': 2},
+        'labels_per_split': {'test': {'cat': 1, 'dog': 1}, 'train': {'cat': 1, 'dog': 1}},
+        'image_formats': {'jpeg': 3}, 'image_sizes': {'< 64 px': 3}}]))
+
+
+def test_find_duplicates_groups_equal_hashes_and_flags_cross_split():
+  same, inside, unique = 'ab' * 32, '0f' * 32, ['cd' * 32, 'ce' * 32, '12' * 32]
+  stats = [[stat('train', ['cat'], same, 'a.jpg'), stat('train', [], inside, 'x.jpg'),
+            stat('train', [], unique[0], 'u0.jpg')],
+           [stat('test', ['cat'], same, 'copy.jpg'), stat('train', [], inside, 'y.jpg'),
+            stat('eval', [], unique[1], 'u1.jpg'), stat('test', [], unique[2], 'u2.jpg')]]
+  with BeamTestPipeline() as p:
+    groups = p | 'Stats' >> beam.Create(stats) | 'Dups' >> FindDuplicates()
+    assert_that(groups, equal_to([
+        {'sha256': same, 'uris': ['a.jpg', 'copy.jpg'], 'splits': ['train', 'test'],
+         'cross_split': True},
+        {'sha256': inside, 'uris': ['x.jpg', 'y.jpg'], 'splits': ['train', 'train'],
+         'cross_split': False}]), label='groups')
+    none = (p | 'Unique' >> beam.Create([[stat('train', [], h, f'{h[:2]}.jpg')] for h in unique])
+            | 'NoDups' >> FindDuplicates())
+    assert_that(none, equal_to([]), label='unique')
+
+
+# --- WriteSplits, RenumberLabels, WriteLabelFiles -------------------------------------
+
+def classification_record(d, name, label, label_id, seed):
+  write_image(os.path.join(d, name), seed=seed)
+  return record_lib.convert_row(row(d, name, [label]), {label: label_id}, OPTIONS).record
+
+
+def write_splits(tmp_path, records):
+  split_dirs = {s: str(tmp_path / 'out' / f'Split-{s}') for s in SPLIT_NAMES}
+
+  def exist(paths):
+    if len(paths) != 3 or not all(os.path.isfile(path) for path in paths):
+      raise BeamAssertException(f'expected one existing shard a split, got {paths}')
+
+  with BeamTestPipeline() as p:
+    assert_that(p | beam.Create(records) | WriteSplits(split_dirs), exist)
+  return {s: [r for path in sorted(os.listdir(d)) for r in sink.read_shard(os.path.join(d, path))]
+          for s, d in split_dirs.items()}, split_dirs
+
+
+def test_write_splits_writes_each_split_into_its_folder(tmp_path):
+  d = str(tmp_path)
+  a, b, c = (classification_record(d, f'{n}.jpg', 'dog', 1, seed) for seed, n in enumerate('abc'))
+  written, _ = write_splits(tmp_path, [('train', [a, b]), ('test', [c])])
+  assert written == {'train': [a, b], 'eval': [], 'test': [c]}
+
+
+def test_renumber_labels_rewrites_ids_only_when_a_label_was_left_out(tmp_path):
+  d = str(tmp_path)
+  a, b = (classification_record(d, f'{n}.jpg', 'dog', 1, seed) for seed, n in enumerate('ab'))
+  _, split_dirs = write_splits(tmp_path, [('train', [a, b])])
+  shards = sorted(os.path.join(d, n) for d in split_dirs.values() for n in os.listdir(d))
+  before = {s: (open(s, 'rb').read(), os.stat(s).st_ino) for s in shards}
+
+  def renumber(held):
+    with BeamTestPipeline() as p:
+      _ = p | 'Shards' >> beam.Create(shards) | RenumberLabels(
+          beam.pvalue.AsSingleton(p | 'Held' >> beam.Create([held])))
+
+  renumber({'labels': ['dog'], 'task': 'classification', 'ids': {}})
+  assert {s: (open(s, 'rb').read(), os.stat(s).st_ino) for s in shards} == before
+  renumber({'labels': ['dog'], 'task': 'classification', 'ids': {1: 0}})
+  got = [classes(r) for s in shards for r in sink.read_shard(s)]
+  assert got == [('a.jpg', [0], ['dog']), ('b.jpg', [0], ['dog'])]
+  # Only the id changed: the rest of each record is the same.
+  rewritten = [example_proto.Example.FromString(r) for s in shards for r in sink.read_shard(s)]
+  for original, new in zip((a, b), rewritten):
+    new.features.feature['image/class/label'].int64_list.value[:] = [1]
+    assert new.SerializeToString(deterministic=True) == original
+
+
+def test_write_label_files_writes_the_held_vocabulary(tmp_path):
+  with BeamTestPipeline() as p:
+    _ = (p | beam.Create([{'labels': ['dog', 'cat'], 'task': 'detection', 'ids': {}}])
+         | WriteLabelFiles(str(tmp_path)))
+  assert (tmp_path / 'labels.txt').read_text() == 'dog\ncat\n'
+  assert (tmp_path / 'label_map.pbtxt').read_text() == (
+      'item {\n  name: "dog"\n  id: 1\n}\nitem {\n  name: "cat"\n  id: 2\n}\n')
+
+
+# --- record.convert_row, without Beam -------------------------------------------------
+
+def test_convert_row_classification(tmp_path):
+  d = str(tmp_path)
+  data = write_image(os.path.join(d, 'a.jpg'), height=12, width=16)
+  out = record_lib.convert_row(row(d, 'a.jpg', ['dog'], 'eval'), {'cat': 0, 'dog': 1}, OPTIONS)
+  assert out.split == 'eval' and out.box_issues == [] and out.objects is None
+  assert out.stat == RecordStat('eval', ('dog',), hashlib.sha256(data).hexdigest(), 'a.jpg', (),
+                                'jpeg', size_bucket(16, 12))
+  assert classes(out.record) == ('a.jpg', [1], ['dog'])
+  assert (out.data, out.bytes_read, out.converted) == (data, len(data), False)
+
+
+def test_convert_row_detection_drops_a_zero_width_box(tmp_path):
+  d = str(tmp_path)
+  write_image(os.path.join(d, 'a.jpg'))
+  objects = (ObjectBox('cat', 0.3, 0.1, 0.3, 0.9), ObjectBox('dog', 0.1, 0.2, 0.5, 0.6))
+  out = record_lib.convert_row(row(d, 'a.jpg', ['cat', 'dog'], objects=objects),
+                               {'cat': 1, 'dog': 2}, OPTIONS)
+  assert out.box_issues == [BoxIssue(0, 'cat', (0.3, 0.1, 0.3, 0.9), 'dropped', 'empty')]
+  assert [(o.label, o.class_id) for o in out.objects] == [('dog', 2)]
+  assert out.objects[0].box == pytest.approx((0.1, 0.2, 0.5, 0.6))
+  assert (out.stat.labels, out.stat.objects) == (('dog',), ('dog',))
+  assert features(out.record) == ('a.jpg', [], [], [2], ['dog'])
+
+
+def test_convert_row_missing_image_raises_row_error(tmp_path):
+  with pytest.raises(RowError) as e:
+    record_lib.convert_row(row(str(tmp_path), 'gone.jpg', ['cat']), {'cat': 0}, OPTIONS)
+  assert e.value.reason == 'missing'
