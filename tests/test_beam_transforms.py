@@ -20,7 +20,8 @@ from tfrecorder_component.beam.chunks import pack_chunk, unpack_chunk
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
 from tfrecorder_component.beam.read import ReadManifestRows
 from tfrecorder_component.beam.report import FindDuplicates, Summarize
-from tfrecorder_component.beam.write import RenumberLabels, WriteLabelFiles, WriteSplits
+from tfrecorder_component.beam.write import (RenumberLabels, WriteLabelFiles, WriteSplits,
+                                             plan_shards)
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.boxes import BoxIssue
 from tfrecorder_component.manifest import ManifestRow, ObjectBox
@@ -264,6 +265,37 @@ def test_write_splits_writes_each_split_into_its_folder(tmp_path):
   a, b, c = (classification_record(d, f'{n}.jpg', 'dog', 1, seed) for seed, n in enumerate('abc'))
   written, _ = write_splits(tmp_path, [('train', [a, b]), ('test', [c])])
   assert written == {'train': [a, b], 'eval': [], 'test': [c]}
+
+
+def test_plan_shards_spreads_records_evenly_in_order():
+  """Shard k takes records [k*n//N, (k+1)*n//N) of the bundles in path order."""
+  bundles = [('b', 3, 300), ('a', 4, 400), ('c', 0, 0)]  # 7 records, sorted by path: a, b
+  assert plan_shards(bundles, num_shards=3) == [
+      [('a', 0, 2)], [('a', 2, 4)], [('b', 0, 3)]]
+  assert plan_shards(bundles, num_shards=2) == [[('a', 0, 3)], [('a', 3, 4), ('b', 0, 3)]]
+  # By size: 700 bytes over 250-byte shards is 3 shards; never fewer than one.
+  assert len(plan_shards(bundles, shard_bytes=250)) == 3
+  assert plan_shards([], shard_bytes=250) == [[]]
+  assert plan_shards([], num_shards=2) == [[], []]  # an empty split still has its shards
+
+
+def test_write_splits_with_num_shards_spreads_records_and_leaves_no_temporary_files(tmp_path):
+  d = str(tmp_path)
+  records = [classification_record(d, f'{i}.jpg', 'dog', 1, i) for i in range(7)]
+  split_dirs = {s: str(tmp_path / 'out' / f'Split-{s}') for s in SPLIT_NAMES}
+  with BeamTestPipeline() as p:
+    shards = (p | beam.Create([('train', records[:3]), ('train', records[3:]),
+                               ('test', records[:1])])
+              | WriteSplits(split_dirs, num_shards=3))
+    assert_that(shards | beam.Map(os.path.basename), equal_to(
+        [f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)] * 3))
+  counts = {s: [len(list(sink.read_shard(os.path.join(d, n)))) for n in sorted(os.listdir(d))]
+            for s, d in split_dirs.items()}
+  assert counts == {'train': [2, 2, 3], 'eval': [0, 0, 0], 'test': [0, 0, 1]}
+  train = [r for n in sorted(os.listdir(split_dirs['train']))
+           for r in sink.read_shard(os.path.join(split_dirs['train'], n))]
+  assert sorted(train) == sorted(records)
+  assert sorted(os.listdir(tmp_path / 'out')) == [f'Split-{s}' for s in sorted(SPLIT_NAMES)]
 
 
 def test_renumber_labels_rewrites_ids_only_when_a_label_was_left_out(tmp_path):

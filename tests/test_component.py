@@ -17,6 +17,7 @@ from tfx.utils import proto_utils
 from images import encode, make_image, write_image, write_text
 from records import by_source_id, feature
 from tfrecorder_component import HTML, ConversionReportPage, ImageExampleGen, ImageManifest
+from tfrecorder_component.beam.sink import read_shard
 from tfrecorder_component.component import executor, spec
 from tfrecorder_component.component.types import ConversionReport
 from tfrecorder_component.images.transform import ImageTransform
@@ -133,8 +134,10 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
       'image_root': str(pics),
       'feature_types': {'weight': 'string'},
       'image_transform': {'size': [4, 4]},
+      'num_shards': 2,
   }
-  missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs)
+  # shard_size_mb is the alternative to num_shards (one or the other): its own test below.
+  missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {'shard_size_mb'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties
@@ -161,10 +164,34 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   assert errors['flat.png'][0] == 'too_large' and 'max_pixels' in errors['flat.png'][1]
   assert errors['noise.png'][0] == 'too_large' and 'max_bytes=2000' in errors['noise.png'][1]
   assert len(errors) == 2
-  # compression_level: the shards are deflated (level 0, the default, stores them).
-  [shard] = glob.glob(os.path.join(examples.uri, 'Split-alpha', '*.gz'))
-  with gzip.open(shard, 'rb') as f:
-    assert os.path.getsize(shard) < len(f.read())
+  # num_shards: 3 records over exactly 2 shards. compression_level: the shards are
+  # deflated (level 0, the default, stores them).
+  shards = sorted(glob.glob(os.path.join(examples.uri, 'Split-alpha', '*.gz')))
+  assert [os.path.basename(s) for s in shards] == [
+      'data_tfrecord-00000-of-00002.gz', 'data_tfrecord-00001-of-00002.gz']
+  for shard in shards:
+    with gzip.open(shard, 'rb') as f:
+      assert os.path.getsize(shard) < len(f.read())
+
+
+def test_shard_size_mb_sets_the_number_of_shards_from_the_split_size(tmp_path):
+  """Six ~20 KB images over ~0.05 MB shards: three shards of two records each."""
+  data = tmp_path / 'data'
+  for i in range(6):
+    write_image(str(data / f'{i}.png'), 'PNG', 'RGB', 80, 80, seed=i)  # noise: ~19 KB
+  write_text(str(data / 'm.csv'), ''.join(f'TRAIN,{i}.png,cat\n' for i in range(6)))
+  size = sum(os.path.getsize(data / f'{i}.png') for i in range(6)) / 3 / 2**20
+  gen = ImageExampleGen(input_base=str(data), shard_size_mb=size * 1.02)
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  shards = sorted(glob.glob(os.path.join(examples.uri, 'Split-train', '*.gz')))
+  assert [os.path.basename(s) for s in shards] == [
+      f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)]
+  assert [len(list(read_shard(s))) for s in shards] == [2, 2, 2]
+  with pytest.raises(ValueError, match='num_shards or shard_size_mb, not both'):
+    ImageExampleGen(input_base=str(data), num_shards=2, shard_size_mb=1.0)
 
 
 def test_transform_and_feature_types_are_checked_and_stored_as_json():

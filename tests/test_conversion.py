@@ -16,6 +16,7 @@ from images import write_image, write_text
 from records import by_source_id, feature, read_split
 import tfrecord_digest
 import tfrecorder_component as trc
+from tfrecorder_component.beam.sink import read_shard
 from tfrecorder_component.images import thumbnail
 
 COLOURS = {'cat': (220, 30, 30), 'dog': (30, 30, 220)}
@@ -462,3 +463,25 @@ def test_a_label_whose_every_row_failed_leaves_the_vocabulary(tmp_path):
   trc.convert(clean, str(tmp_path / 'clean'))
   assert tfrecord_digest.digest(str(tmp_path / 'with_ant')) == tfrecord_digest.digest(
       str(tmp_path / 'clean'))
+
+
+def test_cli_num_shards_spreads_the_same_records_over_that_many_shards(tmp_path):
+  data = tmp_path / 'data'
+  rows = []
+  for i in range(10):
+    solid(str(data / f'{i}.png'), COLOURS['cat' if i % 2 else 'dog'], size=(8 + i, 8))
+    rows.append(f'TRAIN,{i}.png,{"cat" if i % 2 else "dog"}')
+  manifest = write_text(str(data / 'm.csv'), '\n'.join(rows) + '\n')
+  run = run_cli('convert', manifest, str(tmp_path / 'four'), '--num-shards', '4')
+  assert run.returncode == 0, run.stderr
+  train = sorted(os.listdir(tmp_path / 'four' / 'Split-train'))
+  assert train == [f'data_tfrecord-0000{k}-of-00004.gz' for k in range(4)]
+  sizes = [len(list(read_shard(str(tmp_path / 'four' / 'Split-train' / n)))) for n in train]
+  assert sizes == [2, 3, 2, 3]  # 10 records: [k*10//4, (k+1)*10//4)
+  assert len(os.listdir(tmp_path / 'four' / 'Split-test')) == 4  # empty, but 4 all the same
+  trc.convert(manifest, str(tmp_path / 'default'))
+  assert tfrecord_digest.digest(str(tmp_path / 'four')) == tfrecord_digest.digest(
+      str(tmp_path / 'default'))
+  both = run_cli('convert', manifest, str(tmp_path / 'x'), '--num-shards', '2',
+                 '--shard-size-mb', '100')
+  assert both.returncode == 2 and 'not allowed with argument' in both.stderr

@@ -321,7 +321,7 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions  # pylint: disable=g-import-not-at-top
   from apache_beam.portability.api import beam_runner_api_pb2  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.options import ManifestSource  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.options import ConversionOptions, ManifestSource  # pylint: disable=g-import-not-at-top
   from apache_beam.io.gcp import gcsio  # pylint: disable=g-import-not-at-top
   # Validating the options asks Cloud Storage whether the temp bucket has a soft-delete
   # policy; the service cannot be reached from the tests, so the answer is "no".
@@ -336,7 +336,8 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   p = beam.Pipeline(options=options)
   splits = {s: f'gs://my-bucket/out/Split-{s}' for s in ('train', 'eval', 'test')}
   _ = p | ConvertManifests([ManifestSource('gs://my-bucket/digits/manifest.csv')], splits,
-                           'gs://my-bucket/out', 'gs://my-bucket/out/report')
+                           'gs://my-bucket/out', 'gs://my-bucket/out/report',
+                           ConversionOptions(num_shards=64))
   result = p.run()
   job = result.job
   assert job.proto.name == 'tfrecorder-dry-run'
@@ -346,7 +347,8 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   assert cloud.temp_location.startswith('gs://my-bucket/tmp/tfrecorder-dry-run.')
   names = {t.unique_name for t in job.proto_pipeline.components.transforms.values()}
   for step in ('ConvertManifests/ReadManifestRows/Parse', 'ConvertManifests/Convert',
-               'ConvertManifests/WriteSplits', 'ConvertManifests/RenumberLabels',
+               'ConvertManifests/WriteSplits/WriteBundles',
+               'ConvertManifests/WriteSplits/WriteShards', 'ConvertManifests/RenumberLabels',
                'ConvertManifests/WriteReport/FindDuplicates/Index',
                'ConvertManifests/Summarize'):
     assert any(n == step or n.startswith(step + '/') for n in names), step

@@ -101,9 +101,10 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
 
 def _options(args) -> dict:
   from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
-  given = {name: getattr(args, name) for name in (
-      'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level')
-           if getattr(args, name) is not None}
+  given = {name: getattr(args, name, None) for name in (
+      'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level', 'num_shards',
+      'shard_size_mb')
+           if getattr(args, name, None) is not None}
   return dict(manifest_format=args.manifest_format, image_root=args.image_root,
               verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,
               image_transform=ImageTransform.from_json(args.transform),
@@ -234,6 +235,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                        'empty); the old output stays until the new one is complete')
   convert.add_argument('--max-error-ratio', type=float, default=0.0,
                        help='fraction of rows that may fail (default 0: any failure fails)')
+  shards = convert.add_mutually_exclusive_group()
+  shards.add_argument('--num-shards', type=int, metavar='N',
+                      help='write exactly N shards per split, records spread evenly '
+                      '(default: the runner decides, one shard per bundle)')
+  shards.add_argument('--shard-size-mb', type=float, metavar='MB',
+                      help='write shards of about MB megabytes each (TensorFlow suggests '
+                      '100 MB or more, and at least as many shards as parallel readers)')
   _conversion_options(convert)
   convert.set_defaults(run=cmd_convert)
   validate = commands.add_parser('validate', help='probe every image, write no records; '

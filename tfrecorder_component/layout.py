@@ -28,6 +28,11 @@ def split_dir(output_dir: str, split: str) -> str:
   return posixpath.join(output_dir, f'{SPLIT_PREFIX}{split}')
 
 
+def shard_path(split_dir: str, index: int, count: int) -> str:
+  """The `index`-th of `count` shards of a split, named as Beam and TFX name them."""
+  return posixpath.join(split_dir, f'{TFRECORD_FILE_NAME}-{index:05d}-of-{count:05d}.gz')
+
+
 def split_dirs(output_dir: str, splits: Iterable[str]) -> Dict[str, str]:
   return {name: split_dir(output_dir, name) for name in splits}
 

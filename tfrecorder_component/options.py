@@ -38,6 +38,17 @@ class ManifestSource:
     check_feature_types(dict(self.feature_types))
 
 
+def check_sharding(num_shards: int, shard_size_mb: float) -> None:
+  """Raises UsageError unless at most one of `num_shards`, `shard_size_mb` is set, and
+  neither is negative."""
+  if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 0:
+    raise UsageError(f'num_shards must be a whole number, 0 or more, got {num_shards!r}')
+  if not shard_size_mb >= 0:
+    raise UsageError(f'shard_size_mb must be 0 or more, got {shard_size_mb}')
+  if num_shards and shard_size_mb:
+    raise UsageError('give num_shards or shard_size_mb, not both')
+
+
 @dataclasses.dataclass(frozen=True)
 class ConversionOptions:
   """What a conversion does beyond reading manifests and writing splits."""
@@ -49,6 +60,10 @@ class ConversionOptions:
   compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
   transform: Optional[transform_lib.ImageTransform] = None  # None: bytes pass through
   progress_every_s: Optional[float] = None  # report rows done, rate and errors on stderr
+  # Shards per split: exactly `num_shards`, or the split's size over `shard_size_mb`;
+  # both 0 (the default): the runner decides, one shard per bundle.
+  num_shards: int = 0
+  shard_size_mb: float = 0.0
 
   def __post_init__(self):
     if not self.buckets or any(not isinstance(n, int) or n < 1 for _, n in self.buckets):
@@ -59,5 +74,6 @@ class ConversionOptions:
         raise UsageError(f'{name} must be positive, got {getattr(self, name)}')
     if not 0 <= self.compression_level <= 9:
       raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
+    check_sharding(self.num_shards, self.shard_size_mb)
     if self.progress_every_s is not None and self.progress_every_s <= 0:
       raise UsageError(f'progress_every_s must be positive, got {self.progress_every_s}')

@@ -62,7 +62,9 @@ class ConvertManifests(beam.PTransform):
       _ = held | 'WriteLabelFiles' >> write.WriteLabelFiles(self._label_dir)
     if self._split_dirs is not None:
       _ = (converted.records
-           | 'WriteSplits' >> write.WriteSplits(self._split_dirs, level)
+           | 'WriteSplits' >> write.WriteSplits(
+               self._split_dirs, level, num_shards=self._options.num_shards,
+               shard_bytes=int(self._options.shard_size_mb * 2**20))
            | 'RenumberLabels' >> write.RenumberLabels(beam.pvalue.AsSingleton(held), level))
     _ = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
           'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES]}

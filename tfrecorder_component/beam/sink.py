@@ -46,20 +46,38 @@ def read_shard(path: str) -> Iterator[bytes]:
         yield data
 
 
+class ShardWriter:
+  """A gzipped TFRecord shard written record by record on any Beam file system."""
+
+  def __init__(self, path: str, compression_level: int = DEFAULT_COMPRESSION_LEVEL):
+    self.path = path
+    self.records = 0
+    self.bytes = 0  # framed, before compression
+    self._file = _GzipFile(FileSystems.create(path, mime_type='application/octet-stream',
+                                              compression_type=CompressionTypes.UNCOMPRESSED),
+                           compression_level)
+
+  def write(self, records) -> None:
+    data = b''.join(tfrecord_frame(record) for record in records)
+    self._file.write(data)
+    self.records += len(records)
+    self.bytes += len(data)
+
+  def close(self) -> None:
+    self._file.close()
+
+
 def rewrite_shard(path: str, change: Callable[[bytes], bytes],
                   compression_level: int = DEFAULT_COMPRESSION_LEVEL) -> None:
   """Replaces a shard by one of its records passed through `change`: written beside it,
   then renamed over it."""
-  temp = path + '.rewrite'
-  out = _GzipFile(FileSystems.create(temp, mime_type='application/octet-stream',
-                                     compression_type=CompressionTypes.UNCOMPRESSED),
-                  compression_level)
+  temp = ShardWriter(path + '.rewrite', compression_level)
   try:
     for record in read_shard(path):
-      out.write(tfrecord_frame(change(record)))
+      temp.write((change(record),))
   finally:
-    out.close()
-  FileSystems.rename([temp], [path])
+    temp.close()
+  FileSystems.rename([temp.path], [path])
 
 
 class _GzipFile:

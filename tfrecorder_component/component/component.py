@@ -16,6 +16,7 @@ from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.beam import sink
 from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.options import check_sharding
 
 
 def default_output_config() -> example_gen_pb2.Output:
@@ -72,7 +73,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       verify_decode: bool = True,
       image_root: Optional[str] = None,
       feature_types: Optional[Dict[str, str]] = None,
-      image_transform: Optional[Union[transform_lib.ImageTransform, Dict[str, Any]]] = None):
+      image_transform: Optional[Union[transform_lib.ImageTransform, Dict[str, Any]]] = None,
+      num_shards: int = 0,
+      shard_size_mb: float = 0.0):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -105,6 +108,10 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         carried as features; undeclared columns are inferred per file.
       image_transform: An `ImageTransform` (or its fields as a dict): auto-orient,
         resize, colour, re-encode. Default: image bytes pass through unchanged.
+      num_shards: Write exactly this many shards per split, records spread evenly.
+        Default 0: the runner decides (one shard per bundle), as CsvExampleGen does.
+      shard_size_mb: Instead of `num_shards`, shards of about this size (TensorFlow
+        suggests 100 MB or more, and at least as many shards as parallel readers).
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -115,6 +122,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       raise ValueError(f'compression_level must be 0..9, got {compression_level}')
     if not 0.0 <= max_error_ratio <= 1.0:
       raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
+    check_sharding(num_shards, shard_size_mb)
     if isinstance(image_transform, dict):
       image_transform = transform_lib.ImageTransform.from_dict(image_transform)
     check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry
@@ -138,6 +146,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         image_root=image_root,
         feature_types=json.dumps(feature_types, sort_keys=True) if feature_types else None,
         image_transform=image_transform.to_json() if image_transform is not None else None,
+        num_shards=num_shards,
+        shard_size_mb=float(shard_size_mb),
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))
 

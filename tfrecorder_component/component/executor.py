@@ -152,6 +152,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         max_bytes=int(exec_properties[spec.MAX_BYTES_KEY]),
         convert_unsupported=bool(exec_properties[spec.CONVERT_UNSUPPORTED_KEY]),
         compression_level=int(exec_properties[spec.COMPRESSION_LEVEL_KEY]),
+        num_shards=int(exec_properties.get(spec.NUM_SHARDS_KEY) or 0),
+        shard_size_mb=float(exec_properties.get(spec.SHARD_SIZE_MB_KEY) or 0),
         verify_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]),
         transform=transform_lib.ImageTransform.from_json(
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))

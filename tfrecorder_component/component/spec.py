@@ -21,6 +21,8 @@ VERIFY_DECODE_KEY = 'verify_decode'
 IMAGE_ROOT_KEY = 'image_root'
 FEATURE_TYPES_KEY = 'feature_types'
 IMAGE_TRANSFORM_KEY = 'image_transform'
+NUM_SHARDS_KEY = 'num_shards'
+SHARD_SIZE_MB_KEY = 'shard_size_mb'
 REPORT_KEY = 'report'
 
 
@@ -42,6 +44,8 @@ class ImageExampleGenSpec(ComponentSpec):
       IMAGE_ROOT_KEY: ExecutionParameter(type=str, optional=True),
       FEATURE_TYPES_KEY: ExecutionParameter(type=str, optional=True),  # JSON {column: type}
       IMAGE_TRANSFORM_KEY: ExecutionParameter(type=str, optional=True),  # JSON ImageTransform
+      NUM_SHARDS_KEY: ExecutionParameter(type=int),  # 0: the runner decides
+      SHARD_SIZE_MB_KEY: ExecutionParameter(type=float),  # 0: see num_shards
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),
