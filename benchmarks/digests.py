@@ -1,0 +1,92 @@
+"""Converts a fixed set of inputs (every manifest format, classification and detection,
+multi-label, a DataFrame, an image folder, transforms, a failed row) with the public
+API and prints a digest of each output: the check that a refactor leaves every record
+and label file byte-identical.
+
+    python -m benchmarks.digests WORK_DIR > before.json   # on the old commit
+    python -m benchmarks.digests WORK_DIR > after.json    # on the new one; diff them
+"""
+import json
+import os
+import shutil
+import sys
+
+import pandas as pd
+import sklearn.datasets
+
+import tfrecorder_component as trc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                'tests'))
+import tfrecord_digest  # pylint: disable=g-import-not-at-top,wrong-import-position
+from images import write_image  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+def main(base: str) -> None:
+  shutil.rmtree(base, ignore_errors=True)
+  d = os.path.join(base, 'data'); os.makedirs(d)
+  photos = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
+  for n in ('china.jpg', 'flower.jpg'):
+    shutil.copy(os.path.join(photos, n), os.path.join(d, n))
+  rows = ['split,image_uri,label,weight,note']
+  for i in range(30):
+    fmt = ['JPEG', 'PNG', 'GIF', 'BMP'][i % 4]
+    ext = {'JPEG': 'jpg', 'PNG': 'png', 'GIF': 'gif', 'BMP': 'bmp'}[fmt]
+    mode = 'P' if fmt == 'GIF' else ['RGB', 'L', 'RGBA'][i % 3] if fmt == 'PNG' else ['RGB', 'L'][i % 2]
+    write_image(os.path.join(d, f'img{i}.{ext}'), fmt, mode, 10 + i, 20 + i % 7, seed=i)
+    rows.append(f'{["TRAIN","TEST","VALIDATION","UNASSIGNED",""][i % 5]},img{i}.{ext},{["cat","dog","10","2"][i % 4]},{i * 0.5},n{i}')
+  rows.append('TRAIN,missing.jpg,cat,1,x')
+  with open(os.path.join(d, 'cls.csv'), 'w') as f: f.write('\n'.join(rows) + '\n')
+  with open(os.path.join(d, 'multi.csv'), 'w') as f:
+    f.write(''.join(f'TRAIN,img{i}.{"jpg" if i % 4 == 0 else "png"},a,b\n' for i in (0, 4, 8)) )
+  det = ['china.jpg,pagoda,0.4,0.1,,,0.6,0.5,,', 'china.jpg,tree,0.5,0.5,,,1.2,0.9,,',
+         'china.jpg,tree,0.3,0.1,,,0.3,0.2,,', 'flower.jpg,flower,0.1,0.1,,,0.5,0.5,,',
+         'TEST,flower.jpg,flower,0.2,0.2,,,0.4,0.6,,']
+  with open(os.path.join(d, 'det.csv'), 'w') as f: f.write('\n'.join(det[:4]) + '\n')
+  coco = {'images': [{'id': 1, 'file_name': 'china.jpg', 'width': 640, 'height': 427},
+                     {'id': 7, 'file_name': 'flower.jpg', 'width': 640, 'height': 427}],
+          'categories': [{'id': 3, 'name': 'pagoda'}, {'id': 90, 'name': 'flower'}],
+          'annotations': [{'id': 1, 'image_id': 1, 'category_id': 3, 'bbox': [262, 54, 130, 196], 'area': 100, 'iscrowd': 0},
+                          {'id': 2, 'image_id': 7, 'category_id': 90, 'bbox': [148.5, 43, 330, 350], 'area': 50, 'iscrowd': 1}]}
+  with open(os.path.join(d, 'coco.json'), 'w') as f: json.dump(coco, f)
+  voc = ('<annotation><filename>china.jpg</filename><size><width>640</width><height>427</height><depth>3</depth></size>'
+         '<object><name>pagoda</name><difficult>1</difficult><bndbox><xmin>262</xmin><ymin>54</ymin><xmax>392</xmax><ymax>250</ymax></bndbox></object></annotation>')
+  with open(os.path.join(d, 'voc.xml'), 'w') as f: f.write(voc)
+  jl = [{'imageGcsUri': 'china.jpg', 'boundingBoxAnnotations': [{'displayName': 'pagoda', 'xMin': 0.4, 'yMin': 0.1, 'xMax': 0.6, 'yMax': 0.5}], 'dataItemResourceLabels': {'aiplatform.googleapis.com/ml_use': 'training'}},
+        {'imageGcsUri': 'flower.jpg', 'boundingBoxAnnotations': []}]
+  with open(os.path.join(d, 'det.jsonl'), 'w') as f: f.write(''.join(json.dumps(x) + '\n' for x in jl))
+  cl = [{'imageGcsUri': 'img0.jpg', 'classificationAnnotation': {'displayName': 'cat'}, 'dataItemResourceLabels': {'aiplatform.googleapis.com/ml_use': 'test'}},
+        {'imageGcsUri': 'img1.png', 'classificationAnnotations': [{'displayName': 'a'}, {'displayName': 'b'}]}]
+  with open(os.path.join(d, 'cls.jsonl'), 'w') as f: f.write(''.join(json.dumps(x) + '\n' for x in cl))
+  folder = os.path.join(base, 'folder')
+  for lab in ('ant', 'bee'):
+    for i in range(3):
+      write_image(os.path.join(folder, lab, f'{i}.jpg'), 'JPEG', 'RGB', 9 + i, 11, seed=i)
+
+  runs = {
+    'cls': (os.path.join(d, 'cls.csv'), dict(max_error_ratio=0.1)),
+    'cls_transform': (os.path.join(d, 'cls.csv'), dict(max_error_ratio=0.1, image_transform={'size': [8, 8], 'resize_mode': 'fit', 'encode': 'png'})),
+    'multi': (os.path.join(d, 'multi.csv'), {}),
+    'det': (os.path.join(d, 'det.csv'), {}),
+    'det_transform': (os.path.join(d, 'det.csv'), dict(image_transform={'size': [100, 80], 'resize_mode': 'crop'})),
+    'coco': (os.path.join(d, 'coco.json'), {}),
+    'voc': (os.path.join(d, 'voc.xml'), {}),
+    'detjsonl': (os.path.join(d, 'det.jsonl'), {}),
+    'clsjsonl': (os.path.join(d, 'cls.jsonl'), {}),
+    'folder': (folder, {}),
+  }
+  out = {}
+  for name, (src, kw) in runs.items():
+    o = os.path.join(base, 'out', name)
+    trc.convert(src, o, **kw)
+    out[name] = tfrecord_digest.digest(o)
+  cwd = os.getcwd(); os.chdir(d)
+  df = pd.DataFrame({'split': ['TRAIN', 'TEST', ''], 'image_uri': ['img0.jpg', 'img1.png', 'img2.gif'], 'label': [['a', 'b'], ['b'], []], 'w': [1, 2, 3]})
+  trc.convert(df, os.path.join(base, 'out', 'df'))
+  os.chdir(cwd)
+  out['df'] = tfrecord_digest.digest(os.path.join(base, 'out', 'df'))
+  print(json.dumps(out, indent=1, sort_keys=True))
+
+
+if __name__ == '__main__':
+  main(sys.argv[1])
