@@ -16,6 +16,7 @@ from images import write_image, write_text
 from records import by_source_id, feature, read_split
 import tfrecord_digest
 import tfrecorder_component as trc
+from tfrecorder_component import run
 from tfrecorder_component.beam.sink import read_shard
 from tfrecorder_component.images import thumbnail
 
@@ -485,3 +486,32 @@ def test_cli_num_shards_spreads_the_same_records_over_that_many_shards(tmp_path)
   both = run_cli('convert', manifest, str(tmp_path / 'x'), '--num-shards', '2',
                  '--shard-size-mb', '100')
   assert both.returncode == 2 and 'not allowed with argument' in both.stderr
+
+
+def test_the_direct_runner_uses_every_core_from_enough_rows_unless_told(tmp_path, monkeypatch):
+  small = write_text(str(tmp_path / 'small.csv'), 'TRAIN,a.png,cat\n' * 10)
+  large = write_text(str(tmp_path / 'large.csv'), 'TRAIN,a.png,cat\n' * run.PARALLEL_FROM_ROWS)
+  monkeypatch.setattr(run, 'cores', lambda: 4)
+  processes = ['--direct_running_mode=multi_processing', '--direct_num_workers=4']
+  assert run.with_default_parallelism([], [large]) == processes
+  assert run.with_default_parallelism([], [small]) == list(run.DEFAULT_DIRECT_ARGS)
+  told = ['--direct_num_workers=2']
+  assert run.with_default_parallelism(told, [large]) == told  # the user's choice stands
+  dataflow = ['--runner=DataflowRunner', '--project=p']
+  assert run.with_default_parallelism(dataflow, [large]) == dataflow
+  monkeypatch.setattr(run, 'cores', lambda: 1)
+  assert run.with_default_parallelism([], [large]) == list(run.DEFAULT_DIRECT_ARGS)
+
+
+def test_a_run_on_every_core_writes_the_same_records(tmp_path, monkeypatch):
+  data = tmp_path / 'data'
+  for i in range(6):
+    solid(str(data / f'{i}.png'), COLOURS['cat' if i % 2 else 'dog'], size=(8 + i, 8))
+  manifest = write_text(str(data / 'm.csv'), ''.join(
+      f'TRAIN,{i}.png,{"cat" if i % 2 else "dog"}\n' for i in range(6)))
+  trc.convert(manifest, str(tmp_path / 'one'))
+  monkeypatch.setattr(run, 'PARALLEL_FROM_ROWS', 1)
+  monkeypatch.setattr(run, 'cores', lambda: 2)
+  trc.convert(manifest, str(tmp_path / 'two'))
+  assert tfrecord_digest.digest(str(tmp_path / 'two')) == tfrecord_digest.digest(
+      str(tmp_path / 'one'))

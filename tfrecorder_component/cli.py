@@ -89,8 +89,9 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--transform', help='image transform as JSON, e.g. '
                       '\'{"longest_side": 512, "encode": "jpeg"}\'')
   parser.add_argument('--runner', default='DirectRunner',
-                      help='Beam runner (default: %(default)s, in-memory; DataflowRunner '
-                      'needs --project, --region and --temp-location)')
+                      help='Beam runner (default: %(default)s, on every core from 8,000 '
+                      'rows, else one worker in memory; DataflowRunner needs --project, '
+                      '--region and --temp-location)')
   parser.add_argument('--project', help='Google Cloud project (Dataflow)')
   parser.add_argument('--region', help='Google Cloud region (Dataflow)')
   parser.add_argument('--temp-location', help='gs:// folder for Dataflow\'s temporary files')

@@ -73,6 +73,7 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb)
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index = sources_lib.manifests_for(source, report_dir)
+  args = run.with_default_parallelism(args, manifests)
   image_root = image_root or root
   sources = [ManifestSource(m, manifest_format, None, image_root, declared, row_index)
              for m in manifests]
@@ -94,7 +95,8 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   train 8, eval 1, test 1, as a dict or pairs), and ImageExampleGen's `manifest_format`,
   `image_root`, `feature_types`, `image_transform`, `verify_decode`,
   `convert_unsupported`, `compression_level`, `max_pixels`, `max_bytes`, `num_shards`,
-  `shard_size_mb`; Beam's `runner` (default DirectRunner, in-memory), `project`,
+  `shard_size_mb`; Beam's `runner` (default DirectRunner: every core from 8,000 rows,
+  else one worker in memory, unless `beam_args` say how), `project`,
   `region`, `temp_location` and extra `beam_args`; `progress_every_s` to print rows
   done, rate and failures.
 

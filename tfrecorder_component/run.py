@@ -10,9 +10,14 @@ from tfrecorder_component import layout
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
-# The local default: the in-memory DirectRunner starts in seconds. For large local runs
-# pass beam_args=['--direct_running_mode=multi_processing', '--direct_num_workers=0'].
+# Small runs: the in-memory DirectRunner starts in about a second; worker processes cost
+# some 5 s to start, which a larger run earns back on every core.
 DEFAULT_DIRECT_ARGS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
+# From this many manifest rows, a run with no direct-runner flags uses every core. On 2
+# cores (benchmarks, whole runs, 256x256 JPEGs): 3,000 rows 5.5 s in memory against 7.0 s
+# in processes, 10,000 rows 10.0 s against 9.4 s, 20,000 rows 16.8 s against 12.8 s.
+PARALLEL_FROM_ROWS = 8_000
+_DIRECT_FLAGS = ('--direct_running_mode', '--direct_num_workers')
 # Beam arguments that tell Dataflow how its workers get this package.
 _PACKAGE_ARGS = ('--setup_file', '--sdk_container_image', '--extra_package', '--requirements_file')
 # setup.py of a source checkout this package runs from (absent when installed from a wheel).
@@ -72,13 +77,55 @@ def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = No
     return dataflow_args(project, region, temp_location,
                          setup_file=None if given else SOURCE_SETUP_FILE) + list(beam_args)
   args = [f'--runner={runner}']
-  if runner in ('DirectRunner', 'direct'):
-    args += list(DEFAULT_DIRECT_ARGS)
   for name, value in (('project', project), ('region', region),
                       ('temp_location', temp_location)):
     if value:
       args.append(f'--{name}={value}')
   return args + list(beam_args)
+
+
+def cores() -> int:
+  """The cores this process may use."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # not Linux
+    return os.cpu_count() or 1
+
+
+def estimate_rows(manifests: Sequence[str]) -> int:
+  """About how many rows the manifest files hold: their lines (CSV, JSONL), images
+  (COCO JSON) or one per file (Pascal VOC); read once, from any Beam file system."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  rows = 0
+  for path in manifests:
+    if path.lower().endswith('.xml'):
+      rows += 1
+      continue
+    with FileSystems.open(path, compression_type='uncompressed') as f:
+      data = f.read()
+    rows += data.count(b'"file_name"') if path.lower().endswith('.json') else data.count(b'\n')
+  return rows
+
+
+def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str]) -> List[str]:
+  """`beam_args`, plus how the DirectRunner runs when they say nothing of it: every core
+  in worker processes from PARALLEL_FROM_ROWS manifest rows, else one worker in memory.
+  Other runners, and any `--direct_running_mode` or `--direct_num_workers` given, are
+  left as they are."""
+  args = list(beam_args)
+  runner = 'DirectRunner'
+  for i, arg in enumerate(args):
+    if arg.startswith('--runner='):
+      runner = arg.split('=', 1)[1]
+    elif arg == '--runner' and i + 1 < len(args):
+      runner = args[i + 1]
+  if runner not in ('DirectRunner', 'direct') or any(
+      a.split('=', 1)[0] in _DIRECT_FLAGS for a in args):
+    return args
+  n = cores()
+  if n > 1 and estimate_rows(manifests) >= PARALLEL_FROM_ROWS:
+    return args + ['--direct_running_mode=multi_processing', f'--direct_num_workers={n}']
+  return args + list(DEFAULT_DIRECT_ARGS)
 
 
 def run_conversion(pipeline, sources: Sequence[ManifestSource],

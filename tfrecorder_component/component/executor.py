@@ -159,6 +159,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
+    self._beam_pipeline_args = run.with_default_parallelism(self._beam_pipeline_args,
+                                                            [s.path for s in sources])
     summary = run.run_conversion(self._make_beam_pipeline(), sources, split_dirs,
                                  examples.uri, report_dir, options)
     policy.apply_error_policy(summary, float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
