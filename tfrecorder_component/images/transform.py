@@ -27,6 +27,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from tfrecorder_component.images import probe as image_lib
+from tfrecorder_component.images import geometry
 from tfrecorder_component.images.boxes import Box, clip_box
 from tfrecorder_component.errors import RowError
 
@@ -41,26 +42,6 @@ _GREY_MODES = ('1', 'L', 'LA') + _SIXTEEN_BIT
 _ALPHA_MODES = ('RGBA', 'LA', 'PA', 'RGBa', 'La')
 _DRAFT_GAP = 2  # JPEG DCT scaling stops at twice the target size; resampling does the rest.
 _REDUCING_GAP = 3.0
-
-
-def _orient_box(box: Box, orientation: int) -> Box:
-  """Maps a box in the stored pixels to the upright image for an EXIF orientation."""
-  x0, y0, x1, y1 = box
-  if orientation == 2:   # mirrored horizontally
-    return 1 - x1, y0, 1 - x0, y1
-  if orientation == 3:   # rotated 180
-    return 1 - x1, 1 - y1, 1 - x0, 1 - y0
-  if orientation == 4:   # mirrored vertically
-    return x0, 1 - y1, x1, 1 - y0
-  if orientation == 5:   # transposed: (x, y) -> (y, x)
-    return y0, x0, y1, x1
-  if orientation == 6:   # turned 90 clockwise to upright: (x, y) -> (1 - y, x)
-    return 1 - y1, x0, 1 - y0, x1
-  if orientation == 7:   # transversed: (x, y) -> (1 - y, 1 - x)
-    return 1 - y1, 1 - x1, 1 - y0, 1 - x0
-  if orientation == 8:   # turned 90 anticlockwise to upright: (x, y) -> (y, 1 - x)
-    return y0, 1 - x1, y1, 1 - x0
-  return box
 
 
 def _is_int(value) -> bool:
@@ -166,71 +147,6 @@ class TransformResult:
   scale: Tuple[float, float]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Plan:
-  """The resize worked out on the upright image's size."""
-  size: Tuple[int, int]                        # output (width, height)
-  content: Tuple[int, int]                     # what the (cropped) image is resampled to
-  region: Tuple[float, float, float, float]    # normalised source region that is kept
-  offset: Tuple[int, int]                      # where the content lands (fit padding)
-  scale: Tuple[float, float]
-
-
-def _plan_resize(transform: ImageTransform, width: int, height: int) -> Optional[_Plan]:
-  full = (0.0, 0.0, 1.0, 1.0)
-  if transform.longest_side is not None:
-    side = transform.longest_side
-    if width >= height:
-      size = (side, max(1, round(height * side / width)))
-    else:
-      size = (max(1, round(width * side / height)), side)
-    plan = _Plan(size, size, full, (0, 0), (size[0] / width, size[1] / height))
-  elif transform.size is not None:
-    tw, th = transform.size
-    if transform.resize_mode == 'stretch':
-      plan = _Plan((tw, th), (tw, th), full, (0, 0), (tw / width, th / height))
-    elif transform.resize_mode == 'fit':
-      s = min(tw / width, th / height)
-      cw = min(tw, max(1, round(width * s)))
-      ch = min(th, max(1, round(height * s)))
-      plan = _Plan((tw, th), (cw, ch), full, ((tw - cw) // 2, (th - ch) // 2),
-                   (cw / width, ch / height))
-    else:
-      s = max(tw / width, th / height)
-      rw = min(1.0, tw / s / width)
-      rh = min(1.0, th / s / height)
-      region = ((1 - rw) / 2, (1 - rh) / 2, (1 + rw) / 2, (1 + rh) / 2)
-      plan = _Plan((tw, th), (tw, th), region, (0, 0), (s, s))
-  else:
-    return None
-  if plan.size == (width, height):
-    return None
-  return plan
-
-
-def _resize_box(box: Box, plan: _Plan) -> Box:
-  rx0, ry0, rx1, ry1 = plan.region
-  cw, ch = plan.content
-  ox, oy = plan.offset
-  tw, th = plan.size
-
-  def fx(x: float) -> float:
-    return (ox + (x - rx0) / (rx1 - rx0) * cw) / tw
-
-  def fy(y: float) -> float:
-    return (oy + (y - ry0) / (ry1 - ry0) * ch) / th
-
-  x0, y0, x1, y1 = box
-  return fx(x0), fy(y0), fx(x1), fy(y1)
-
-
-def _as_box(box: Sequence[float]) -> Box:
-  values = tuple(float(v) for v in box)
-  if len(values) != 4:
-    raise ValueError(f'a box is 4 numbers (xmin, ymin, xmax, ymax), got {box!r}')
-  return values
-
-
 def _orientation(im: Image.Image) -> int:
   try:
     value = im.getexif().get(_ORIENTATION_TAG, 1)
@@ -285,7 +201,7 @@ def _pad_value(mode: str, pad_color: Tuple[int, int, int]):
   return pad_color if mode == 'RGB' else pad_color + (255,)
 
 
-def _resize(im: Image.Image, plan: _Plan, pad_color: Tuple[int, int, int]) -> Image.Image:
+def _resize(im: Image.Image, plan: geometry.ResizePlan, pad_color: Tuple[int, int, int]) -> Image.Image:
   w, h = im.size
   rx0, ry0, rx1, ry1 = plan.region
   content = im.resize(plan.content, Image.Resampling.LANCZOS,
@@ -297,7 +213,7 @@ def _resize(im: Image.Image, plan: _Plan, pad_color: Tuple[int, int, int]) -> Im
   return canvas
 
 
-def _draft(im: Image.Image, plan: Optional[_Plan], orientation: int, grey: bool) -> None:
+def _draft(im: Image.Image, plan: Optional[geometry.ResizePlan], orientation: int, grey: bool) -> None:
   """Lets libjpeg decode at a reduced scale (and straight to grey) where that is enough."""
   if im.format != 'JPEG':
     return
@@ -325,7 +241,7 @@ def apply_transform(data: bytes, transform: ImageTransform,
   frame of a multi-frame image is transformed. Raises ValueError for a box that is not
   4 numbers, RowError `transform_failed` when the image cannot be decoded or encoded.
   """
-  boxes = [_as_box(box) for box in boxes]
+  boxes = [geometry.as_box(box) for box in boxes]
   if transform.is_identity:
     return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0))
   try:
@@ -349,7 +265,7 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
   width, height = im.size
   if orientation >= 5:
     width, height = height, width
-  plan = _plan_resize(transform, width, height)
+  plan = geometry.plan_resize(transform, width, height)
   out_format = (transform.encode or ('jpeg' if fmt == 'JPEG' else 'png')).upper()
   source_format = fmt if fmt in ('JPEG', 'PNG') else None
   wanted_mode = {'rgb': 'RGB', 'grey': 'L'}.get(transform.color)
@@ -364,13 +280,13 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
   im.load()
   if orientation != 1:
     im = ImageOps.exif_transpose(im)
-    boxes = [_orient_box(b, orientation) for b in boxes]
+    boxes = [geometry.orient_box(b, orientation) for b in boxes]
   im = _convert(im, fmt, _target_mode(im, fmt, transform.color, out_format),
                 transform.pad_color)
   scale = (1.0, 1.0)
   if plan is not None:
     im = _resize(im, plan, transform.pad_color)
-    boxes = [_resize_box(b, plan) for b in boxes]
+    boxes = [geometry.resize_box(b, plan) for b in boxes]
     scale = plan.scale
 
   im.info = {}
