@@ -515,3 +515,17 @@ def test_a_run_on_every_core_writes_the_same_records(tmp_path, monkeypatch):
   trc.convert(manifest, str(tmp_path / 'two'))
   assert tfrecord_digest.digest(str(tmp_path / 'two')) == tfrecord_digest.digest(
       str(tmp_path / 'one'))
+
+
+def test_cli_on_worker_processes_prints_no_notices(tmp_path):
+  """Every core means worker processes: their start-up notices and the Google clients'
+  FutureWarnings stay out of the user's terminal."""
+  for i in range(4):
+    solid(str(tmp_path / f'{i}.png'), COLOURS['cat'], size=(8 + i, 8))
+  manifest = write_text(str(tmp_path / 'm.csv'), ''.join(f'TRAIN,{i}.png,cat\n' for i in range(4)))
+  run = run_cli('convert', manifest, str(tmp_path / 'out'),
+                '--beam-arg=--direct_running_mode=multi_processing',
+                '--beam-arg=--direct_num_workers=2')
+  assert run.returncode == 0, run.stderr
+  assert 'Wrote 4 records' in run.stdout
+  assert run.stderr == '', run.stderr

@@ -197,13 +197,24 @@ def cmd_inspect(args) -> int:
   return 0
 
 
+# What each worker process of a multi-process DirectRunner run logs at start, through the
+# runner: nothing the user can act on.
+_WORKER_NOTICES = ('No semi_persistent_directory found', 'Discarding unparseable args')
+_WORKER_WARNINGS = 'ignore::FutureWarning:google.api_core._python_version_support'
+
+
 class _DropNoticesTheCommandReplaces(logging.Filter):
   """Beam without its GCP extra logs, when imported, that BigQuery's client is missing
-  (the command never uses BigQuery); and Beam logs a traceback for the manifest error
-  that the command then states in one line."""
+  (the command never uses BigQuery); its worker processes log start-up notices; and
+  Beam logs a traceback for the manifest error that the command then states in one
+  line."""
 
   def filter(self, record: logging.LogRecord) -> bool:
-    if str(record.msg).startswith('apitools not found, and bigquery client'):
+    message = record.getMessage()
+    if message.startswith('apitools not found, and bigquery client'):
+      return False
+    if record.name.endswith('local_job_service') and any(
+        notice in message for notice in _WORKER_NOTICES):
       return False
     error = record.exc_info[1] if record.exc_info else None
     return not isinstance(error, ManifestError)
@@ -214,6 +225,10 @@ def _quiet_third_party_notices() -> None:
   clients on the interpreter's age, Beam's BigQuery client) do not reach the user."""
   warnings.filterwarnings('ignore', category=FutureWarning,
                           module='google.api_core._python_version_support')
+  # Worker processes (every core, from 8,000 rows) inherit the environment, not filters.
+  given = os.environ.get('PYTHONWARNINGS')
+  if _WORKER_WARNINGS not in (given or ''):
+    os.environ['PYTHONWARNINGS'] = f'{given},{_WORKER_WARNINGS}' if given else _WORKER_WARNINGS
   root = logging.getLogger()
   if not root.handlers:
     handler = logging.StreamHandler()
