@@ -218,6 +218,11 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   with pytest.raises(RuntimeError, match=f'All failed rows: {tmp_path}/new/report/errors.jsonl'):
     trc.convert(bad, str(tmp_path / 'new'))
   assert os.listdir(tmp_path / 'new') == ['report']
+  # Only a failed run's report there: the next run takes the folder without overwrite.
+  trc.convert(second, str(tmp_path / 'new'))
+  assert sorted(os.listdir(tmp_path / 'new')) == [
+      'Split-eval', 'Split-test', 'Split-train', 'label_map.pbtxt', 'labels.txt', 'report']
+  assert (tmp_path / 'new' / 'report' / 'errors.jsonl').read_text() == ''  # the new report
   with pytest.raises(ValueError, match='is a file; the output must be a folder'):
     trc.convert(second, first)
   empty = write_text(str(data / 'empty.csv'), 'split,image_uri,label\n')

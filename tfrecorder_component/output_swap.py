@@ -22,7 +22,8 @@ def local_folder(path: str) -> str:
 
 def output_folder(output_dir: str, overwrite: bool) -> str:
   """`output_dir`, absolute if local, after checking it can take a conversion: not a
-  file, and empty or absent unless `overwrite`."""
+  file, and empty or absent unless `overwrite`. A folder holding only the report that a
+  failed run left there (no record) counts as empty: the next run replaces it."""
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   if '://' in output_dir:
     output_dir = output_dir.rstrip('/')
@@ -32,11 +33,17 @@ def output_folder(output_dir: str, overwrite: bool) -> str:
     output_dir = os.path.abspath(output_dir)
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
       raise UsageError(f'{output_dir} is a file; the output must be a folder')
-    used = os.path.isdir(output_dir) and bool(os.listdir(output_dir))
+    used = (os.path.isdir(output_dir) and bool(os.listdir(output_dir))
+            and not _only_a_failed_report(output_dir))
   if used and not overwrite:
     raise UsageError(f'{output_dir} is not empty: convert into a new or empty folder, or '
                      'pass overwrite=True (--overwrite) to replace what is there')
   return output_dir
+
+
+def _only_a_failed_report(folder: str) -> bool:
+  return os.listdir(folder) == [layout.REPORT_DIR] and os.path.isfile(
+      os.path.join(folder, layout.REPORT_DIR, layout.SUMMARY_FILE))
 
 
 def _remove(path: str) -> None:
