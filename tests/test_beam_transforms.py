@@ -20,6 +20,7 @@ from tfrecorder_component.beam.chunks import pack_chunk, unpack_chunk
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
 from tfrecorder_component.beam.read import ReadManifestRows
 from tfrecorder_component.beam.report import FindDuplicates, Summarize
+from tfrecorder_component.beam import write as write_lib
 from tfrecorder_component.beam.write import (RenumberLabels, WriteLabelFiles, WriteSplits,
                                              plan_shards)
 from tfrecorder_component.errors import RowError
@@ -307,14 +308,18 @@ def test_renumber_labels_rewrites_ids_only_when_a_label_was_left_out(tmp_path):
 
   def renumber(held):
     with BeamTestPipeline() as p:
-      _ = p | 'Shards' >> beam.Create(shards) | RenumberLabels(
-          beam.pvalue.AsSingleton(p | 'Held' >> beam.Create([held])))
+      # Only the first shard is reported: every shard in the split folders is renumbered.
+      _ = p | 'Shards' >> beam.Create(shards[:1]) | RenumberLabels(
+          beam.pvalue.AsSingleton(p | 'Held' >> beam.Create([held])), split_dirs)
 
   renumber({'labels': ['dog'], 'task': 'classification', 'ids': {}})
   assert {s: (open(s, 'rb').read(), os.stat(s).st_ino) for s in shards} == before
   renumber({'labels': ['dog'], 'task': 'classification', 'ids': {1: 0}})
   got = [classes(r) for s in shards for r in sink.read_shard(s)]
   assert got == [('a.jpg', [0], ['dog']), ('b.jpg', [0], ['dog'])]
+  renumbered = {s: open(s, 'rb').read() for s in shards}
+  renumber({'labels': ['dog'], 'task': 'classification', 'ids': {1: 0}})  # a retry
+  assert {s: open(s, 'rb').read() for s in shards} == renumbered  # changes nothing
   # Only the id changed: the rest of each record is the same.
   rewritten = [example_proto.Example.FromString(r) for s in shards for r in sink.read_shard(s)]
   for original, new in zip((a, b), rewritten):
@@ -361,3 +366,18 @@ def test_convert_row_missing_image_raises_row_error(tmp_path):
   with pytest.raises(RowError) as e:
     record_lib.convert_row(row(str(tmp_path), 'gone.jpg', ['cat']), {'cat': 0}, OPTIONS)
   assert e.value.reason == 'missing'
+
+
+def test_write_splits_spreads_records_over_many_temporary_files(tmp_path, monkeypatch):
+  """Each batch in its own temporary file: the shards still take records evenly."""
+  monkeypatch.setattr(write_lib, 'TEMP_FILE_BYTES', 1)
+  d = str(tmp_path)
+  records = [classification_record(d, f'{i}.jpg', 'dog', 1, i) for i in range(7)]
+  split_dirs = {s: str(tmp_path / 'out' / f'Split-{s}') for s in SPLIT_NAMES}
+  with BeamTestPipeline() as p:
+    _ = (p | beam.Create([('train', records[i:i + 2]) for i in range(0, 7, 2)])
+         | WriteSplits(split_dirs, num_shards=3))
+  train = [list(sink.read_shard(os.path.join(split_dirs['train'], n)))
+           for n in sorted(os.listdir(split_dirs['train']))]
+  assert [len(s) for s in train] == [2, 2, 3]
+  assert sorted(r for s in train for r in s) == sorted(records)

@@ -534,3 +534,16 @@ def test_cli_on_worker_processes_prints_no_notices(tmp_path):
   assert run.returncode == 0, run.stderr
   assert 'Wrote 4 records' in run.stdout
   assert run.stderr == '', run.stderr
+
+
+def test_estimate_rows_counts_lines_and_coco_images_across_read_pieces(tmp_path):
+  mark = '"file_name"'
+  # The 1 MB read boundary falls inside a mark.
+  coco = '{"images": [' + ' ' * (2**20 - 15) + ','.join(
+      f'{{{mark}: "{i}.jpg"}}' for i in range(3)) + ']}'
+  coco_path = write_text(str(tmp_path / 'c.json'), coco)
+  assert coco.index(mark) < 2**20 < coco.index(mark) + len(mark)
+  csv_path = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.png,cat\n' * 5)
+  voc = write_text(str(tmp_path / 'a.xml'), '<annotation/>')
+  assert run.estimate_rows([coco_path, csv_path, voc]) == 3 + 5 + 1
+  assert run.estimate_rows([csv_path], enough=2) >= 2

@@ -210,7 +210,10 @@ class _DropNoticesTheCommandReplaces(logging.Filter):
   line."""
 
   def filter(self, record: logging.LogRecord) -> bool:
-    message = record.getMessage()
+    try:
+      message = record.getMessage()
+    except Exception:  # pylint: disable=broad-except
+      return True  # a malformed log call is its own caller's to find
     if message.startswith('apitools not found, and bigquery client'):
       return False
     if record.name.endswith('local_job_service') and any(
@@ -225,10 +228,6 @@ def _quiet_third_party_notices() -> None:
   clients on the interpreter's age, Beam's BigQuery client) do not reach the user."""
   warnings.filterwarnings('ignore', category=FutureWarning,
                           module='google.api_core._python_version_support')
-  # Worker processes (every core, from 8,000 rows) inherit the environment, not filters.
-  given = os.environ.get('PYTHONWARNINGS')
-  if _WORKER_WARNINGS not in (given or ''):
-    os.environ['PYTHONWARNINGS'] = f'{given},{_WORKER_WARNINGS}' if given else _WORKER_WARNINGS
   root = logging.getLogger()
   if not root.handlers:
     handler = logging.StreamHandler()
@@ -281,6 +280,9 @@ def main(argv: Optional[List[str]] = None) -> int:
   inspect.set_defaults(run=cmd_inspect)
   args = parser.parse_args(argv)
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  # Worker processes (every core, from 8,000 rows) inherit the environment, not filters.
+  given = os.environ.get('PYTHONWARNINGS')
+  os.environ['PYTHONWARNINGS'] = f'{given},{_WORKER_WARNINGS}' if given else _WORKER_WARNINGS
   try:
     return args.run(args)
   except (policy.TooManyFailedRows, ManifestError) as e:  # the data failed: exit 1
@@ -290,6 +292,11 @@ def main(argv: Optional[List[str]] = None) -> int:
   except (ValueError, RuntimeError, OSError) as e:  # what was asked cannot be done: exit 2
     print(f'error: {e}', file=sys.stderr)
     return 2
+  finally:
+    if given is None:
+      os.environ.pop('PYTHONWARNINGS', None)
+    else:
+      os.environ['PYTHONWARNINGS'] = given
 
 
 if __name__ == '__main__':

@@ -38,12 +38,11 @@ def first_label_id(task: str) -> int:
 def held_vocabulary(labels: List[str], first_id: int,
                     records_per_label: Dict[str, int]) -> Tuple[List[str], Dict[int, int]]:
   """The labels in id order that some record holds, and {id set before the run: its id
-  now} (empty when no label was left out, the usual case)."""
+  now}: empty when no id moves (no label left out, the usual case, or only the last)."""
   held = [l for l in labels if records_per_label.get(l)]
-  if len(held) == len(labels):
-    return held, {}
   new = {label: i for i, label in enumerate(held, start=first_id)}
-  return held, {i: new[l] for i, l in enumerate(labels, start=first_id) if l in new}
+  ids = {i: new[l] for i, l in enumerate(labels, start=first_id) if l in new}
+  return held, {} if all(i == j for i, j in ids.items()) else ids
 
 
 def _quote(text: str) -> str:

@@ -3,6 +3,8 @@ checked when built."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
+import operator
 from typing import Any, Optional, Tuple
 
 from tfrecorder_component import files
@@ -38,13 +40,24 @@ class ManifestSource:
     check_feature_types(dict(self.feature_types))
 
 
+def _whole(value) -> Optional[int]:
+  """`value` as an int if it is a whole number (numpy's too), not a bool; else None."""
+  if isinstance(value, bool):
+    return None
+  try:
+    return operator.index(value)
+  except TypeError:
+    return None
+
+
 def check_sharding(num_shards: int, shard_size_mb: float) -> None:
   """Raises UsageError unless at most one of `num_shards`, `shard_size_mb` is set, and
   neither is negative."""
-  if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 0:
+  if _whole(num_shards) is None or num_shards < 0:
     raise UsageError(f'num_shards must be a whole number, 0 or more, got {num_shards!r}')
-  if not shard_size_mb >= 0:
-    raise UsageError(f'shard_size_mb must be 0 or more, got {shard_size_mb}')
+  if isinstance(shard_size_mb, bool) or not isinstance(shard_size_mb, numbers.Real) or not (
+      shard_size_mb >= 0):
+    raise UsageError(f'shard_size_mb must be 0 or more, got {shard_size_mb!r}')
   if num_shards and shard_size_mb:
     raise UsageError('give num_shards or shard_size_mb, not both')
 
@@ -66,9 +79,10 @@ class ConversionOptions:
   shard_size_mb: float = 0.0
 
   def __post_init__(self):
-    if not self.buckets or any(not isinstance(n, int) or n < 1 for _, n in self.buckets):
-      raise UsageError(f'splits must be (name, hash buckets) pairs with at least one '
-                       f'bucket each, got {self.buckets!r}')
+    counts = [_whole(n) for _, n in self.buckets]
+    if any(n is None or n < 0 for n in counts) or not sum(n or 0 for n in counts):
+      raise UsageError(f'splits must be (name, hash buckets) pairs, whole numbers of at '
+                       f'least 0 and at least one above 0, got {self.buckets!r}')
     for name in ('max_pixels', 'max_bytes'):
       if getattr(self, name) < 1:
         raise UsageError(f'{name} must be positive, got {getattr(self, name)}')

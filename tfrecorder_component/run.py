@@ -85,25 +85,58 @@ def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = No
 
 
 def cores() -> int:
-  """The cores this process may use."""
+  """The cores this process may use: its CPU affinity, capped by a container's CPU quota
+  (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us`), as a Kubernetes pod's limit sets it."""
   try:
-    return len(os.sched_getaffinity(0))
+    n = len(os.sched_getaffinity(0))
   except AttributeError:  # not Linux
-    return os.cpu_count() or 1
+    n = os.cpu_count() or 1
+  quota = _cgroup_cpu_quota()
+  return max(1, min(n, quota)) if quota else n
 
 
-def estimate_rows(manifests: Sequence[str]) -> int:
+def _cgroup_cpu_quota() -> Optional[int]:
+  for path, parse in (('/sys/fs/cgroup/cpu.max', lambda t: t.split()),
+                      ('/sys/fs/cgroup/cpu/cpu.cfs_quota_us', None)):
+    try:
+      with open(path) as f:
+        text = f.read()
+      if parse:
+        quota, period = parse(text)
+      else:
+        quota = text.strip()
+        with open('/sys/fs/cgroup/cpu/cpu.cfs_period_us') as f:
+          period = f.read().strip()
+      if quota in ('max', '-1'):
+        return None
+      return -(-int(quota) // int(period))
+    except (OSError, ValueError):
+      continue
+  return None
+
+
+def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int:
   """About how many rows the manifest files hold: their lines (CSV, JSONL), images
-  (COCO JSON) or one per file (Pascal VOC); read once, from any Beam file system."""
+  (COCO JSON) or one per file (Pascal VOC), read from any Beam file system in 1 MB
+  pieces; stops counting once past `enough`."""
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   rows = 0
   for path in manifests:
     if path.lower().endswith('.xml'):
       rows += 1
       continue
+    mark = b'"file_name"' if path.lower().endswith('.json') else b'\n'
+    tail = b''
     with FileSystems.open(path, compression_type='uncompressed') as f:
-      data = f.read()
-    rows += data.count(b'"file_name"') if path.lower().endswith('.json') else data.count(b'\n')
+      while enough is None or rows < enough:
+        piece = f.read(2**20)
+        if not piece:
+          break
+        data = tail + piece
+        rows += data.count(mark)
+        # A mark cut by the piece's end is whole in tail + next piece; the tail is too
+        # short to hold a whole one, so none is counted twice.
+        tail = data[-(len(mark) - 1):] if len(mark) > 1 else b''
   return rows
 
 
@@ -123,7 +156,7 @@ def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str])
       a.split('=', 1)[0] in _DIRECT_FLAGS for a in args):
     return args
   n = cores()
-  if n > 1 and estimate_rows(manifests) >= PARALLEL_FROM_ROWS:
+  if n > 1 and estimate_rows(manifests, PARALLEL_FROM_ROWS) >= PARALLEL_FROM_ROWS:
     return args + ['--direct_running_mode=multi_processing', f'--direct_num_workers={n}']
   return args + list(DEFAULT_DIRECT_ARGS)
 

@@ -65,7 +65,8 @@ class ConvertManifests(beam.PTransform):
            | 'WriteSplits' >> write.WriteSplits(
                self._split_dirs, level, num_shards=self._options.num_shards,
                shard_bytes=int(self._options.shard_size_mb * 2**20))
-           | 'RenumberLabels' >> write.RenumberLabels(beam.pvalue.AsSingleton(held), level))
+           | 'RenumberLabels' >> write.RenumberLabels(beam.pvalue.AsSingleton(held),
+                                                      self._split_dirs, level))
     _ = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
           'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES]}
          | 'WriteReport' >> report.WriteReport(self._report_dir))

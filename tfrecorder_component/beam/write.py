@@ -74,8 +74,9 @@ class WriteSplits(beam.PTransform):
 
 
 class _WriteBundles(beam.DoFn):
-  """Writes a bundle's record batches into one temporary shard per split; emits
-  (split, path, records, bytes) for each."""
+  """Writes a bundle's record batches into temporary files, one per split at a time and
+  a new one every TEMP_FILE_BYTES (so a final shard seldom reads far into a file to reach
+  its first record); emits (split, path, records, bytes) for each file."""
 
   def __init__(self, temp_dir: str, compression_level: int):
     self._temp_dir = temp_dir
@@ -92,6 +93,10 @@ class _WriteBundles(beam.DoFn):
       writer = self._writers[split] = sink_lib.ShardWriter(
           posixpath.join(self._temp_dir, split, uuid.uuid4().hex + '.gz'), self._level)
     writer.write(batch)
+    if writer.bytes >= TEMP_FILE_BYTES:
+      writer.close()
+      del self._writers[split]
+      yield split, writer.path, writer.records, writer.bytes
 
   def finish_bundle(self):
     for split, writer in self._writers.items():
@@ -99,6 +104,9 @@ class _WriteBundles(beam.DoFn):
       yield WindowedValue((split, writer.path, writer.records, writer.bytes), MIN_TIMESTAMP,
                           [GlobalWindow()])
     self._writers = {}
+
+
+TEMP_FILE_BYTES = 16 * 2**20
 
 
 def plan_shards(bundles: List[Tuple[str, int, int]], num_shards: int = 0,
@@ -165,29 +173,49 @@ def _write_shard(shard: Tuple[str, List[Tuple[str, int, int]]], level: int) -> s
 
 
 class RenumberLabels(beam.PTransform):
-  """Gives the records of the written shards the ids of the held vocabulary (a singleton
-  side input from `report.held_labels`): only when a label was left out."""
+  """Gives the records of every shard in `split_dirs` the ids of the held vocabulary (a
+  singleton side input from `report.held_labels`), only when a label was left out.
 
-  def __init__(self, held, compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL):
+  Input: the paths WriteSplits wrote, used as a barrier: the split folders are then
+  listed, so a shard a retried write did not report is renumbered too. Ids are set from
+  the label text each record carries, so renumbering a shard twice changes nothing.
+  """
+
+  def __init__(self, held, split_dirs: Mapping[str, str],
+               compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL):
     super().__init__()
     self._held = held
+    self._split_dirs = sorted(split_dirs.values())
     self._level = compression_level
 
   def expand(self, shards):
-    return shards | beam.Map(_renumber_shard, self._held, self._level)
+    return (shards
+            | 'AllWritten' >> beam.combiners.ToList()
+            | 'ListShards' >> beam.FlatMap(_list_shards, self._split_dirs, self._held)
+            | 'Spread' >> beam.Reshuffle()
+            | 'Renumber' >> beam.Map(_renumber_shard, self._held, self._level))
+
+
+def _list_shards(_, split_dirs: List[str], held: Dict[str, Any]) -> List[str]:
+  if not held['ids']:
+    return []
+  pattern = [FileSystems.join(d, f'{layout.TFRECORD_FILE_NAME}-*.gz') for d in split_dirs]
+  return sorted(m.path for result in FileSystems.match(pattern) for m in result.metadata_list)
 
 
 def _renumber_shard(shard: str, held: Dict[str, Any], level: int) -> None:
-  if held['ids']:
-    key = ('image/object/class/label' if held['task'] == Task.DETECTION.value
-           else 'image/class/label')
-    sink_lib.rewrite_shard(shard, functools.partial(_renumber, key=key, ids=held['ids']), level)
+  detection = held['task'] == Task.DETECTION.value
+  first = labels_lib.first_label_id(held['task'])
+  ids = {label.encode('utf-8'): i for i, label in enumerate(held['labels'], start=first)}
+  sink_lib.rewrite_shard(shard, functools.partial(
+      _renumber, ids=ids, key='image/object/class/label' if detection else 'image/class/label',
+      text_key='image/object/class/text' if detection else 'image/class/text'), level)
 
 
-def _renumber(record: bytes, key: str, ids: Dict[int, int]) -> bytes:
+def _renumber(record: bytes, key: str, text_key: str, ids: Dict[bytes, int]) -> bytes:
   example = tf_example.Example.FromString(record)
-  values = example.features.feature[key].int64_list.value
-  values[:] = [ids[v] for v in values]
+  feature = example.features.feature
+  feature[key].int64_list.value[:] = [ids[t] for t in feature[text_key].bytes_list.value]
   return example.SerializeToString(deterministic=True)
 
 

@@ -159,10 +159,14 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
-    self._beam_pipeline_args = run.with_default_parallelism(self._beam_pipeline_args,
-                                                            [s.path for s in sources])
-    summary = run.run_conversion(self._make_beam_pipeline(), sources, split_dirs,
-                                 examples.uri, report_dir, options)
+    given = self._beam_pipeline_args
+    self._beam_pipeline_args = run.with_default_parallelism(given, [s.path for s in sources])
+    try:
+      pipeline = self._make_beam_pipeline()
+    finally:
+      self._beam_pipeline_args = given  # this run's choice, not the next one's
+    summary = run.run_conversion(pipeline, sources, split_dirs, examples.uri, report_dir,
+                                 options)
     policy.apply_error_policy(summary, float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
                               [s.path for s in sources], lambda: keep_failed_report(report_dir))
 
