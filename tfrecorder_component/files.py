@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import time
 from typing import Callable, Iterable, List
 
@@ -102,6 +103,15 @@ def list_manifest_files(pattern: str) -> List[str]:
     found = _match(FileSystems.join(pattern, '*'))
   return sorted(p for p in found
                 if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
+
+
+def remove(path: str) -> None:
+  """Removes a file or a whole folder (or gs:// prefix), if it exists."""
+  if '://' in path:
+    if FileSystems.exists(path + '/'):
+      FileSystems.delete([path + '/'])
+  elif os.path.lexists(path):
+    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
 
 def write_text(path: str, text: str) -> None:

@@ -7,6 +7,7 @@ import posixpath
 import shutil
 import tempfile
 
+from tfrecorder_component import files
 from tfrecorder_component import layout
 from tfrecorder_component.errors import UsageError
 
@@ -46,15 +47,6 @@ def _only_a_failed_report(folder: str) -> bool:
       os.path.join(folder, layout.REPORT_DIR, layout.SUMMARY_FILE))
 
 
-def _remove(path: str) -> None:
-  if '://' in path:
-    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-    if FileSystems.exists(path + '/'):
-      FileSystems.delete([path + '/'])
-  elif os.path.lexists(path):
-    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-
-
 class OutputSwap:
   """Writes a conversion next to `output_dir` and moves it in only when it succeeded, so
   the folder never mixes two runs nor looks complete when it is not.
@@ -75,7 +67,7 @@ class OutputSwap:
       os.makedirs(parent, exist_ok=True)
       self.work = tempfile.mkdtemp(prefix=f'.{name}.partial-', dir=parent)
     else:
-      _remove(output_dir)
+      files.remove(output_dir)
       self.work = output_dir
 
   def failed_report_dir(self) -> str:
@@ -104,7 +96,8 @@ class OutputSwap:
     kept = self.failed_report_dir()
     report = posixpath.join(self.work, layout.REPORT_DIR)
     if self.local:
-      _remove(os.path.dirname(kept) if kept.endswith('.failed/' + layout.REPORT_DIR) else kept)
+      files.remove(os.path.dirname(kept) if kept.endswith('.failed/' + layout.REPORT_DIR)
+                   else kept)
       os.makedirs(os.path.dirname(kept), exist_ok=True)
       if os.path.isdir(report):
         self._retarget(report, report, kept)
@@ -130,7 +123,7 @@ class OutputSwap:
     os.replace(self.work, self.output_dir)
     if old:
       shutil.rmtree(old, ignore_errors=True)
-    _remove(self.output_dir + '.failed')  # an earlier failure's report is out of date
+    files.remove(self.output_dir + '.failed')  # an earlier failure's report is out of date
 
   def abandon(self) -> None:
     """After a crash (no summary): nothing of the run is worth keeping."""

@@ -5,7 +5,6 @@ import functools
 import itertools
 import json
 import posixpath
-import shutil
 import uuid
 from typing import Any, Dict, List, Mapping, Tuple
 
@@ -16,6 +15,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from tfrecorder_component import example_proto as tf_example
+from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component.beam import sink as sink_lib
@@ -69,7 +69,7 @@ class WriteSplits(beam.PTransform):
               | 'WriteShards' >> beam.Map(_write_shard, self._level).with_output_types(str))
     _ = (shards
          | 'AllShards' >> beam.combiners.ToList()
-         | 'RemoveBundles' >> beam.Map(_remove_folder, temp_dir))
+         | 'RemoveBundles' >> beam.Map(lambda _, folder: files.remove(folder), temp_dir))
     return shards
 
 
@@ -145,15 +145,6 @@ def _plan_shards(bundles, split_dirs: Mapping[str, str], num_shards: int, shard_
 
 
 _RECORDS_PER_WRITE = 64
-
-
-def _remove_folder(_, folder: str) -> None:
-  if '://' not in folder:
-    shutil.rmtree(folder, ignore_errors=True)
-    return
-  found = [m.path for m in FileSystems.match([folder + '/**'])[0].metadata_list]
-  if found:
-    FileSystems.delete(found)
 
 
 def _write_shard(shard: Tuple[str, List[Tuple[str, int, int]]], level: int) -> str:
