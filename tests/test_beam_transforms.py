@@ -228,12 +228,13 @@ def test_find_duplicates_groups_equal_hashes_and_flags_cross_split():
   stats = [[stat('train', ['cat'], same, 'a.jpg'), stat('train', [], inside, 'x.jpg'),
             stat('train', [], unique[0], 'u0.jpg')],
            [stat('test', ['cat'], same, 'copy.jpg'), stat('train', [], inside, 'y.jpg'),
-            stat('eval', [], unique[1], 'u1.jpg'), stat('test', [], unique[2], 'u2.jpg')]]
+            stat('eval', [], unique[1], 'u1.jpg'), stat('test', [], unique[2], 'u2.jpg')],
+           [stat('valid-ation', ['cat'], same, 'dossier/élan 猫.jpg')]]
   with BeamTestPipeline() as p:
     groups = p | 'Stats' >> beam.Create(stats) | 'Dups' >> FindDuplicates()
     assert_that(groups, equal_to([
-        {'sha256': same, 'uris': ['a.jpg', 'copy.jpg'], 'splits': ['train', 'test'],
-         'cross_split': True},
+        {'sha256': same, 'uris': ['a.jpg', 'copy.jpg', 'dossier/élan 猫.jpg'],
+         'splits': ['train', 'test', 'valid-ation'], 'cross_split': True},
         {'sha256': inside, 'uris': ['x.jpg', 'y.jpg'], 'splits': ['train', 'train'],
          'cross_split': False}]), label='groups')
     none = (p | 'Unique' >> beam.Create([[stat('train', [], h, f'{h[:2]}.jpg')] for h in unique])
