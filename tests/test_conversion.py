@@ -514,7 +514,7 @@ def test_a_run_on_every_core_writes_the_same_records(tmp_path, monkeypatch):
     solid(str(data / f'{i}.png'), COLOURS['cat' if i % 2 else 'dog'], size=(8 + i, 8))
   manifest = write_text(str(data / 'm.csv'), ''.join(
       f'TRAIN,{i}.png,{"cat" if i % 2 else "dog"}\n' for i in range(6)))
-  trc.convert(manifest, str(tmp_path / 'one'))
+  trc.convert(manifest, str(tmp_path / 'one'), beam_args=None)  # None: no arguments
   monkeypatch.setattr(run, 'PARALLEL_FROM_ROWS', 1)
   monkeypatch.setattr(run, 'cores', lambda: 2)
   trc.convert(manifest, str(tmp_path / 'two'))

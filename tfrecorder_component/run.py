@@ -60,10 +60,12 @@ def dataflow_args(project: str, region: str, temp_location: str, *,
 
 def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = None,
                        region: Optional[str] = None, temp_location: Optional[str] = None,
-                       beam_args: Sequence[str] = ()) -> List[str]:
-  """Beam arguments for `runner`, then `beam_args`. DataflowRunner needs project, region
-  and a gs:// temp_location; its workers get this package from the source checkout's
-  setup.py, unless `beam_args` say how (`--sdk_container_image`, `--extra_package`)."""
+                       beam_args: Optional[Sequence[str]] = ()) -> List[str]:
+  """Beam arguments for `runner`, then `beam_args` (None: none). DataflowRunner needs
+  project, region and a gs:// temp_location; its workers get this package from the
+  source checkout's setup.py, unless `beam_args` say how (`--sdk_container_image`,
+  `--extra_package`)."""
+  beam_args = list(beam_args or ())
   if runner in ('DataflowRunner', 'dataflow'):
     missing = [n for n, v in (('project', project), ('region', region),
                               ('temp_location', temp_location)) if not v]
@@ -75,13 +77,13 @@ def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = No
                        '--beam-arg=--sdk_container_image=IMAGE (an image that has it '
                        'installed) or --beam-arg=--extra_package=WHEEL')
     return dataflow_args(project, region, temp_location,
-                         setup_file=None if given else SOURCE_SETUP_FILE) + list(beam_args)
+                         setup_file=None if given else SOURCE_SETUP_FILE) + beam_args
   args = [f'--runner={runner}']
   for name, value in (('project', project), ('region', region),
                       ('temp_location', temp_location)):
     if value:
       args.append(f'--{name}={value}')
-  return args + list(beam_args)
+  return args + beam_args
 
 
 def cores() -> int:
