@@ -172,19 +172,19 @@ COCO = {
 }
 
 
-def test_coco_images_then_annotations_with_non_contiguous_categories(tmp_path):
+def test_coco_one_row_an_image_with_its_boxes_and_non_contiguous_categories(tmp_path):
   path = write_text(str(tmp_path / 'ann' / 'instances.json'), json.dumps(COCO))
   items = read_manifest_file(path)
   rows, errors = rows_of(items), errors_of(items)
-  assert [(r.row, r.image_uri, r.objects) for r in rows[:3]] == [
-      (1, 'a.jpg', ()), (2, 'sub/b.jpg', ()), (3, 'empty.jpg', ())]
+  assert [(r.row, r.image_uri, r.labels) for r in rows] == [
+      (1, 'a.jpg', ('dog', 'toothbrush')), (2, 'sub/b.jpg', ('person',)), (3, 'empty.jpg', ())]
+  assert rows[0].objects == (
+      ObjectBox('dog', 10, 20, 40, 60, normalized=False, area=1000.5),
+      ObjectBox('toothbrush', 0.5, 1.5, 100.5, 51.5, normalized=False, is_crowd=True, area=4000))
+  assert rows[1].objects == (ObjectBox('person', 5, 5, 15, 15, normalized=False),)
+  assert rows[2].objects == ()  # an image without annotations: a record without boxes
   assert rows[0].resolved_uri == str(tmp_path / 'ann' / 'a.jpg')
-  assert [(r.row, r.image_uri, r.labels) for r in rows[3:]] == [
-      (1, 'a.jpg', ('dog',)), (1, 'a.jpg', ('toothbrush',)), (2, 'sub/b.jpg', ('person',))]
-  assert rows[3].objects == (ObjectBox('dog', 10, 20, 40, 60, normalized=False, area=1000.5),)
-  assert rows[4].objects == (ObjectBox('toothbrush', 0.5, 1.5, 100.5, 51.5, normalized=False,
-                                       is_crowd=True, area=4000),)
-  assert rows[5].resolved_uri == str(tmp_path / 'ann' / 'sub/b.jpg')
+  assert rows[1].resolved_uri == str(tmp_path / 'ann' / 'sub/b.jpg')
   assert all(r.split is None and r.source == path for r in rows)
   assert all(e.reason == 'bad_row' for e in errors)
   assert ['annotation id 3' in errors[0].message, 'annotation id 5' in errors[1].message,
@@ -192,6 +192,13 @@ def test_coco_images_then_annotations_with_non_contiguous_categories(tmp_path):
           'annotation id 7' in errors[3].message] == [True] * 4
   assert 'image_id 99' in errors[0].message and 'category_id 42' in errors[1].message
   assert (errors[1].row, errors[1].uri) == (2, 'sub/b.jpg')
+
+
+def test_coco_boxes_merge_in_the_same_order_whatever_the_annotation_order(tmp_path):
+  shuffled = dict(COCO, annotations=COCO['annotations'][::-1])
+  rows = rows_of(read_manifest_file(write_text(str(tmp_path / 'a.json'), json.dumps(COCO))))
+  again = rows_of(read_manifest_file(write_text(str(tmp_path / 'b.json'), json.dumps(shuffled))))
+  assert [r.objects for r in again] == [r.objects for r in rows]
 
 
 def test_coco_custom_image_root_and_split(tmp_path):
@@ -217,9 +224,10 @@ def test_coco_bad_image_entries(tmp_path):
   data = {'images': [{'id': 1, 'file_name': 'a.jpg'}, {'id': 2}, {'id': 1, 'file_name': 'c.jpg'}],
           'categories': []}
   items = read_manifest_file(write_text(str(tmp_path / 'c.json'), json.dumps(data)))
-  assert isinstance(items[0], ManifestRow)
-  assert [(e.row, e.reason) for e in items[1:]] == [(2, 'bad_row'), (3, 'bad_row')]
-  assert 'twice' in items[2].message
+  assert [(r.row, r.image_uri) for r in rows_of(items)] == [(1, 'a.jpg')]
+  errors = errors_of(items)
+  assert [(e.row, e.reason) for e in errors] == [(2, 'bad_row'), (3, 'bad_row')]
+  assert 'twice' in errors[1].message
 
 
 # Pascal VOC XML

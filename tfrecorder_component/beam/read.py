@@ -2,7 +2,6 @@
 rows packed into chunks and spread over the workers."""
 from __future__ import annotations
 
-import dataclasses
 from typing import List, Sequence, Union
 
 import apache_beam as beam
@@ -12,6 +11,7 @@ from tfrecorder_component.beam.chunks import (MAX_CHUNKS_PER_FILE, ROWS_PER_BATC
 from tfrecorder_component.beam.outputs import ERRORS, OBJECTS
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
+from tfrecorder_component.manifest.rows import merge_image_rows
 from tfrecorder_component.options import ManifestSource
 
 __all__ = ['ReadManifestRows']
@@ -20,22 +20,23 @@ __all__ = ['ReadManifestRows']
 class _ParseManifest(beam.DoFn):
   """Streams a manifest file's rows out in chunks as they are parsed: at most
   `max_chunks` per file (sized from the file's line count), of at least `rows_per_batch`
-  rows. No file is held parsed in memory."""
+  rows. Rows stream out as parsed (a COCO JSON is parsed whole by the worker reading it)."""
 
   def __init__(self, rows_per_batch: int, max_chunks: int):
     self._rows_per_batch = rows_per_batch
     self._max_chunks = max_chunks
 
   def process(self, source: ManifestSource):
-    lines, items = iter_manifest_file(source.path, source.format, source.split,
-                                      image_root=source.image_root,
-                                      feature_types=dict(source.feature_types) or None)
+    lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
+                                            image_root=source.image_root,
+                                            feature_types=dict(source.feature_types) or None)
     size = max(self._rows_per_batch, -(-lines // self._max_chunks))
+    merge = not spec.one_row_an_image
     chunk: List[ManifestRow] = []
     for item in items:
       if isinstance(item, RowError):
         yield beam.pvalue.TaggedOutput(ERRORS, error_record(item))
-      elif item.task is Task.DETECTION:  # rows of one image are merged first
+      elif merge and item.task is Task.DETECTION:  # rows of one image are merged first
         yield beam.pvalue.TaggedOutput(OBJECTS, ((item.source, item.image_uri), item))
       else:
         chunk.append(item)
@@ -53,7 +54,8 @@ class ReadManifestRows(beam.PTransform):
   redistributed so image loading fans out across all workers. A file becomes at most
   `max_chunks` chunks (of at least `rows_per_batch` rows): the DirectRunner buffers
   every element that crosses a stage boundary, and a few compressed blobs cost far less
-  than one element per row. Detection rows are first merged per image.
+  than one element per row. Detection rows are first merged per image, unless the
+  format yields one row an image (COCO, Pascal VOC).
   """
 
   def __init__(self, sources: Sequence[ManifestSource], rows_per_batch: int = ROWS_PER_BATCH,
@@ -83,11 +85,9 @@ class ReadManifestRows(beam.PTransform):
 
 
 class _MergeObjectsFn(beam.CombineFn):
-  """Merges the rows of one detection image (one row per box in AutoML CSV, one per
-  annotation in COCO) into one row. A Beam combine, so the grouping scales with the
-  runner. Objects are ordered by manifest row, then by value: the same record
-  whatever order the rows arrive in.
-  """
+  """Merges the rows of one detection image (`merge_image_rows`): one row per box in
+  AutoML CSV or Vertex AI JSONL, from any files. A Beam combine, so the grouping scales
+  with the runner."""
 
   def create_accumulator(self):
     return []
@@ -100,20 +100,7 @@ class _MergeObjectsFn(beam.CombineFn):
     return [row for acc in accumulators for row in acc]
 
   def extract_output(self, acc) -> Union[ManifestRow, RowError]:
-    if len(acc) == 1:
-      return acc[0]
-    rows = sorted(acc, key=lambda r: (r.row, r.split or ''))
-    if len({r.split for r in rows}) > 1:
-      listed = ', '.join(f'{r.row} ({r.split or "unassigned"})' for r in rows)
-      return RowError('conflicting_split', f'the rows of this image give different ML_USE '
-                      f'values: rows {listed}; give every row of an image the same ML_USE',
-                      source=rows[0].source, row=rows[0].row, uri=rows[0].image_uri)
-    objects = sorted(((r.row, o, i) for r in rows for i, o in enumerate(r.objects)),
-                     key=lambda t: (t[0], repr(dataclasses.astuple(t[1])), t[2]))
-    boxes = tuple(o for _, o, _ in objects)
-    return dataclasses.replace(
-        rows[0], objects=boxes, labels=tuple(dict.fromkeys(o.label for o in boxes)),
-        features=tuple(sorted(dict(f for r in rows for f in r.features).items())))
+    return merge_image_rows(acc)
 
 
 class _CheckMerged(beam.DoFn):

@@ -17,3 +17,6 @@ class ManifestFormat:
   extensions: Tuple[str, ...]    # lower case, with the dot
   sniff: Callable[[str], bool]   # whether a file's first characters are this format
   parse: Parser
+  # True when parse yields one row an image (a COCO file joins its annotations itself,
+  # a Pascal VOC file is one image): nothing is left to merge across rows.
+  one_row_an_image: bool = False

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterator, List, Mapping, Optional, Tuple
+from typing import Iterator, List, Mapping, NamedTuple, Optional
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import registry
+from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_types
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem
 
@@ -58,10 +59,10 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
                        split_override: Optional[str] = None, *,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None
-                       ) -> Tuple[int, Iterator[ParsedItem]]:
+                       ) -> 'ManifestItems':
   """Reads one manifest file from any Beam file system; returns its line count (at least
-  the number of rows of a CSV or JSONL manifest) and its items, parsed as they are
-  consumed."""
+  the number of rows of a CSV or JSONL manifest), its items, parsed as they are
+  consumed, and its format."""
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   try:
     with FileSystems.open(path, compression_type='uncompressed') as f:
@@ -70,8 +71,16 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
     raise ManifestError(f'cannot read manifest {path}: {e}') from e
   text = raw.decode('utf-8-sig', errors='surrogateescape')
   del raw
-  return text.count('\n') + 1, parse_manifest_text(
-      path, text, fmt, split_override, image_root=image_root, feature_types=feature_types)
+  spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
+  return ManifestItems(text.count('\n') + 1, parse_manifest_text(
+      path, text, spec.name, split_override, image_root=image_root,
+      feature_types=feature_types), spec)
+
+
+class ManifestItems(NamedTuple):
+  lines: int
+  items: Iterator[ParsedItem]
+  format: ManifestFormat
 
 
 def read_manifest_file(path: str, fmt: Optional[str] = None,
@@ -81,4 +90,4 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
                        ) -> List[ParsedItem]:
   """Reads one manifest file from any Beam file system and parses it, in file order."""
   return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
-                                 feature_types=feature_types)[1])
+                                 feature_types=feature_types).items)

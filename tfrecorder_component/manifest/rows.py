@@ -7,7 +7,7 @@ import dataclasses
 import enum
 import posixpath
 import re
-from typing import Optional, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 from tfrecorder_component.errors import RowError
 
@@ -71,6 +71,26 @@ class ManifestRow:
   def task(self) -> Task:
     """Detection when the row carries objects (possibly none), else classification."""
     return Task.CLASSIFICATION if self.objects is None else Task.DETECTION
+
+
+def merge_image_rows(rows: Sequence[ManifestRow]) -> Union[ManifestRow, RowError]:
+  """The rows of one detection image (one per box in AutoML CSV, one per annotation in
+  COCO) as one row. Objects are ordered by manifest row, then by value: the same record
+  whatever order the rows arrive in. Rows that give different splits are a RowError."""
+  if len(rows) == 1:
+    return rows[0]
+  rows = sorted(rows, key=lambda r: (r.row, r.split or ''))
+  if len({r.split for r in rows}) > 1:
+    listed = ', '.join(f'{r.row} ({r.split or "unassigned"})' for r in rows)
+    return RowError('conflicting_split', f'the rows of this image give different ML_USE '
+                    f'values: rows {listed}; give every row of an image the same ML_USE',
+                    source=rows[0].source, row=rows[0].row, uri=rows[0].image_uri)
+  objects = sorted(((r.row, o, i) for r in rows for i, o in enumerate(r.objects)),
+                   key=lambda t: (t[0], repr(dataclasses.astuple(t[1])), t[2]))
+  boxes = tuple(o for _, o, _ in objects)
+  return dataclasses.replace(
+      rows[0], objects=boxes, labels=tuple(dict.fromkeys(o.label for o in boxes)),
+      features=tuple(sorted(dict(f for r in rows for f in r.features).items())))
 
 
 def split_for_ml_use(value: str) -> Optional[str]:
