@@ -1,7 +1,10 @@
-"""The naive baseline: a hand-written single-process tf.io.TFRecordWriter loop.
+"""The naive baselines: a hand-written single-process tf.io.TFRecordWriter loop.
 
 This is what people write by hand (and roughly what TFRecorder's core does per image):
-read each file, build a tf.train.Example, write it to one GZIP TFRecord file.
+read each file, build a tf.train.Example, write it to one TFRecord file. With
+`decode_check`, each image first goes through the same decode check the component
+runs by default (`probe_image(..., decode=True)`), so the loop does the same work per
+image as the component's pipeline.
 """
 from __future__ import annotations
 
@@ -10,8 +13,11 @@ import os
 
 import tensorflow as tf
 
+from tfrecorder_component.images.probe import probe_image
 
-def convert(manifest: str, output: str, compression: str = 'GZIP') -> int:
+
+def convert(manifest: str, output: str, compression: str = 'GZIP',
+            decode_check: bool = False) -> int:
   root = os.path.dirname(manifest)
   with open(manifest, newline='') as f:
     rows = list(csv.reader(f))
@@ -22,6 +28,8 @@ def convert(manifest: str, output: str, compression: str = 'GZIP') -> int:
     for _, uri, label in rows:
       with open(os.path.join(root, uri), 'rb') as img:
         data = img.read()
+      if decode_check:
+        probe_image(data, decode=True)
       example = tf.train.Example(features=tf.train.Features(feature={
           'image/encoded': tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
           'image/filename': tf.train.Feature(bytes_list=tf.train.BytesList(

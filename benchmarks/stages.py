@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.stages [--n 2000]
 
 Runs each step over the same N benchmark images in one process and reports
-microseconds per image; appends a table to benchmarks/results/results.md.
+microseconds per image; writes benchmarks/results/stages.md.
 """
 from __future__ import annotations
 

@@ -1,0 +1,71 @@
+"""Runs one measured command in its own process: wall time and the peak resident memory
+of its whole process tree (the runner and every Beam worker), sampled every 50 ms."""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+import psutil
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUIET = {'TF_CPP_MIN_LOG_LEVEL': '3', 'PYTHONWARNINGS': 'ignore'}
+
+
+def tree_rss(proc: psutil.Process, peaks: Optional[Dict[int, int]] = None) -> int:
+  """Resident bytes of `proc` and all its descendants; `peaks` keeps each one's highest."""
+  total = 0
+  for p in [proc] + proc.children(recursive=True):
+    try:
+      rss = p.memory_info().rss
+    except psutil.Error:
+      continue
+    total += rss
+    if peaks is not None:
+      peaks[p.pid] = max(peaks.get(p.pid, 0), rss)
+  return total
+
+
+def run(cmd: Sequence[str], env: Optional[Dict[str, str]] = None,
+        cwd: str = ROOT) -> Dict[str, object]:
+  """Runs `cmd`; returns wall_s, peak_mb (the tree), process_mb (the launched process's
+  own peak), child_mb (the largest child's, e.g. a Beam worker) and stdout. Raises with
+  stderr's tail on failure."""
+  start = time.perf_counter()
+  proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env={**os.environ, **QUIET, **(env or {})}, cwd=cwd)
+  ps = psutil.Process(proc.pid)
+  peak, peaks = 0, {}
+  while proc.poll() is None:
+    peak = max(peak, tree_rss(ps, peaks))
+    time.sleep(0.05)
+  wall = time.perf_counter() - start
+  out, err = proc.communicate()
+  if proc.returncode:
+    raise RuntimeError(f'{" ".join(cmd)[:300]} exited {proc.returncode}:\n'
+                       f'{err.decode(errors="replace")[-3000:]}')
+  children = [v for pid, v in peaks.items() if pid != proc.pid]
+  return {'wall_s': wall, 'peak_mb': peak / 2**20,
+          'process_mb': peaks.get(proc.pid, 0) / 2**20,
+          'child_mb': max(children, default=0) / 2**20, 'stdout': out.decode(errors='replace')}
+
+
+def python(*args: str) -> List[str]:
+  return [sys.executable, *args]
+
+
+def spread(values: Sequence[float]) -> Dict[str, float]:
+  """Median, min and max of repeated measurements."""
+  return {'median': statistics.median(values), 'min': min(values), 'max': max(values),
+          'n': len(values)}
+
+
+def fmt(s: Dict[str, float], digits: int = 1, unit: str = '') -> str:
+  """'12.3 (11.0–14.1)': the median, then the range over repeats."""
+  f = f'{{:,.{digits}f}}'
+  if s['n'] == 1:
+    return f.format(s['median']) + unit
+  return f'{f.format(s["median"])}{unit} ({f.format(s["min"])}–{f.format(s["max"])})'
