@@ -126,11 +126,11 @@ class _ContentIndexFn(beam.CombineFn):
   The accumulator is one growing byte string packing every record's raw SHA-256, URI
   and split (38 bytes plus the URI and split names, where Python objects took about
   180): duplicates cannot be found with less than every hash and where it came from,
-  so this is the one thing that grows with the records, kept small and in one block (a
-  small object per batch, kept alive among each image's short-lived ones, pins the
-  allocator's pages: resident memory grew about five times the index's size).
-  Merging joins blocks; only `extract_output` unpacks, one key shard at a time: it
-  counts the digests, then lists the members of the repeated ones.
+  so this is the one thing that grows with the records, kept small. The runner still
+  holds it a few times over while it merges the partial indexes, at the end of a run
+  (the peak of an in-memory run of 200,000 rows). Merging joins blocks; only
+  `extract_output` unpacks, one key shard at a time: it counts the digests, then lists
+  the members of the repeated ones.
   """
 
   def create_accumulator(self):

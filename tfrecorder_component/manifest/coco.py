@@ -70,7 +70,7 @@ def _load(path: str, text: str) -> dict:
 def _drop_unread(obj: dict) -> dict:
   """Drops what no record takes, as each object is parsed: polygons and keypoints are
   most of a parsed COCO file (with the per-image join, the worker reading a 941 MB file
-  peaked at 2.7 GB instead of 8.2 GB; `python -m benchmarks.memory`)."""
+  peaked at 2.5 GB instead of 8.2 GB; `python -m benchmarks.memory`)."""
   for key in _UNREAD:
     obj.pop(key, None)
   return obj
