@@ -22,7 +22,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from benchmarks import procs
+from benchmarks import procs, report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = {'default': [], 'in memory, 1 worker': ['--direct_running_mode=in_memory',
@@ -154,13 +154,9 @@ def main(argv=None) -> int:
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
   results = measure(args.data, sorted(int(s) for s in args.sizes.split(',')), args.coco_images)
-  text = markdown(results)
-  print(text)
-  os.makedirs(args.results, exist_ok=True)
+  report.write_part(args.results, 'memory.md', markdown(results))
   with open(os.path.join(args.results, 'memory.json'), 'w') as f:
     json.dump(results, f, indent=1)
-  with open(os.path.join(args.results, 'memory.md'), 'w') as f:
-    f.write(text)
   return 0
 
 

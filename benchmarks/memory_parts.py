@@ -22,6 +22,8 @@ import time
 
 import psutil
 
+from benchmarks import procs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARTS = ('rows', 'convert', 'dups', 'full', 'full_2_workers')
 
@@ -29,12 +31,7 @@ PARTS = ('rows', 'convert', 'dups', 'full', 'full_2_workers')
 def _sample(peaks, stop):
   me = psutil.Process()
   while not stop.is_set():
-    for p in [me] + me.children(recursive=True):
-      try:
-        key = 'runner' if p.pid == me.pid else f'worker {p.pid}'
-        peaks[key] = max(peaks.get(key, 0), p.memory_info().rss)
-      except psutil.Error:
-        pass
+    procs.tree_rss(me, peaks)
     time.sleep(0.05)
 
 
@@ -73,8 +70,10 @@ def _part(part: str, manifest: str, out: str) -> dict:
         if part == 'dups':
           _ = converted[STATS] | FindDuplicates() | beam.combiners.Count.Globally()
   stop.set()
+  me = os.getpid()
+  named = {('runner' if pid == me else f'worker {pid}'): rss for pid, rss in peaks.items()}
   return {'run_s': round(time.perf_counter() - start, 1),
-          **{k: round(v / 2**20) for k, v in sorted(peaks.items()) if v > 2**24}}
+          **{k: round(v / 2**20) for k, v in sorted(named.items()) if v > 2**24}}
 
 
 def main(argv=None) -> int:

@@ -73,8 +73,7 @@ def write(runs: List[Dict], machine: str, directory: str) -> None:
   if checks:
     lines += ['', '| target | measured, median (range) | holds |', '|---|---:|---|']
     lines += [f'| {t} | {m} | {"yes" if ok else "**no**"} |' for t, m, ok in checks]
-  with open(os.path.join(directory, 'throughput.md'), 'w') as f:
-    f.write('\n'.join(lines) + '\n')
+  write_part(directory, 'throughput.md', '\n'.join(lines) + '\n', echo=False)
   _plot(runs, rates, machine, os.path.join(directory, 'results.png'))
 
 
@@ -88,6 +87,15 @@ def targets(rates) -> List[tuple]:
       out.append((f'{what}: steady state >= 2x the naive GZIP loop', procs.fmt(s, 2, 'x'),
                   s['median'] >= 2))
   return out
+
+
+def write_part(directory: str, name: str, text: str, echo: bool = True) -> None:
+  """Writes one part's Markdown into `directory` (and prints it)."""
+  if echo:
+    print(text)
+  os.makedirs(directory, exist_ok=True)
+  with open(os.path.join(directory, name), 'w') as f:
+    f.write(text)
 
 
 def assemble(directory: str) -> str:

@@ -86,11 +86,8 @@ def main(argv=None) -> int:
   lines = ['', f'Cost of each step per 256x256 JPEG (~35 KB), one process, N={args.n:,}:', '',
            '| step | µs per image | images/s on one core |', '|---|---:|---:|']
   lines += [f'| {name} | {us:,.0f} | {1e6 / us:,.0f} |' for name, us in results]
-  text = '\n'.join(lines) + '\n'
-  print(text)
-  os.makedirs(args.results, exist_ok=True)
-  with open(os.path.join(args.results, 'stages.md'), 'w') as f:
-    f.write(text)
+  from benchmarks import report  # pylint: disable=g-import-not-at-top
+  report.write_part(args.results, 'stages.md', '\n'.join(lines) + '\n')
   return 0
 
 

@@ -15,7 +15,7 @@ import shutil
 import sys
 from typing import Dict, List
 
-from benchmarks import procs
+from benchmarks import procs, report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 N = 200
@@ -70,11 +70,7 @@ def main(argv=None) -> int:
   parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  text = markdown(measure(args.data, args.repeats))
-  print(text)
-  os.makedirs(args.results, exist_ok=True)
-  with open(os.path.join(args.results, 'startup.md'), 'w') as f:
-    f.write(text)
+  report.write_part(args.results, 'startup.md', markdown(measure(args.data, args.repeats)))
   return 0
 
 
