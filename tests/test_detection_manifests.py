@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from images import write_text
-from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.errors import ManifestError, RowError, error_record
+from tfrecorder_component.policy import format_error
 from tfrecorder_component.manifest import (MANIFEST_FORMATS, ManifestRow, ObjectBox,
                                            detect_format, parse_manifest_text,
                                            read_manifest_file)
@@ -192,6 +193,14 @@ def test_coco_one_row_an_image_with_its_boxes_and_non_contiguous_categories(tmp_
           'annotation id 7' in errors[3].message] == [True] * 4
   assert 'image_id 99' in errors[0].message and 'category_id 42' in errors[1].message
   assert (errors[1].row, errors[1].uri) == (2, 'sub/b.jpg')
+
+
+def test_an_annotation_of_no_known_image_is_printed_without_a_row(tmp_path):
+  path = write_text(str(tmp_path / 'instances.json'), json.dumps(COCO))
+  unknown = errors_of(read_manifest_file(path))[0]
+  assert format_error(error_record(unknown)) == (
+      f'{path}: bad_row: annotation id 3 (annotations[2]): unknown image_id 99; it must be '
+      'the id of an entry of "images"')
 
 
 def test_coco_boxes_merge_in_the_same_order_whatever_the_annotation_order(tmp_path):

@@ -27,7 +27,8 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
 def format_error(error: Dict[str, Any]) -> str:
   uri = f' {error["uri"]!r}:' if error.get('uri') else ''
   where = (f'DataFrame index {error["index"]!r}' if 'index' in error
-           else f'{error["source"]} row {error["row"]}')
+           else str(error['source']) + (f' row {error["row"]}' if error.get('row') is not None
+                                        else ''))  # a COCO annotation of no known image
   return f'{where}:{uri} {error["reason"]}: {error["message"]}'
 
 
