@@ -3,7 +3,7 @@
 Two installs:
 - `pip install tfrecorder-component`: the conversion core (CLI, `convert()`, the pandas
   accessor, the manifests, the Beam transforms) on Python 3.10 to 3.13, with Beam,
-  Pillow, pandas, protobuf and google-crc32c only.
+  Pillow, pandas, protobuf, google-crc32c and pycocotools only.
 - `pip install "tfrecorder-component[tfx]"`: adds the TFX component (TFX 1.16 to 1.21,
   the two tested ends, with what KubeflowV2DagRunner needs where TFX offers it) and
   TensorFlow, which `load_dataset` reads with.
@@ -33,6 +33,7 @@ setup(
         'pandas>=1.5',
         'protobuf>=3.20.3,<7',
         'google-crc32c>=1.5',
+        'pycocotools>=2.0.7',  # COCO instance masks (include_masks)
     ],
     extras_require={
         # tfx[kfp] brings kfp where TFX offers it (TFX 1.21: Python < 3.12).

@@ -86,6 +86,11 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
                       help='probe headers only, do not decode every image')
   parser.add_argument('--convert-unsupported', action='store_true',
                       help='re-encode WebP, TIFF, ... as PNG instead of failing them')
+  parser.add_argument('--include-masks', action='store_true',
+                      help='COCO: write each object\'s mask (polygons or RLE) as a PNG in '
+                      'image/object/mask')
+  parser.add_argument('--include-keypoints', action='store_true',
+                      help='COCO: write each object\'s keypoints in image/object/keypoint/*')
   parser.add_argument('--transform', help='image transform as JSON, e.g. '
                       '\'{"longest_side": 512, "encode": "jpeg"}\'')
   parser.add_argument('--runner', default='DirectRunner',
@@ -108,6 +113,7 @@ def _options(args) -> dict:
            if getattr(args, name, None) is not None}
   return dict(manifest_format=args.manifest_format, image_root=args.image_root,
               verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,
+              include_masks=args.include_masks, include_keypoints=args.include_keypoints,
               image_transform=ImageTransform.from_json(args.transform),
               runner=args.runner, project=args.project, region=args.region,
               temp_location=args.temp_location, beam_args=args.beam_args, **given)

@@ -53,7 +53,8 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
                 image_transform=None, verify_decode=True, convert_unsupported=False,
                 compression_level=sink.DEFAULT_COMPRESSION_LEVEL,
                 max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
-                progress_every_s=None, num_shards=0, shard_size_mb=0.0, runner='DirectRunner',
+                progress_every_s=None, num_shards=0, shard_size_mb=0.0, include_masks=False,
+                include_keypoints=False, runner='DirectRunner',
                 project=None, region=None, temp_location=None, beam_args=()):
   """(manifests, options, a Beam pipeline, ManifestSources) of a conversion, every option
   checked before anything runs."""
@@ -70,7 +71,8 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       buckets=buckets, max_pixels=max_pixels, max_bytes=max_bytes,
       verify_decode=verify_decode, convert_unsupported=convert_unsupported,
       compression_level=compression_level, transform=image_transform,
-      progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb)
+      progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb,
+      include_masks=bool(include_masks), include_keypoints=bool(include_keypoints))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index = sources_lib.manifests_for(source, report_dir)
   args = run.with_default_parallelism(args, manifests)
@@ -95,7 +97,7 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   train 8, eval 1, test 1, as a dict or pairs), and ImageExampleGen's `manifest_format`,
   `image_root`, `feature_types`, `image_transform`, `verify_decode`,
   `convert_unsupported`, `compression_level`, `max_pixels`, `max_bytes`, `num_shards`,
-  `shard_size_mb`; Beam's `runner` (default DirectRunner: every core from 8,000 rows,
+  `shard_size_mb`, `include_masks`, `include_keypoints`; Beam's `runner` (default DirectRunner: every core from 8,000 rows,
   else one worker in memory, unless `beam_args` say how), `project`,
   `region`, `temp_location` and extra `beam_args`; `progress_every_s` to print rows
   done, rate and failures.

@@ -2,7 +2,9 @@
 
 Classification records carry `image/class/{text,label}` (0-based ids); detection records
 carry the TF Object Detection API's `image/object/...` keys (1-based class ids, the ids
-of label_map.pbtxt). Extra manifest columns become features under their own names.
+of label_map.pbtxt), with `image/object/mask` and `image/object/keypoint/...` when asked
+for; segmentation records carry Model Garden's `image/segmentation/class/{encoded,format}`.
+Extra manifest columns become features under their own names.
 
 The message classes come from `example_proto` (TensorFlow's schema, without importing
 TensorFlow); the serialized records are what `tf.train.Example` parses.
@@ -27,16 +29,23 @@ class DetectedObject(NamedTuple):
   is_crowd: bool = False
   difficult: bool = False
   truncated: bool = False
+  mask: Optional[bytes] = None  # PNG, 0 or 1, the stored image's size (include_masks)
+  # (x, y, visibility), normalised; (0, 0, 0) for one not labelled (include_keypoints)
+  keypoints: Tuple[Tuple[float, float, int], ...] = ()
+  keypoint_names: Tuple[str, ...] = ()
 
 
 def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
-                  objects: Optional[Sequence[DetectedObject]] = None):
+                  objects: Optional[Sequence[DetectedObject]] = None, *,
+                  masks: bool = False, keypoints: bool = False,
+                  class_mask: Optional[bytes] = None):
   """Builds a record; `image/encoded` holds `data` unchanged.
 
   By `row.task`: a classification record, whose `row.label_ids` hold the ids of
-  `row.labels` (see `record.convert_row`), or a detection record of `objects` (possibly
-  none). Fields are appended in place: three times faster than building Feature
-  objects.
+  `row.labels` (see `record.convert_row`), a detection record of `objects` (possibly
+  none; with their `masks` and `keypoints` when asked for) or a segmentation record of
+  `class_mask` (a PNG). Fields are appended in place: three times faster than building
+  Feature objects.
   """
   example = tf_example.Example()
   feature = example.features.feature
@@ -52,6 +61,9 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
   if row.task is Task.CLASSIFICATION:
     _int64s(feature, 'image/class/label', row.label_ids)
     _bytes(feature, 'image/class/text', [l.encode('utf-8') for l in row.labels])
+  elif row.task is Task.SEGMENTATION:
+    feature['image/segmentation/class/encoded'].bytes_list.value.append(class_mask)
+    feature['image/segmentation/class/format'].bytes_list.value.append(b'png')
   else:
     objects = objects or ()
     for i, key in enumerate(('xmin', 'ymin', 'xmax', 'ymax')):
@@ -62,6 +74,10 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
     _floats(feature, 'image/object/area', [o.area for o in objects])
     _int64s(feature, 'image/object/difficult', [int(o.difficult) for o in objects])
     _int64s(feature, 'image/object/truncated', [int(o.truncated) for o in objects])
+    if masks:
+      _bytes(feature, 'image/object/mask', [o.mask for o in objects])
+    if keypoints:
+      _keypoints(feature, objects)
   for name, value in row.features:
     if isinstance(value, str):
       feature[name].bytes_list.value.append(value.encode('utf-8'))
@@ -70,6 +86,19 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
     else:
       feature[name].int64_list.value.append(value)
   return example
+
+
+def _keypoints(feature, objects: Sequence[DetectedObject]) -> None:
+  """The Object Detection API's keypoint keys: every object's keypoints in turn, `num`
+  the count of each object's labelled ones."""
+  points = [p for o in objects for p in o.keypoints]
+  _floats(feature, 'image/object/keypoint/x', [x for x, _, _ in points])
+  _floats(feature, 'image/object/keypoint/y', [y for _, y, _ in points])
+  _int64s(feature, 'image/object/keypoint/visibility', [v for _, _, v in points])
+  _int64s(feature, 'image/object/keypoint/num',
+          [sum(1 for _, _, v in o.keypoints if v) for o in objects])
+  _bytes(feature, 'image/object/keypoint/text',
+         [n.encode('utf-8') for o in objects for n in o.keypoint_names])
 
 
 # Each list is present (possibly empty) in every record, so every record has the same

@@ -31,8 +31,9 @@ def vocabulary_order(labels: Iterable[str]) -> List[str]:
 
 
 def first_label_id(task: str) -> int:
-  """Class ids start at 0 for classification, at 1 for detection (0 is background)."""
-  return 1 if task == 'detection' else 0
+  """Class ids start at 0 for classification, at 1 for detection and segmentation (0 is
+  the background)."""
+  return 0 if task == 'classification' else 1
 
 
 def held_vocabulary(labels: List[str], first_id: int,

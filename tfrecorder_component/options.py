@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import operator
-from typing import Any, Optional, Tuple
+from typing import Any, FrozenSet, Optional, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import splits as splits_lib
@@ -77,6 +77,15 @@ class ConversionOptions:
   # both 0 (the default): the runner decides, one shard per bundle.
   num_shards: int = 0
   shard_size_mb: float = 0.0
+  # COCO: each object's mask (`image/object/mask`) and keypoints (`image/object/keypoint/*`)
+  include_masks: bool = False
+  include_keypoints: bool = False
+
+  @property
+  def annotations(self) -> FrozenSet[str]:
+    """What manifests are read for beyond boxes: 'masks', 'keypoints'."""
+    return frozenset(name for name, asked in (('masks', self.include_masks),
+                                              ('keypoints', self.include_keypoints)) if asked)
 
   def __post_init__(self):
     counts = [_whole(n) for _, n in self.buckets]

@@ -1,10 +1,13 @@
 """One manifest row to one record, without Beam: read the image, probe and decode-check
-it, check its boxes, apply the image transform, pick the split and build the
-`tf.train.Example`. Failures raise RowError naming the reason."""
+it, check its boxes (and masks and keypoints, or its class mask), apply the image
+transform to all of them, pick the split and build the `tf.train.Example`. Failures
+raise RowError naming the reason."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Dict, List, NamedTuple, Optional, Tuple
+
+import numpy as np
 
 from tfrecorder_component import files
 from tfrecorder_component import report_html
@@ -12,9 +15,10 @@ from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.example import DetectedObject, build_example
 from tfrecorder_component.images import boxes as boxes_lib
+from tfrecorder_component.images import masks as masks_lib
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import transform as transform_lib
-from tfrecorder_component.manifest import ManifestRow, Task
+from tfrecorder_component.manifest import ManifestRow, ObjectBox, Task
 from tfrecorder_component.options import ConversionOptions
 
 
@@ -39,6 +43,7 @@ class ConvertedRow(NamedTuple):
   objects: Optional[List[DetectedObject]]  # detection: the objects written
   converted: bool  # re-encoded as PNG (`convert_unsupported`)
   bytes_read: int
+  class_mask: Optional[bytes] = None  # segmentation: the class mask written (PNG)
 
 
 def convert_row(row: ManifestRow, ids: Dict[str, int],
@@ -47,21 +52,27 @@ def convert_row(row: ManifestRow, ids: Dict[str, int],
   naming why the row cannot become a record. `ids`: the run's {label: class id}."""
   data, info, converted = load_image(row, options)
   bytes_read = len(data)
-  data, info, objects, issues = _objects_and_transform(row, data, info, ids, options)
-  if row.task is Task.CLASSIFICATION:
-    row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
-    names, labels = (), row.labels
-  else:
+  class_mask = None
+  if row.task is Task.SEGMENTATION:
+    class_mask = _class_mask(row, info, ids, options)
+  data, info, objects, issues, class_mask = _objects_and_transform(
+      row, data, info, ids, options, class_mask)
+  if row.task is Task.DETECTION:
     names = tuple(o.label for o in objects)
     labels = tuple(dict.fromkeys(names))
+  else:
+    row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
+    names, labels = (), row.labels
   split = row.split or splits_lib.hash_split(row.image_uri, options.buckets)
-  example = build_example(row, data, info, objects)
+  encoded_mask = None if class_mask is None else masks_lib.encode_png(class_mask)
+  example = build_example(row, data, info, objects, masks=options.include_masks,
+                          keypoints=options.include_keypoints, class_mask=encoded_mask)
   sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
   stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
                     report_html.size_bucket(info.width, info.height))
   # deterministic: byte-reproducible records
   return ConvertedRow(split, example.SerializeToString(deterministic=True), stat, issues,
-                      data, objects, converted, bytes_read)
+                      data, objects, converted, bytes_read, encoded_mask)
 
 
 def load_image(row: ManifestRow, options: ConversionOptions
@@ -82,32 +93,111 @@ def load_image(row: ManifestRow, options: ConversionOptions
                                      decode=options.verify_decode), True
 
 
+def _class_mask(row: ManifestRow, info: image_lib.ImageInfo, ids: Dict[str, int],
+                options: ConversionOptions) -> np.ndarray:
+  """A segmentation row's class mask at the stored image's size; RowError otherwise."""
+  try:
+    data = files.read_bytes(row.resolved_mask_uri, max_bytes=options.max_bytes)
+    return masks_lib.class_mask(data, row.mask_colors, ids, info.width, info.height)
+  except RowError as e:
+    raise RowError(e.reason, f'mask {row.mask_uri!r}: {e.message}') from None
+
+
+class _Annotated(NamedTuple):
+  """A kept object, its instance mask (include_masks) and its keypoints, normalised
+  (include_keypoints)."""
+  index: int
+  obj: ObjectBox
+  box: boxes_lib.Box
+  mask: Optional[np.ndarray]
+  points: Tuple[Tuple[float, float, int], ...]
+
+
 def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageInfo,
-                           ids: Dict[str, int], options: ConversionOptions):
-  """Checks the row's boxes against the stored image, then applies the image transform
-  (boxes move with the pixels). Returns (bytes, info, objects or None, box issues)."""
-  kept, issues = ([], []) if row.task is Task.CLASSIFICATION else boxes_lib.normalize_boxes(
-      row.objects, info.width, info.height)
+                           ids: Dict[str, int], options: ConversionOptions,
+                           class_mask: Optional[np.ndarray]):
+  """Checks the row's boxes, masks and keypoints against the stored image, then applies
+  the image transform (they move with the pixels, as does a class mask). Returns
+  (bytes, info, objects or None, issues, class mask)."""
+  issues: List[boxes_lib.BoxIssue] = []
+  annotated: List[_Annotated] = []
+  if row.task is Task.DETECTION:
+    kept, issues = boxes_lib.normalize_boxes(row.objects, info.width, info.height)
+    annotated = _annotate(kept, info, options, issues)
   scale = (1.0, 1.0)
   transform = options.transform
   if transform is not None and not transform.is_identity:
-    result = transform_lib.apply_transform(data, transform, [box for _, _, box in kept])
+    masks = [a.mask for a in annotated if a.mask is not None]
+    masks += [class_mask] if class_mask is not None else []
+    result = transform_lib.apply_transform(
+        data, transform, [a.box for a in annotated], masks,
+        [(x, y) for a in annotated for x, y, _ in a.points])
     if result.changed:
       data, scale = result.data, result.scale
       info = image_lib.probe_image(data, options.max_pixels)
-      for (index, obj, _), box in zip(kept, result.boxes):
-        if box is None:
-          issues.append(boxes_lib.BoxIssue(index, obj.label,
-                                           (obj.xmin, obj.ymin, obj.xmax, obj.ymax),
-                                           'dropped', 'outside_after_transform'))
-      kept = [(index, obj, box) for (index, obj, _), box in zip(kept, result.boxes)
-              if box is not None]
-  if row.task is Task.CLASSIFICATION:
-    return data, info, None, issues
+      annotated, class_mask = _moved(annotated, result, class_mask, issues)
+  if row.task is not Task.DETECTION:
+    return data, info, None, issues, class_mask
   objects = [DetectedObject(
-      label=obj.label, class_id=ids[obj.label], box=box,
-      area=(obj.area * scale[0] * scale[1] if obj.area is not None
-            else boxes_lib.pixel_area(box, info.width, info.height)),
-      is_crowd=obj.is_crowd, difficult=obj.difficult, truncated=obj.truncated)
-             for _, obj, box in kept]
-  return data, info, objects, issues
+      label=a.obj.label, class_id=ids[a.obj.label], box=a.box,
+      area=(a.obj.area * scale[0] * scale[1] if a.obj.area is not None
+            else boxes_lib.pixel_area(a.box, info.width, info.height)),
+      is_crowd=a.obj.is_crowd, difficult=a.obj.difficult, truncated=a.obj.truncated,
+      mask=None if a.mask is None else masks_lib.encode_png(a.mask),
+      keypoints=a.points, keypoint_names=a.obj.keypoint_names if a.points else ())
+             for a in annotated]
+  return data, info, objects, issues, class_mask
+
+
+def _annotate(kept, info: image_lib.ImageInfo, options: ConversionOptions,
+              issues: List[boxes_lib.BoxIssue]) -> List[_Annotated]:
+  """Rasterises the kept objects' masks and normalises their keypoints, listing what is
+  wrong with them in `issues`: an object whose mask cannot be drawn or is empty is
+  dropped, a polygon reaching outside the image is clipped, a labelled keypoint outside
+  the image is made unlabelled (0, 0, 0)."""
+  annotated = []
+  for index, obj, box in kept:
+    raw = (obj.xmin, obj.ymin, obj.xmax, obj.ymax)
+    mask = None
+    if options.include_masks:
+      mask, reason = masks_lib.rasterize(obj.mask, info.width, info.height)
+      if mask is None or reason == 'empty_mask':
+        issues.append(boxes_lib.BoxIssue(index, obj.label, raw, 'dropped', reason))
+        continue
+      if reason:
+        issues.append(boxes_lib.BoxIssue(index, obj.label, raw, 'clipped', reason))
+    points = []
+    for name, (x, y, v) in zip(obj.keypoint_names, obj.keypoints):
+      point = (x / info.width, y / info.height)
+      if v and not boxes_lib.inside(point):
+        issues.append(boxes_lib.BoxIssue(index, obj.label, raw, 'hidden',
+                                         'keypoint_outside', keypoint=name))
+        v = 0
+      points.append((*point, v) if v else (0.0, 0.0, 0))
+    annotated.append(_Annotated(index, obj, box, mask, tuple(points)))
+  return annotated
+
+
+def _moved(annotated: List[_Annotated], result: transform_lib.TransformResult,
+           class_mask: Optional[np.ndarray], issues: List[boxes_lib.BoxIssue]):
+  """The objects and class mask after a transform: an object whose box left the image
+  is dropped, a labelled keypoint that left it becomes unlabelled."""
+  masks = iter(result.masks)
+  points = iter(result.points)
+  moved = []
+  for a, box in zip(annotated, result.boxes):
+    raw = (a.obj.xmin, a.obj.ymin, a.obj.xmax, a.obj.ymax)
+    mask = None if a.mask is None else next(masks)
+    kept_points = []
+    for name, (_, _, v) in zip(a.obj.keypoint_names, a.points):
+      point = next(points)
+      if v and point is None and box is not None:
+        issues.append(boxes_lib.BoxIssue(a.index, a.obj.label, raw, 'hidden',
+                                         'keypoint_outside_after_transform', keypoint=name))
+      kept_points.append((*point, v) if v and point is not None else (0.0, 0.0, 0))
+    if box is None:
+      issues.append(boxes_lib.BoxIssue(a.index, a.obj.label, raw, 'dropped',
+                                       'outside_after_transform'))
+      continue
+    moved.append(a._replace(box=box, mask=mask, points=tuple(kept_points)))
+  return moved, (None if class_mask is None else next(masks))

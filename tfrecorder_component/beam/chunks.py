@@ -2,6 +2,7 @@
 element per row."""
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import zlib
 from typing import List, Sequence, Tuple
@@ -22,18 +23,18 @@ Chunk = Tuple[Tuple[str, ...], str, bytes]
 
 
 def pack_chunk(rows: Sequence[ManifestRow]) -> Chunk:
-  """Rows of one task (all classification or all detection) as a Chunk."""
+  """Rows of one task (all classification, detection or segmentation) as a Chunk."""
   labels = set()
   for r in rows:
     labels.update(r.labels)
     labels.update(o.label for o in r.objects or ())
-  packed = [(r.source, r.row, r.image_uri, r.resolved_uri, r.labels, r.split, r.objects,
-             r.features) for r in rows]
+  packed = [tuple(getattr(r, name) for name in _FIELDS) for r in rows]
   return (tuple(sorted(labels)), rows[0].task.value,
           zlib.compress(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL), 1))
 
 
 def unpack_chunk(chunk: Chunk) -> List[ManifestRow]:
-  return [ManifestRow(source=t[0], row=t[1], image_uri=t[2], resolved_uri=t[3],
-                      labels=t[4], split=t[5], objects=t[6], features=t[7])
-          for t in pickle.loads(zlib.decompress(chunk[2]))]
+  return [ManifestRow(*t) for t in pickle.loads(zlib.decompress(chunk[2]))]
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(ManifestRow))

@@ -170,7 +170,7 @@ class _LabelSetFn(beam.CombineFn):
   def extract_output(self, acc):
     labels, tasks = acc
     if len(tasks) > 1:
-      raise ManifestError('the manifests mix classification and detection rows; convert '
+      raise ManifestError(f'the manifests mix {" and ".join(sorted(tasks))} rows; convert '
                           'them in separate runs')
     return {'labels': labels_lib.vocabulary_order(labels),
             'task': next(iter(tasks), Task.CLASSIFICATION.value)}

@@ -46,7 +46,8 @@ class ConvertManifests(beam.PTransform):
     self._options = options
 
   def expand(self, pbegin):
-    manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(self._sources)
+    manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(
+        self._sources, annotations=self._options.annotations)
     vocabulary = manifest['chunks'] | 'LabelVocabulary' >> LabelVocabulary()
     converted = manifest['chunks'] | 'Convert' >> ConvertBatches(
         beam.pvalue.AsSingleton(vocabulary), self._options)

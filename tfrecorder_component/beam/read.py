@@ -2,7 +2,7 @@
 rows packed into chunks and spread over the workers."""
 from __future__ import annotations
 
-from typing import List, Sequence, Union
+from typing import AbstractSet, List, Sequence, Union
 
 import apache_beam as beam
 
@@ -22,14 +22,16 @@ class _ParseManifest(beam.DoFn):
   `max_chunks` per file (sized from the file's line count), of at least `rows_per_batch`
   rows. Rows stream out as parsed (a COCO JSON is parsed whole by the worker reading it)."""
 
-  def __init__(self, rows_per_batch: int, max_chunks: int):
+  def __init__(self, rows_per_batch: int, max_chunks: int, annotations: AbstractSet[str]):
     self._rows_per_batch = rows_per_batch
     self._max_chunks = max_chunks
+    self._annotations = frozenset(annotations)
 
   def process(self, source: ManifestSource):
     lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
                                             image_root=source.image_root,
-                                            feature_types=dict(source.feature_types) or None)
+                                            feature_types=dict(source.feature_types) or None,
+                                            annotations=self._annotations)
     size = max(self._rows_per_batch, -(-lines // self._max_chunks))
     merge = not spec.one_row_an_image
     chunk: List[ManifestRow] = []
@@ -55,21 +57,24 @@ class ReadManifestRows(beam.PTransform):
   `max_chunks` chunks (of at least `rows_per_batch` rows): the DirectRunner buffers
   every element that crosses a stage boundary, and a few compressed blobs cost far less
   than one element per row. Detection rows are first merged per image, unless the
-  format yields one row an image (COCO, Pascal VOC).
+  format yields one row an image (COCO, Pascal VOC). `annotations`: what is read beyond
+  boxes ('masks', 'keypoints').
   """
 
   def __init__(self, sources: Sequence[ManifestSource], rows_per_batch: int = ROWS_PER_BATCH,
-               max_chunks: int = MAX_CHUNKS_PER_FILE):
+               max_chunks: int = MAX_CHUNKS_PER_FILE,
+               annotations: AbstractSet[str] = frozenset()):
     super().__init__()
     self._sources = list(sources)
     self._rows_per_batch = rows_per_batch
     self._max_chunks = max_chunks
+    self._annotations = frozenset(annotations)
 
   def expand(self, pbegin):
     parsed = (pbegin
               | 'ListManifests' >> beam.Create(self._sources)
-              | 'Parse' >> beam.ParDo(_ParseManifest(self._rows_per_batch, self._max_chunks)
-                                      ).with_outputs(ERRORS, OBJECTS, main='rows'))
+              | 'Parse' >> beam.ParDo(_ParseManifest(self._rows_per_batch, self._max_chunks,
+                                                              self._annotations)).with_outputs(ERRORS, OBJECTS, main='rows'))
     images = (parsed[OBJECTS]
               | 'GroupObjects' >> beam.CombinePerKey(_MergeObjectsFn())
               | 'ImageRows' >> beam.ParDo(_CheckMerged()).with_outputs(ERRORS, main='rows'))

@@ -203,8 +203,11 @@ def _duplicate_counts(groups: List[Dict[str, Any]]) -> Dict[str, Any]:
 def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str, Any]:
   """The vocabulary of the records written (`labels.held_vocabulary`): 'labels' in id
   order, 'task', 'left_out' (labels no record holds) and 'ids' {id set before the run:
-  id now}, empty unless a label was left out."""
+  id now}, empty unless a label was left out. Segmentation keeps every label: its ids
+  are pixel values of the class masks written, which are never renumbered."""
   task, counts = vocabulary['task'], summary['records_per_label']
+  if task == 'segmentation':
+    return {'labels': vocabulary['labels'], 'task': task, 'ids': {}, 'left_out': []}
   held, ids = labels_lib.held_vocabulary(vocabulary['labels'], labels_lib.first_label_id(task),
                                          counts)
   return {'labels': held, 'task': task, 'ids': ids,

@@ -75,7 +75,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       feature_types: Optional[Dict[str, str]] = None,
       image_transform: Optional[Union[transform_lib.ImageTransform, Dict[str, Any]]] = None,
       num_shards: int = 0,
-      shard_size_mb: float = 0.0):
+      shard_size_mb: float = 0.0,
+      include_masks: bool = False,
+      include_keypoints: bool = False):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -86,7 +88,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         train/eval/test).
       range_config: Span range, as for FileBasedExampleGen.
       manifest_format: One of 'automl_csv', 'automl_detection_csv', 'vertex_jsonl',
-        'coco_json', 'pascal_voc'; detected per file if unset (see README).
+        'coco_json', 'pascal_voc', 'segmentation_csv'; detected per file if unset
+        (see README).
       max_pixels: Images whose header claims more pixels are refused before they are
         decoded (decompression bombs).
       max_bytes: Image files larger than this are refused (default 64 MiB).
@@ -112,6 +115,11 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         Default 0: the runner decides (one shard per bundle), as CsvExampleGen does.
       shard_size_mb: Instead of `num_shards`, shards of about this size (TensorFlow
         suggests 100 MB or more, and at least as many shards as parallel readers).
+      include_masks: COCO: write each object's instance mask (`segmentation`, polygons
+        or RLE, rasterised with pycocotools) as a PNG in `image/object/mask`, as the
+        Object Detection API's `--include_masks` does and Mask R-CNN reads.
+      include_keypoints: COCO: write each object's keypoints
+        (`image/object/keypoint/{x,y,visibility,num,text}`).
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -148,6 +156,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         image_transform=image_transform.to_json() if image_transform is not None else None,
         num_shards=num_shards,
         shard_size_mb=float(shard_size_mb),
+        include_masks=int(bool(include_masks)),
+        include_keypoints=int(bool(include_keypoints)),
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))
 

@@ -155,6 +155,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         num_shards=int(exec_properties.get(spec.NUM_SHARDS_KEY) or 0),
         shard_size_mb=float(exec_properties.get(spec.SHARD_SIZE_MB_KEY) or 0),
         verify_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]),
+        include_masks=bool(exec_properties.get(spec.INCLUDE_MASKS_KEY) or 0),
+        include_keypoints=bool(exec_properties.get(spec.INCLUDE_KEYPOINTS_KEY) or 0),
         transform=transform_lib.ImageTransform.from_json(
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))
 

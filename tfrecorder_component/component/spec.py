@@ -23,6 +23,8 @@ FEATURE_TYPES_KEY = 'feature_types'
 IMAGE_TRANSFORM_KEY = 'image_transform'
 NUM_SHARDS_KEY = 'num_shards'
 SHARD_SIZE_MB_KEY = 'shard_size_mb'
+INCLUDE_MASKS_KEY = 'include_masks'
+INCLUDE_KEYPOINTS_KEY = 'include_keypoints'
 REPORT_KEY = 'report'
 
 
@@ -46,6 +48,8 @@ class ImageExampleGenSpec(ComponentSpec):
       IMAGE_TRANSFORM_KEY: ExecutionParameter(type=str, optional=True),  # JSON ImageTransform
       NUM_SHARDS_KEY: ExecutionParameter(type=int),  # 0: the runner decides
       SHARD_SIZE_MB_KEY: ExecutionParameter(type=float),  # 0: see num_shards
+      INCLUDE_MASKS_KEY: ExecutionParameter(type=int, optional=True),  # 0 or 1
+      INCLUDE_KEYPOINTS_KEY: ExecutionParameter(type=int, optional=True),  # 0 or 1
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),

@@ -22,6 +22,7 @@ from tfrecorder_component.manifest import ObjectBox
 
 Box = Tuple[float, float, float, float]  # xmin, ymin, xmax, ymax; normalised unless said
 LabelledBox = Tuple[str, Box]  # (class name, normalised box)
+Point = Tuple[float, float]  # x, y; normalised unless said
 _TOLERANCE = 1e-6
 
 
@@ -31,11 +32,18 @@ class BoxIssue:
   index: int      # position of the object in the row's annotations
   label: str
   box: Box       # as annotated (pixels for COCO and Pascal VOC)
-  action: str     # 'dropped' or 'clipped'
-  reason: str     # 'not_finite', 'empty', 'outside_image', 'clipped'
+  action: str     # 'dropped', 'clipped' or (a keypoint) 'hidden'
+  # boxes: 'not_finite', 'empty', 'outside_image', 'clipped', 'outside_after_transform';
+  # masks: 'empty_mask', 'mask_outside_image', 'mask_size_mismatch', 'bad_mask';
+  # keypoints: 'keypoint_outside', 'keypoint_outside_after_transform'
+  reason: str
+  keypoint: Optional[str] = None  # the keypoint's name, for a keypoint issue
 
   def as_dict(self) -> Dict:
-    return dict(dataclasses.asdict(self), box=list(self.box))
+    fields = dict(dataclasses.asdict(self), box=list(self.box))
+    if self.keypoint is None:
+      del fields['keypoint']
+    return fields
 
 
 def normalize_boxes(objects: Tuple[ObjectBox, ...], width: int, height: int
@@ -77,6 +85,11 @@ def clip_box(box: Box) -> Optional[Box]:
   if x1 <= x0 or y1 <= y0:
     return None
   return x0, y0, x1, y1
+
+
+def inside(point: Point) -> bool:
+  """Whether a normalised point lies in the image, [0, 1] x [0, 1]."""
+  return all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in point)
 
 
 def pixel_area(box: Box, width: int, height: int) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence, Tuple
 
-from tfrecorder_component.images.boxes import Box
+from tfrecorder_component.images.boxes import Box, Point
 
 
 def orient_box(box: Box, orientation: int) -> Box:
@@ -27,6 +27,12 @@ def orient_box(box: Box, orientation: int) -> Box:
   if orientation == 8:   # turned 90 anticlockwise to upright: (x, y) -> (y, 1 - x)
     return y0, 1 - x1, y1, 1 - x0
   return box
+
+
+def orient_point(point: Point, orientation: int) -> Point:
+  """Maps a point in the stored pixels to the upright image, as `orient_box` a box."""
+  x, y = point
+  return orient_box((x, y, x, y), orientation)[:2]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +93,11 @@ def resize_box(box: Box, plan: ResizePlan) -> Box:
 
   x0, y0, x1, y1 = box
   return fx(x0), fy(y0), fx(x1), fy(y1)
+
+
+def resize_point(point: Point, plan: ResizePlan) -> Point:
+  x, y = point
+  return resize_box((x, y, x, y), plan)[:2]
 
 
 def as_box(box: Sequence[float]) -> Box:

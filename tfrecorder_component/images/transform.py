@@ -1,9 +1,11 @@
 """Opt-in image transforms applied before an image becomes a record (Pillow only).
 
 The steps run in a fixed order: EXIF orientation, colour conversion, resize, encode.
-Bounding boxes given with the image follow every geometric step and come back
-normalised in the output image. When no step changes the pixels and the format
-stays, the original bytes are returned untouched.
+Bounding boxes, masks (2-D arrays of the stored image's size) and keypoints given with
+the image follow every geometric step: boxes and keypoints come back normalised in the
+output image, masks resampled to its size with nearest-neighbour (so values stay class
+indices) and padded with 0. When no step changes the pixels and the format stays, the
+original bytes are returned untouched.
 
 Multi-frame images (animated GIF, APNG) are reduced to their first frame, the frame
 `tf.io.decode_image(..., expand_animations=False)` would return. Wherever alpha has to
@@ -28,7 +30,7 @@ from PIL import Image, ImageOps
 
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import geometry
-from tfrecorder_component.images.boxes import Box, clip_box
+from tfrecorder_component.images.boxes import Box, Point, clip_box, inside
 from tfrecorder_component.errors import RowError
 
 
@@ -135,16 +137,25 @@ class ImageTransform:
 
 @dataclasses.dataclass(frozen=True)
 class TransformResult:
-  """The bytes to store and the boxes normalised in them.
+  """The bytes to store and the boxes, masks and points in them.
 
   `boxes` has one entry per input box, clipped to [0, 1], or None for a box that left
-  the image or became empty. `scale` is output pixels per upright input pixel in x and
-  y, for scaling annotated areas.
+  the image or became empty. `masks` are the input masks at the output size; `points`
+  the input points normalised in the output, or None for one outside it. `scale` is
+  output pixels per upright input pixel in x and y, for scaling annotated areas.
   """
   data: bytes
   boxes: List[Optional[Box]]
   changed: bool
   scale: Tuple[float, float]
+  masks: List[np.ndarray] = dataclasses.field(default_factory=list)
+  points: List[Optional[Point]] = dataclasses.field(default_factory=list)
+
+
+def _unchanged(data: bytes, boxes: List[Box], masks: Sequence[np.ndarray],
+               points: Sequence[Point]) -> TransformResult:
+  return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0), list(masks),
+                         [p if inside(p) else None for p in points])
 
 
 def _orientation(im: Image.Image) -> int:
@@ -201,14 +212,21 @@ def _pad_value(mode: str, pad_color: Tuple[int, int, int]):
   return pad_color if mode == 'RGB' else pad_color + (255,)
 
 
-def _resize(im: Image.Image, plan: geometry.ResizePlan, pad_color: Tuple[int, int, int]) -> Image.Image:
+def _resize(im: Image.Image, plan: geometry.ResizePlan, pad, nearest: bool = False
+            ) -> Image.Image:
+  """Resizes by `plan`, padding with `pad` (a pixel value of the image's mode);
+  `nearest`: nearest-neighbour, for masks, so that values are never blended."""
   w, h = im.size
   rx0, ry0, rx1, ry1 = plan.region
-  content = im.resize(plan.content, Image.Resampling.LANCZOS,
-                      box=(rx0 * w, ry0 * h, rx1 * w, ry1 * h), reducing_gap=_REDUCING_GAP)
+  if nearest:
+    content = im.resize(plan.content, Image.Resampling.NEAREST,
+                        box=(rx0 * w, ry0 * h, rx1 * w, ry1 * h))
+  else:
+    content = im.resize(plan.content, Image.Resampling.LANCZOS,
+                        box=(rx0 * w, ry0 * h, rx1 * w, ry1 * h), reducing_gap=_REDUCING_GAP)
   if plan.content == plan.size:
     return content
-  canvas = Image.new(im.mode, plan.size, _pad_value(im.mode, pad_color))
+  canvas = Image.new(im.mode, plan.size, pad)
   canvas.paste(content, plan.offset)
   return canvas
 
@@ -234,21 +252,24 @@ def _same_colour_space(source_mode: str, mode: str) -> bool:
 
 
 def apply_transform(data: bytes, transform: ImageTransform,
-                    boxes: Sequence[Box] = ()) -> TransformResult:
-  """Applies `transform` to the image `data` and maps `boxes` along with it.
+                    boxes: Sequence[Box] = (), masks: Sequence[np.ndarray] = (),
+                    points: Sequence[Point] = ()) -> TransformResult:
+  """Applies `transform` to the image `data` and maps `boxes`, `masks` and `points`
+  along with it.
 
-  Boxes are normalised to the stored pixels (before EXIF orientation). Only the first
-  frame of a multi-frame image is transformed. Raises ValueError for a box that is not
-  4 numbers, RowError `transform_failed` when the image cannot be decoded or encoded.
+  Boxes and points are normalised to the stored pixels (before EXIF orientation), masks
+  are 2-D arrays of the stored image's size. Only the first frame of a multi-frame
+  image is transformed. Raises ValueError for a box that is not 4 numbers, RowError
+  `transform_failed` when the image cannot be decoded or encoded.
   """
   boxes = [geometry.as_box(box) for box in boxes]
   if transform.is_identity:
-    return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0))
+    return _unchanged(data, boxes, masks, points)
   try:
     with warnings.catch_warnings():
       warnings.simplefilter('ignore', Image.DecompressionBombWarning)
       with Image.open(io.BytesIO(data)) as im:
-        return _transform_open(data, im, transform, boxes)
+        return _transform_open(data, im, transform, boxes, masks, points)
   except RowError:
     raise
   except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError and others.
@@ -257,7 +278,8 @@ def apply_transform(data: bytes, transform: ImageTransform,
 
 
 def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
-                    boxes: List[Box]) -> TransformResult:
+                    boxes: List[Box], masks: Sequence[np.ndarray],
+                    points: Sequence[Point]) -> TransformResult:
   fmt = im.format
   if fmt is None:
     raise RowError('transform_failed', 'the image format is not recognised')
@@ -272,21 +294,26 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
   recolour = wanted_mode is not None and (im.mode != wanted_mode or fmt == 'GIF')
   reencode = transform.encode is not None and out_format != source_format
   if orientation == 1 and plan is None and not recolour and not reencode:
-    return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0))
+    return _unchanged(data, boxes, masks, points)
 
   source_mode = im.mode
   icc_profile = im.info.get('icc_profile')
   _draft(im, plan, orientation, transform.color == 'grey')
   im.load()
+  mask_images = [Image.fromarray(np.asarray(m, dtype=np.uint8), 'L') for m in masks]
   if orientation != 1:
     im = ImageOps.exif_transpose(im)
     boxes = [geometry.orient_box(b, orientation) for b in boxes]
+    points = [geometry.orient_point(p, orientation) for p in points]
+    mask_images = [m.transpose(_TRANSPOSE[orientation]) for m in mask_images]
   im = _convert(im, fmt, _target_mode(im, fmt, transform.color, out_format),
                 transform.pad_color)
   scale = (1.0, 1.0)
   if plan is not None:
-    im = _resize(im, plan, transform.pad_color)
+    im = _resize(im, plan, _pad_value(im.mode, transform.pad_color))
     boxes = [geometry.resize_box(b, plan) for b in boxes]
+    points = [geometry.resize_point(p, plan) for p in points]
+    mask_images = [_resize(m, plan, 0, nearest=True) for m in mask_images]
     scale = plan.scale
 
   im.info = {}
@@ -299,4 +326,13 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
     options.update(optimize=False)
   out = io.BytesIO()
   im.save(out, out_format, **options)
-  return TransformResult(out.getvalue(), [clip_box(b) for b in boxes], True, scale)
+  return TransformResult(out.getvalue(), [clip_box(b) for b in boxes], True, scale,
+                         [np.asarray(m) for m in mask_images],
+                         [p if inside(p) else None for p in points])
+
+
+# The transposition of each EXIF orientation, as ImageOps.exif_transpose applies it.
+_TRANSPOSE = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180,
+              4: Image.Transpose.FLIP_TOP_BOTTOM, 5: Image.Transpose.TRANSPOSE,
+              6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+              8: Image.Transpose.ROTATE_90}

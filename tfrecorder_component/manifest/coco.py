@@ -3,24 +3,32 @@
 Yields one row per image with the boxes of its annotations, in pixels (`bbox` is [x, y,
 width, height]), and an error row for each image or annotation that cannot be read.
 Image file names resolve against `image_root`, by default the JSON file's folder.
+
+Asked for (`annotations`), each object also carries its `segmentation` ('masks':
+polygons, or run-length encoded for crowds, rasterised when the record is built) and
+its `keypoints` ('keypoints': named by its category's `keypoints` list); otherwise both
+are dropped as the file is parsed, since they are most of a COCO file's size.
 """
 from __future__ import annotations
 
 import json
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import as_number
-from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem,
-                                                merge_image_rows, resolve_uri)
+from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
+                                                ParsedItem, merge_image_rows, resolve_uri)
 
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
-          feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+          feature_types: Optional[Mapping[str, str]] = None,
+          annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
   del feature_types  # COCO has no extra columns
-  data = _load(path, text)
+  data = _load(path, text, annotations)
   categories = _categories(path, data.get('categories') or [])
+  keypoints = _keypoint_names(path, data.get('categories') or [], annotations)
+  read = _Read(categories, 'masks' in annotations, keypoints)
   images: Dict[object, ManifestRow] = {}
   for number, image in enumerate(data['images'], start=1):
     row = _image_row(path, number, image, image_root)
@@ -42,11 +50,11 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
     if key in images:
       by_image.setdefault(key, []).append(index)
     else:  # not an object, or an unknown image: its error
-      yield _annotation_row(path, index, annotation, images, categories)
+      yield _annotation_row(path, index, annotation, images, read)
   for key, image in images.items():
     parts = [image]
     for index in by_image.pop(key, ()):
-      item = _annotation_row(path, index, annotations[index], images, categories)
+      item = _annotation_row(path, index, annotations[index], images, read)
       if isinstance(item, RowError):
         yield item
       else:
@@ -54,9 +62,10 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
     yield merge_image_rows(parts)
 
 
-def _load(path: str, text: str) -> dict:
+def _load(path: str, text: str, annotations: AbstractSet[str]) -> dict:
+  unread = tuple(key for key, kind in _UNREAD.items() if kind not in annotations)
   try:
-    data = json.loads(text, object_hook=_drop_unread)
+    data = json.loads(text, object_hook=lambda obj: _drop(obj, unread))
   except (ValueError, RecursionError) as e:
     raise ManifestError(f'{path}: not a valid COCO JSON file: {e}') from e
   if not isinstance(data, dict) or not isinstance(data.get('images'), list):
@@ -67,16 +76,28 @@ def _load(path: str, text: str) -> dict:
   return data
 
 
-def _drop_unread(obj: dict) -> dict:
+def _drop(obj: dict, unread: Tuple[str, ...]) -> dict:
   """Drops what no record takes, as each object is parsed: polygons and keypoints are
   most of a parsed COCO file (with the per-image join, the worker reading a 941 MB file
   peaked at 2.5 GB instead of 8.2 GB; `python -m benchmarks.memory`)."""
-  for key in _UNREAD:
+  for key in unread:
     obj.pop(key, None)
   return obj
 
 
-_UNREAD = ('segmentation', 'keypoints')
+_UNREAD = {'segmentation': 'masks', 'keypoints': 'keypoints'}  # field: what reads it
+
+
+class _Read:
+  """What annotations become: the category names, whether masks are read, and the
+  keypoint names of each category that has them (None: keypoints are not read)."""
+
+  def __init__(self, categories: Dict[object, str], masks: bool,
+               keypoints: Optional[Dict[object, Tuple[str, ...]]]):
+    self.categories = categories
+    self.masks = masks
+    self.keypoints = keypoints
+    self.width = max((len(n) for n in (keypoints or {}).values()), default=0)
 
 
 def _key(value: object) -> object:
@@ -103,6 +124,26 @@ def _categories(path: str, categories: List[object]) -> Dict[object, str]:
   return names
 
 
+def _keypoint_names(path: str, categories: List[object], annotations: AbstractSet[str]
+                    ) -> Optional[Dict[object, Tuple[str, ...]]]:
+  """{category id: its keypoint names} when keypoints are read, else None."""
+  if 'keypoints' not in annotations:
+    return None
+  names: Dict[object, Tuple[str, ...]] = {}
+  for index, category in enumerate(categories):
+    listed = category.get('keypoints') or []
+    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+      raise ManifestError(f'{path}: categories[{index}] "keypoints" must be a list of '
+                          f'keypoint names, got {listed!r}')
+    if listed:
+      names[_key(category['id'])] = tuple(listed)
+  if not names:
+    raise ManifestError(f'{path}: include_keypoints asked for, but no category lists '
+                        '"keypoints" (the names of its keypoints, as COCO\'s person '
+                        'category does)')
+  return names
+
+
 def _image_row(path: str, number: int, image: object,
                image_root: Optional[str]) -> ParsedItem:
   file_name = image.get('file_name') if isinstance(image, dict) else None
@@ -118,8 +159,7 @@ def _image_row(path: str, number: int, image: object,
 
 
 def _annotation_row(path: str, index: int, annotation: object,
-                    images: Dict[object, ManifestRow],
-                    categories: Dict[object, str]) -> ParsedItem:
+                    images: Dict[object, ManifestRow], read: _Read) -> ParsedItem:
   if not isinstance(annotation, dict):
     return RowError('bad_row', f'annotations[{index}] must be an object', source=path)
   name = f'annotation id {annotation.get("id", "?")!r} (annotations[{index}])'
@@ -128,7 +168,7 @@ def _annotation_row(path: str, index: int, annotation: object,
     return RowError('bad_row', f'{name}: unknown image_id {annotation.get("image_id")!r}; '
                     'it must be the id of an entry of "images"', source=path)
   where = {'source': path, 'row': image.row, 'uri': image.image_uri}
-  label = categories.get(_key(annotation.get('category_id')))
+  label = read.categories.get(_key(annotation.get('category_id')))
   if label is None:
     return RowError('bad_row', f'{name}: unknown category_id '
                     f'{annotation.get("category_id")!r}; it must be the id of an entry of '
@@ -140,10 +180,74 @@ def _annotation_row(path: str, index: int, annotation: object,
   area = _numbers([annotation.get('area')])
   crowd = _numbers([annotation.get('iscrowd')])
   x, y, width, height = bbox
+  mask = keypoints = names = None
+  if read.masks:
+    mask = _instance_mask(annotation.get('segmentation'))
+    if isinstance(mask, str):
+      return RowError('bad_row', f'{name}: {mask}', **where)
+  if read.keypoints is not None:
+    names = read.keypoints.get(_key(annotation.get('category_id')), ())
+    keypoints = _keypoints(annotation.get('keypoints'), len(names))
+    if isinstance(keypoints, str):
+      return RowError('bad_row', f'{name}: {keypoints}', **where)
+    pad = read.width - len(names)
+    keypoints, names = keypoints + ((0.0, 0.0, 0),) * pad, names + ('',) * pad
   box = ObjectBox(label, x, y, x + width, y + height, normalized=False,
-                  is_crowd=bool(crowd and crowd[0]), area=area[0] if area else None)
+                  is_crowd=bool(crowd and crowd[0]), area=area[0] if area else None,
+                  mask=mask, keypoints=keypoints or (), keypoint_names=names or ())
   return ManifestRow(source=path, row=image.row, image_uri=image.image_uri,
                      resolved_uri=image.resolved_uri, labels=(label,), objects=(box,))
+
+
+def _instance_mask(segmentation: object) -> Union[InstanceMask, str]:
+  """An annotation's `segmentation` as an InstanceMask, or what is wrong with it."""
+  if isinstance(segmentation, list) and segmentation:
+    parts = [_numbers(part) for part in segmentation]
+    if all(p is not None and len(p) >= 6 and len(p) % 2 == 0 for p in parts):
+      return InstanceMask(polygons=tuple(parts))
+    return ('"segmentation" polygons must each be a list of at least 3 points, x1, y1, '
+            f'x2, y2, ... in pixels; got {_short(segmentation)}')
+  if isinstance(segmentation, dict):
+    size, counts = _numbers(segmentation.get('size')), segmentation.get('counts')
+    if size is None or len(size) != 2 or not all(v.is_integer() and v > 0 for v in size):
+      return ('a run-length "segmentation" needs "size": [height, width], got '
+              f'{_short(segmentation.get("size"))}')
+    height, width = int(size[0]), int(size[1])
+    if isinstance(counts, str) and counts:
+      return InstanceMask(rle_size=(height, width), rle_counts=counts)
+    runs = _numbers(counts)
+    if runs is not None and all(v.is_integer() and v >= 0 for v in runs):
+      if sum(runs) != height * width:
+        return (f'the run lengths of "segmentation" add up to {int(sum(runs))}, not '
+                f'height x width = {height * width}')
+      return InstanceMask(rle_size=(height, width), rle_counts=tuple(int(v) for v in runs))
+    return ('a run-length "segmentation" needs "counts": a list of run lengths or '
+            f'COCO\'s compressed string, got {_short(counts)}')
+  if segmentation is None:
+    return ('no "segmentation"; include_masks writes a mask for every object, so every '
+            'annotation needs one')
+  return f'"segmentation" must be polygons or a run-length encoding, got {_short(segmentation)}'
+
+
+def _keypoints(values: object, count: int
+               ) -> Union[Tuple[Tuple[float, float, int], ...], str]:
+  """An annotation's `keypoints` ([x, y, visibility] for each of the category's `count`
+  names, in pixels) as triples; an object without keypoints has them all unlabelled."""
+  if values is None or (values == [] and count == 0):
+    return ((0.0, 0.0, 0),) * count
+  numbers = _numbers(values)
+  if numbers is None or len(numbers) != 3 * count:
+    return (f'"keypoints" must be {3 * count} numbers (x, y, visibility for each of the '
+            f'category\'s {count} keypoints), got {_short(values)}')
+  triples = tuple(zip(numbers[0::3], numbers[1::3], numbers[2::3]))
+  if not all(v in (0, 1, 2) for _, _, v in triples):
+    return f'keypoint visibility must be 0, 1 or 2, got {_short(values)}'
+  return tuple((x, y, int(v)) for x, y, v in triples)
+
+
+def _short(value: object) -> str:
+  text = repr(value)
+  return text if len(text) <= 80 else text[:77] + '...'
 
 
 def _numbers(values: object) -> Optional[Tuple[float, ...]]:
@@ -161,4 +265,4 @@ def _numbers(values: object) -> Optional[Tuple[float, ...]]:
 
 # A COCO file is known by its .json extension alone: JSON text without one is Vertex JSONL.
 FORMAT = ManifestFormat('coco_json', ('.json',), sniff=lambda head: False, parse=parse,
-                        one_row_an_image=True)
+                        one_row_an_image=True, annotations=('masks', 'keypoints'))

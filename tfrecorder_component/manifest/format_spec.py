@@ -7,7 +7,9 @@ from typing import Callable, Iterator, Tuple
 
 from tfrecorder_component.manifest.rows import ParsedItem
 
-# parse(path, text, *, image_root, feature_types) -> rows and RowErrors, in file order
+# parse(path, text, *, image_root, feature_types[, annotations]) -> rows and RowErrors,
+# in file order; `annotations` (a frozenset of ANNOTATIONS) is passed only when asked for,
+# and only to a format that declares it can read them.
 Parser = Callable[..., Iterator[ParsedItem]]
 
 
@@ -20,3 +22,8 @@ class ManifestFormat:
   # True when parse yields one row an image (a COCO file joins its annotations itself,
   # a Pascal VOC file is one image): nothing is left to merge across rows.
   one_row_an_image: bool = False
+  # What beyond boxes the format can read when asked (COCO: 'masks', 'keypoints').
+  annotations: Tuple[str, ...] = ()
+
+
+ANNOTATIONS = ('masks', 'keypoints')  # what a conversion may ask for beyond boxes

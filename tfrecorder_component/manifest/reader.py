@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterator, List, Mapping, NamedTuple, Optional
+from typing import AbstractSet, Iterator, List, Mapping, NamedTuple, Optional
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import registry
@@ -17,7 +17,8 @@ _SNIFF_CHARS = 65536
 def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
                         split_override: Optional[str] = None, *,
                         image_root: Optional[str] = None,
-                        feature_types: Optional[Mapping[str, str]] = None
+                        feature_types: Optional[Mapping[str, str]] = None,
+                        annotations: AbstractSet[str] = frozenset()
                         ) -> Iterator[ParsedItem]:
   """Parses one manifest file's text into rows, or RowErrors for rows that fail.
 
@@ -25,11 +26,21 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
   file to that split, whatever its ML_USE column says. Relative image URIs and COCO /
   Pascal VOC file names resolve against `image_root`, by default the manifest's (or
   annotation file's) folder. `feature_types` declares the types of
-  extra columns ({name: 'int' | 'float' | 'string'}).
+  extra columns ({name: 'int' | 'float' | 'string'}). `annotations`: what to read
+  beyond boxes ('masks', 'keypoints'); a format that has none of them is a ManifestError.
   """
   declared = check_feature_types(feature_types)
-  parse = (registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])).parse
-  for item in parse(path, text, image_root=image_root, feature_types=declared):
+  spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
+  extra = {}
+  if annotations:
+    missing = sorted(set(annotations) - set(spec.annotations))
+    if missing:
+      raise ManifestError(
+          f'{path}: include_{" and include_".join(missing)} asked for, but a {spec.name} '
+          f'manifest has no {" or ".join(missing)}; they are read from COCO JSON '
+          '(`segmentation`, `keypoints`)')
+    extra['annotations'] = frozenset(annotations)
+  for item in spec.parse(path, text, image_root=image_root, feature_types=declared, **extra):
     if isinstance(item, ManifestRow):
       if _has_undecodable_bytes(item):
         item = RowError('bad_row', 'the row is not valid UTF-8; save the manifest as UTF-8',
@@ -44,7 +55,8 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
 def _has_undecodable_bytes(row: ManifestRow) -> bool:
   # read_manifest_file decodes with 'surrogateescape': invalid bytes become lone
   # surrogates, so one bad row fails alone instead of the whole manifest.
-  texts = [row.image_uri, *row.labels, *(o.label for o in row.objects or ())]
+  texts = [row.image_uri, *row.labels, *(o.label for o in row.objects or ()),
+           *(n for o in row.objects or () for n in o.keypoint_names), row.mask_uri or '']
   for name, value in row.features:
     texts.append(name)
     if isinstance(value, str):
@@ -58,7 +70,8 @@ _SURROGATE = re.compile('[\udc80-\udcff]')
 def iter_manifest_file(path: str, fmt: Optional[str] = None,
                        split_override: Optional[str] = None, *,
                        image_root: Optional[str] = None,
-                       feature_types: Optional[Mapping[str, str]] = None
+                       feature_types: Optional[Mapping[str, str]] = None,
+                       annotations: AbstractSet[str] = frozenset()
                        ) -> 'ManifestItems':
   """Reads one manifest file from any Beam file system; returns its line count (at least
   the number of rows of a CSV or JSONL manifest), its items, parsed as they are
@@ -74,7 +87,7 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
   spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
   return ManifestItems(text.count('\n') + 1, parse_manifest_text(
       path, text, spec.name, split_override, image_root=image_root,
-      feature_types=feature_types), spec)
+      feature_types=feature_types, annotations=annotations), spec)
 
 
 class ManifestItems(NamedTuple):
@@ -86,8 +99,9 @@ class ManifestItems(NamedTuple):
 def read_manifest_file(path: str, fmt: Optional[str] = None,
                        split_override: Optional[str] = None, *,
                        image_root: Optional[str] = None,
-                       feature_types: Optional[Mapping[str, str]] = None
+                       feature_types: Optional[Mapping[str, str]] = None,
+                       annotations: AbstractSet[str] = frozenset()
                        ) -> List[ParsedItem]:
   """Reads one manifest file from any Beam file system and parses it, in file order."""
   return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
-                                 feature_types=feature_types).items)
+                                 feature_types=feature_types, annotations=annotations).items)

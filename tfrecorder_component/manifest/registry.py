@@ -12,13 +12,14 @@ from typing import Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coco, pascal_voc,
-                                           vertex_jsonl)
+                                           segmentation_csv, vertex_jsonl)
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 
-# In sniffing order: a detection CSV is told apart before the classification fallback.
+# In sniffing order: segmentation and detection CSVs are told apart before the
+# classification fallback.
 FORMATS: Tuple[ManifestFormat, ...] = (
-    vertex_jsonl.FORMAT, coco.FORMAT, pascal_voc.FORMAT, automl_detection_csv.FORMAT,
-    automl_csv.FORMAT)
+    vertex_jsonl.FORMAT, coco.FORMAT, pascal_voc.FORMAT, segmentation_csv.FORMAT,
+    automl_detection_csv.FORMAT, automl_csv.FORMAT)
 MANIFEST_FORMATS = tuple(sorted(f.name for f in FORMATS))
 # Files that may be manifests; anything else beside them (images) is skipped.
 MANIFEST_EXTENSIONS = tuple(sorted({e for f in FORMATS for e in f.extensions}))

@@ -1,6 +1,7 @@
-"""The row model every manifest format yields: `ManifestRow` (one image, its labels or
-objects, split and extra features), `ObjectBox`, the row's `Task`, and the AutoML /
-Vertex AI ML_USE values."""
+"""The row model every manifest format yields: `ManifestRow` (one image, its labels,
+objects or segmentation mask, split and extra features), `ObjectBox` (with its
+`InstanceMask` and keypoints when asked for), the row's `Task`, and the AutoML / Vertex
+AI ML_USE values."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,6 +25,20 @@ _SCHEME = re.compile(r'^[a-zA-Z][a-zA-Z0-9+.-]*://')
 
 
 @dataclasses.dataclass(frozen=True)
+class InstanceMask:
+  """An object's COCO `segmentation`, as annotated, in the pixels of the stored image.
+
+  Either `polygons` (one or more parts, each x1, y1, x2, y2, ... in pixels; the parts of
+  one object are merged) or a run-length encoding of `rle_size` (height, width), its
+  `rle_counts` uncompressed (a tuple of run lengths) or compressed (COCO's string).
+  Rasterised with pycocotools when the record is built (`images.masks`).
+  """
+  polygons: Tuple[Tuple[float, ...], ...] = ()
+  rle_size: Optional[Tuple[int, int]] = None
+  rle_counts: Union[str, Tuple[int, ...], None] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class ObjectBox:
   """One annotated object of a detection manifest, in the frame of the stored pixels.
 
@@ -41,6 +56,11 @@ class ObjectBox:
   difficult: bool = False
   truncated: bool = False
   area: Optional[float] = None  # in pixels, as annotated (COCO); None: the box's own area
+  mask: Optional[InstanceMask] = None  # COCO, with include_masks
+  # COCO, with include_keypoints: (x, y, visibility) triples in pixels, one per name of
+  # `keypoint_names` (padded with (0, 0, 0) and '' to the file's longest list).
+  keypoints: Tuple[Tuple[float, float, int], ...] = ()
+  keypoint_names: Tuple[str, ...] = ()
 
 
 FeatureValue = Union[int, float, str]
@@ -50,6 +70,12 @@ class Task(str, enum.Enum):
   """What a row's record is for; one run converts rows of one task."""
   CLASSIFICATION = 'classification'
   DETECTION = 'detection'
+  SEGMENTATION = 'segmentation'
+
+
+# A semantic-segmentation mask's colour (red, green, blue) and the class it paints
+# (Vertex AI's `annotationSpecColors`).
+MaskColor = Tuple[Tuple[int, int, int], str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,10 +92,19 @@ class ManifestRow:
   objects: Optional[Tuple[ObjectBox, ...]] = None
   # Extra manifest columns / JSON fields, carried as typed features: (name, value) pairs.
   features: Tuple[Tuple[str, FeatureValue], ...] = ()
+  # Semantic segmentation: the class mask's URI as written and where it is read from;
+  # `mask_colors` maps a colour mask's colours to classes (empty: the mask's pixel values
+  # are the class indices). `labels` then holds the colours' class names.
+  mask_uri: Optional[str] = None
+  resolved_mask_uri: Optional[str] = None
+  mask_colors: Tuple[MaskColor, ...] = ()
 
   @property
   def task(self) -> Task:
-    """Detection when the row carries objects (possibly none), else classification."""
+    """Segmentation when the row has a class mask, detection when it carries objects
+    (possibly none), else classification."""
+    if self.mask_uri is not None:
+      return Task.SEGMENTATION
     return Task.CLASSIFICATION if self.objects is None else Task.DETECTION
 
 

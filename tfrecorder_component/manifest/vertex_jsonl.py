@@ -1,9 +1,12 @@
-"""Vertex AI JSONL import format for image classification and object detection.
+"""Vertex AI JSONL import format for image classification, object detection and
+segmentation.
 
 Each line: `{"imageGcsUri": ..., "classificationAnnotation": {"displayName": ...}}`
-(single-label), `"classificationAnnotations": [...]` (multi-label) or
+(single-label), `"classificationAnnotations": [...]` (multi-label),
 `"boundingBoxAnnotations": [{"displayName", "xMin", "yMin", "xMax", "yMax"}, ...]`
-(detection, normalised coordinates), with the split in
+(detection, normalised coordinates) or `"segmentationAnnotation": {"maskGcsUri": ...,
+"annotationSpecColors": [{"color": {"red", "green", "blue"}, "displayName"}, ...]}`
+(a colour mask of the image's size; channels from 0 to 1), with the split in
 `dataItemResourceLabels["aiplatform.googleapis.com/ml_use"]`. Other top-level fields
 become typed features of the record.
 """
@@ -16,11 +19,12 @@ from typing import Iterator, Mapping, Optional, Tuple, Union
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
-from tfrecorder_component.manifest.rows import FeatureValue, ManifestRow, ObjectBox, ParsedItem, resolve_uri, split_for_ml_use
+from tfrecorder_component.manifest.rows import (FeatureValue, ManifestRow, MaskColor, ObjectBox,
+                                                ParsedItem, resolve_uri, split_for_ml_use)
 
 ML_USE_KEY = 'aiplatform.googleapis.com/ml_use'
 KNOWN_KEYS = ('imageGcsUri', 'classificationAnnotation', 'classificationAnnotations',
-              'boundingBoxAnnotations', 'dataItemResourceLabels')
+              'boundingBoxAnnotations', 'segmentationAnnotation', 'dataItemResourceLabels')
 BOX_KEYS = ('xMin', 'yMin', 'xMax', 'yMax')
 
 
@@ -59,7 +63,8 @@ def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None
     single = obj.get('classificationAnnotation')
     annotations = [single] if single is not None else []
   misplaced = [k for k in obj if k.lower() in _LABEL_KEYS]
-  if misplaced and not annotations and 'boundingBoxAnnotations' not in obj:
+  if misplaced and not annotations and 'boundingBoxAnnotations' not in obj and (
+      'segmentationAnnotation' not in obj):
     return RowError('bad_row', f'"{misplaced[0]}" is not where Vertex AI JSONL puts labels: '
                     'use "classificationAnnotation": {"displayName": ...} (or a list in '
                     '"classificationAnnotations")', source=path, row=row, uri=uri)
@@ -74,6 +79,15 @@ def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None
     if isinstance(objects, str):
       return RowError('bad_row', objects, source=path, row=row, uri=uri)
     names += [o.label for o in objects]
+  mask = None
+  if obj.get('segmentationAnnotation') is not None:
+    if objects is not None or names:
+      return RowError('bad_row', 'a line is one task: "segmentationAnnotation" with '
+                      'classification or box annotations', source=path, row=row, uri=uri)
+    mask = _segmentation(obj['segmentationAnnotation'])
+    if isinstance(mask, str):
+      return RowError('bad_row', mask, source=path, row=row, uri=uri)
+    names = [name for _, name in mask[1]]
   labels = tuple(dict.fromkeys(n for n in names if n))
   resource_labels = obj.get('dataItemResourceLabels') or {}
   value = resource_labels.get(ML_USE_KEY, '') if isinstance(resource_labels, dict) else ''
@@ -85,9 +99,45 @@ def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None
   features = _features(path, obj)
   if isinstance(features, str):
     return RowError('bad_row', features, source=path, row=row, uri=uri)
+  if mask is not None:
+    return ManifestRow(source=path, row=row, image_uri=uri,
+                       resolved_uri=resolve_uri(uri, path, image_root), labels=labels,
+                       split=split, features=features, mask_uri=mask[0],
+                       resolved_mask_uri=resolve_uri(mask[0], path, image_root),
+                       mask_colors=mask[1])
   return ManifestRow(source=path, row=row, image_uri=uri,
                      resolved_uri=resolve_uri(uri, path, image_root), labels=labels,
                      split=split, objects=objects, features=features)
+
+
+def _segmentation(annotation: object) -> Union[Tuple[str, Tuple[MaskColor, ...]], str]:
+  """(mask URI, (colour, class name) pairs) of a `segmentationAnnotation`, or what is
+  wrong with it."""
+  uri = annotation.get('maskGcsUri') if isinstance(annotation, dict) else None
+  if not isinstance(uri, str) or not uri.strip():
+    return '"segmentationAnnotation" needs a "maskGcsUri", the mask image\'s URI'
+  specs = annotation.get('annotationSpecColors')
+  if not isinstance(specs, list) or not specs:
+    return ('"segmentationAnnotation" needs "annotationSpecColors": the class of each '
+            'colour the mask paints, [{"color": {"red": 1, "green": 0, "blue": 0}, '
+            '"displayName": "cat"}, ...]')
+  colors, seen = [], {}
+  for index, spec in enumerate(specs):
+    where = f'annotationSpecColors[{index}]'
+    name = spec.get('displayName') if isinstance(spec, dict) else None
+    color = spec.get('color') if isinstance(spec, dict) else None
+    if not isinstance(name, str) or not name.strip() or not isinstance(color, dict):
+      return f'{where} needs a "color" object and a non-empty string "displayName"'
+    channels = [as_number(color.get(c, 0)) for c in ('red', 'green', 'blue')]
+    if any(c is None or not 0 <= c <= 1 for c in channels):
+      return (f'{where} "color" channels "red", "green" and "blue" must be numbers from 0 '
+              f'to 1, got {color!r}')
+    rgb = tuple(int(round(c * 255)) for c in channels)
+    if seen.get(rgb, name.strip()) != name.strip():
+      return f'{where}: colour {rgb} is given to both {seen[rgb]!r} and {name.strip()!r}'
+    seen[rgb] = name.strip()
+    colors.append((rgb, name.strip()))
+  return uri.strip(), tuple(colors)
 
 
 def _boxes(annotations: object) -> Union[Tuple[ObjectBox, ...], str]:

@@ -1,0 +1,125 @@
+"""Masks as records hold them: COCO instance masks rasterised with pycocotools (the
+reference rasteriser), semantic-segmentation class masks read from their PNGs, both as
+single-channel PNGs of the stored image's size.
+
+Instance masks are 0 or 1 (as the Object Detection API writes them and Model Garden's
+`TfExampleDecoder(include_mask=True)` reads them); a class mask's pixel is its class
+index (0 where a colour mask paints no listed colour).
+"""
+from __future__ import annotations
+
+import io
+from typing import Dict, NamedTuple, Optional, Sequence
+
+import numpy as np
+from PIL import Image
+
+from tfrecorder_component.errors import RowError
+from tfrecorder_component.manifest.rows import InstanceMask, MaskColor
+
+
+class Raster(NamedTuple):
+  """An instance mask at the stored image's size (uint8, 0 or 1), or None when it cannot
+  be drawn; `reason` names what the report lists about it ('' when nothing)."""
+  mask: Optional[np.ndarray]
+  reason: str
+
+
+def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
+  """Draws an object's segmentation at the stored image's size with pycocotools:
+  polygon parts merged into one mask, run-length encodings decoded.
+
+  Reasons: 'mask_size_mismatch' (an RLE of another size: no mask), 'bad_mask' (an RLE
+  pycocotools cannot decode), 'mask_outside_image' (a polygon reaching outside the
+  image, clipped to it), 'empty_mask' (nothing drawn).
+  """
+  from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
+  reason = ''
+  if mask.polygons:
+    if any(not (0 <= v <= limit) for part in mask.polygons
+           for v, limit in zip(part, (width, height) * (len(part) // 2))):
+      reason = 'mask_outside_image'
+    rle = coco_mask.merge(coco_mask.frPyObjects([list(p) for p in mask.polygons],
+                                                height, width))
+  else:
+    if tuple(mask.rle_size) != (height, width):
+      return Raster(None, 'mask_size_mismatch')
+    if isinstance(mask.rle_counts, str):
+      rle = {'size': [height, width], 'counts': mask.rle_counts.encode('ascii', 'replace')}
+    else:
+      rle = coco_mask.frPyObjects({'size': [height, width], 'counts': list(mask.rle_counts)},
+                                  height, width)
+  try:
+    pixels = coco_mask.decode(rle)
+  except ValueError:
+    return Raster(None, 'bad_mask')
+  if not pixels.any():
+    reason = reason or 'empty_mask'
+  return Raster(np.ascontiguousarray(pixels, dtype=np.uint8), reason)
+
+
+def encode_png(mask: np.ndarray) -> bytes:
+  """A 2-D uint8 mask as a single-channel PNG (what `tf.io.decode_png(channels=1)` reads
+  back exactly)."""
+  out = io.BytesIO()
+  Image.fromarray(mask, 'L').save(out, 'PNG', optimize=False)
+  return out.getvalue()
+
+
+def class_mask(data: bytes, colors: Sequence[MaskColor], ids: Dict[str, int],
+               width: int, height: int) -> np.ndarray:
+  """A semantic-segmentation mask's class indices (uint8, height x width).
+
+  Without `colors` the mask's pixel values are the class indices: a greyscale or
+  palette PNG (a palette image's indices, as Pascal VOC's masks store them). With
+  `colors`, each listed colour becomes the id of its class in `ids`, black that is not
+  listed becomes 0 and any other colour is an error. Raises RowError `bad_mask` naming
+  what is wrong, including a size other than the image's.
+  """
+  try:
+    with Image.open(io.BytesIO(data)) as im:
+      im.load()
+      mode, size = im.mode, im.size
+      if not colors:
+        if mode not in ('L', 'P'):
+          raise RowError('bad_mask', f'the mask is a {mode} image; a mask without '
+                         'annotation colours must hold class indices, as a greyscale or '
+                         'palette PNG (or give the colours, as Vertex AI\'s '
+                         'annotationSpecColors do)')
+        pixels = np.asarray(im, dtype=np.uint8)
+      else:
+        pixels = np.asarray(im.convert('RGB'), dtype=np.uint8)
+  except RowError:
+    raise
+  except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError and others.
+    raise RowError('bad_mask', f'the mask cannot be decoded ({type(e).__name__}: {e})'
+                   ) from None
+  if size != (width, height):
+    hint = (' (the image\'s width and height swapped: masks are read in the stored '
+            'pixels\' frame, before EXIF orientation)' if size == (height, width) else '')
+    raise RowError('bad_mask', f'the mask is {size[0]}x{size[1]}, the image '
+                   f'{width}x{height}{hint}')
+  if not colors:
+    return np.ascontiguousarray(pixels)
+  return _colors_to_ids(pixels, colors, ids)
+
+
+def _colors_to_ids(pixels: np.ndarray, colors: Sequence[MaskColor],
+                   ids: Dict[str, int]) -> np.ndarray:
+  packed = (pixels[..., 0].astype(np.uint32) << 16) | (pixels[..., 1].astype(np.uint32) << 8
+                                                       ) | pixels[..., 2]
+  lookup: Dict[int, int] = {0: 0}
+  for (r, g, b), name in colors:
+    lookup[(r << 16) | (g << 8) | b] = ids[name]
+  if max(lookup.values()) > 255:
+    raise RowError('bad_mask', f'{max(lookup.values())} classes do not fit an 8-bit mask')
+  values, inverse = np.unique(packed, return_inverse=True)
+  unknown = [int(v) for v in values if int(v) not in lookup]
+  if unknown:
+    listed = ', '.join(f'#{v:06x}' for v in unknown[:5])
+    counts = int(np.isin(packed, unknown).sum())
+    raise RowError('bad_mask', f'{counts} mask pixel(s) have colours no annotation colour '
+                   f'names ({listed}{", ..." if len(unknown) > 5 else ""}); list every '
+                   'colour the mask paints')
+  table = np.array([lookup[int(v)] for v in values], dtype=np.uint8)
+  return table[inverse].reshape(packed.shape)
