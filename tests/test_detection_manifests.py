@@ -379,6 +379,10 @@ def test_classification_csv_without_extra_columns_is_unchanged(tmp_path):
     ('manifest', '<?xml version="1.0"?><annotation/>', 'pascal_voc'),
     ('manifest', 'a.jpg,cat,0.1,0.2,,,0.5,0.6,,\n', 'automl_detection_csv'),
     ('manifest', 'a.jpg,cat\n', 'automl_csv'),
+    ('m.csv', 'image_uri,mask_uri\na.jpg,a.png\n', 'segmentation_csv'),
+    ('m.txt', 'Split,Image,Mask,weather\nTRAIN,a.jpg,a.png,sun\n', 'segmentation_csv'),
+    ('m.csv', 'image_uri,masked\na.jpg,yes\n', 'automl_csv'),
+    ('m.csv', 'a.jpg,a.png\n', 'automl_csv'),
 ])
 def test_detect_format(name, text, expected):
   assert detect_format(name, text) == expected
@@ -391,6 +395,7 @@ FORMAT_SAMPLES = {
     'vertex_jsonl': ('m.jsonl', '{"imageGcsUri": "a.jpg"}\n'),
     'coco_json': ('m.json', '{"images": [{"id": 1, "file_name": "a.jpg"}], "categories": []}'),
     'pascal_voc': ('m.xml', '<annotation><filename>a.jpg</filename></annotation>'),
+    'segmentation_csv': ('m.csv', 'split,image_uri,mask_uri\nTRAIN,a.jpg,a.png\n'),
 }
 
 

@@ -148,12 +148,13 @@ def cmd_convert(args) -> int:
 
 
 def _print_box_issues(summary: dict, report_dir: str) -> None:
-  """Detection: boxes written, and the dropped and clipped ones by reason."""
+  """Detection: boxes written, and the dropped and clipped ones (with masks, keypoints
+  hidden) by reason."""
   issues = summary.get('box_issues') or {}
   if not (summary.get('objects_written') or issues):
     return
   print(f'Boxes: {summary.get("objects_written", 0):,} written')
-  for action in ('dropped', 'clipped'):
+  for action in ('dropped', 'clipped', 'hidden'):
     reasons = {k.split(':', 1)[1]: n for k, n in issues.items() if k.startswith(action + ':')}
     if reasons:
       listed = ', '.join(f'{n:,} {reason}' for reason, n in reasons.items() if reason != action)

@@ -11,7 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 from tfrecorder_component import layout
 from tfrecorder_component.beam.sink import read_shard
 from tfrecorder_component.example_proto import Example
-from tfrecorder_component.images.thumbnail import draw_boxes
+from tfrecorder_component.images.thumbnail import draw_boxes, tint_masks
 
 TILE = 96
 LABEL_WIDTH = 140
@@ -111,6 +111,8 @@ def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
         continue
       image = Image.open(io.BytesIO(_values(example, 'image/encoded')[0])).convert('RGB')
       image.thumbnail((TILE, TILE))
+      tint_masks(image, list(zip((b[0] for b in boxes), _values(example, 'image/object/mask'))),
+                 next(iter(_values(example, 'image/segmentation/class/encoded')), None))
       draw_boxes(image, boxes)
       for label in wanted:  # an image shows under each of its labels
         tiles.setdefault(label, []).append(image)

@@ -112,7 +112,8 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
       parts.append(_table(['manifest', 'row', 'URI', 'label', 'box as annotated', 'action',
                            'reason'], [
           (_e(b['source']), b['row'] if isinstance(b['row'], int) else _e(b['row']),
-           _e(b['uri']), _e(b['label']), _e(b.get('box')), _e(b['action']), _e(b['reason']))
+           _e(b['uri']), _e(b['label']), _e(b.get('box')), _e(b['action']),
+           _e(b['reason'] + (f' ({b["keypoint"]})' if b.get('keypoint') else '')))
           for b in box_issues], 'box-issue-rows'))
     else:
       parts.append(f'<p>{summary.get("objects_written", 0):,} boxes written; none dropped or '

@@ -44,18 +44,22 @@ class _ConvertBatch(beam.DoFn):
     self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
 
-  def _samples(self, labels: Tuple[str, ...], uri: str, data: bytes, objects):
+  def _samples(self, labels: Tuple[str, ...], uri: str, out: record_lib.ConvertedRow):
     """(label, (uri, thumbnail)) for each of the record's labels (or '(none)') of which
     this DoFn instance has seen fewer than SAMPLES_PER_LABEL records, so every label
     appears on the contact sheet; detection thumbnails show the boxes with their class
-    names. The contact sheet costs a few decodes, never a second read."""
+    names and masks, segmentation ones the class mask. The contact sheet costs a few
+    decodes, never a second read."""
     wanted = [label for label in (labels or ('(none)',))
               if self._sampled.get(label, 0) < SAMPLES_PER_LABEL]
     if not wanted:
       return []
     for label in wanted:
       self._sampled[label] = self._sampled.get(label, 0) + 1
-    thumbnail = thumbnail_lib.thumbnail(data, [(o.label, o.box) for o in objects or ()])
+    objects = out.objects or ()
+    thumbnail = thumbnail_lib.thumbnail(
+        out.data, [(o.label, o.box) for o in objects],
+        [(o.label, o.mask) for o in objects if o.mask is not None], out.class_mask)
     return [] if thumbnail is None else [(label, (uri, thumbnail)) for label in wanted]
 
   def _label_ids(self, vocabulary: Dict[str, Any]) -> Dict[str, int]:
@@ -90,7 +94,7 @@ class _ConvertBatch(beam.DoFn):
       nbytes += out.bytes_read
       records.setdefault(out.split, []).append(out.record)
       stats.append(out.stat)
-      for sample in self._samples(out.stat.labels, row.image_uri, out.data, out.objects):
+      for sample in self._samples(out.stat.labels, row.image_uri, out):
         yield beam.pvalue.TaggedOutput(SAMPLES, sample)
     self._loaded.inc(loaded)
     self._converted.inc(converted)

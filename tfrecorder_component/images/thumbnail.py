@@ -1,5 +1,5 @@
-"""Contact-sheet thumbnails with detection boxes drawn on them, for report.html and
-`tfrecorder-component inspect`."""
+"""Contact-sheet thumbnails with detection boxes drawn on them and masks tinted over
+them, for report.html and `tfrecorder-component inspect`."""
 from __future__ import annotations
 
 import io
@@ -31,15 +31,50 @@ def draw_boxes(image, boxes: Sequence[LabelledBox]) -> None:
     draw.text((box[0] + 3, box[1] + 2), name[:16], fill=colour)
 
 
-def thumbnail(data: bytes, boxes: Sequence[LabelledBox] = ()) -> Optional[bytes]:
+_TINT = 0.45  # opacity of a mask's colour over the picture
+
+
+def _tint(image, mask_png: bytes, colour_of) -> None:
+  """Tints `image` (RGB, in place) where the mask PNG is not 0, with `colour_of(value)`
+  of each mask value (an instance mask's is its class colour, a class mask's its class
+  index's)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  with Image.open(io.BytesIO(mask_png)) as mask:
+    values = np.asarray(mask.convert('L').resize(image.size, Image.Resampling.NEAREST))
+  pixels = np.asarray(image, dtype=np.float32)
+  for value in np.unique(values):
+    if value:
+      where = values == value
+      pixels[where] = pixels[where] * (1 - _TINT) + np.asarray(colour_of(int(value))) * _TINT
+  image.paste(Image.fromarray(pixels.round().astype(np.uint8), 'RGB'))
+
+
+def tint_masks(image, masks: Sequence[Tuple[str, bytes]] = (),
+               class_mask: Optional[bytes] = None) -> None:
+  """Tints instance masks ((class name, PNG) pairs, in the class's box colour) or a
+  segmentation class mask (PNG of class indices, a colour an index) over `image` (RGB,
+  in place)."""
+  for name, mask in masks:
+    _tint(image, mask, lambda _, name=name: box_colour(name))
+  if class_mask is not None:
+    _tint(image, class_mask, lambda value: BOX_COLOURS[value % len(BOX_COLOURS)])
+
+
+def thumbnail(data: bytes, boxes: Sequence[LabelledBox] = (),
+              masks: Sequence[Tuple[str, bytes]] = (),
+              class_mask: Optional[bytes] = None) -> Optional[bytes]:
   """A JPEG thumbnail (at most THUMBNAIL px a side) of encoded image bytes, with `boxes`
-  drawn on it, or None when Pillow cannot decode them (the record is still written)."""
+  drawn on it and `masks` ((class name, instance mask PNG) pairs) or a segmentation
+  `class_mask` (PNG of class indices) tinted over it, or None when Pillow cannot decode
+  them (the record is still written)."""
   from PIL import Image  # pylint: disable=g-import-not-at-top
   try:
     with Image.open(io.BytesIO(data)) as im:
       im.draft('RGB', (THUMBNAIL, THUMBNAIL))  # JPEG: decode at a reduced scale
       small = im.convert('RGB')
     small.thumbnail((THUMBNAIL, THUMBNAIL))
+    tint_masks(small, masks, class_mask)
     if boxes:
       draw_boxes(small, boxes)
     out = io.BytesIO()
