@@ -385,32 +385,55 @@ def test_a_headerless_segmentation_csv_is_refused_naming_the_header(tmp_path, ph
   assert 'image_uri,label' in str(e.value)
 
 
-def test_segmentation_and_classification_rows_do_not_mix(tmp_path, photos):
-  lines = [colour_line(f'{photos}/china.jpg', f'{photos}/masks/china_mix.png',
-                       {'cat': (1, 0, 0)}),
-           json.dumps({'imageGcsUri': f'{photos}/flower.jpg',
-                       'classificationAnnotation': {'displayName': 'flower'}})]
+def mixed_lines(photos):
   mask = np.zeros((H, W, 3), np.uint8)
   mask[:10, :10] = (255, 0, 0)
   (photos / 'masks' / 'china_mix.png').write_bytes(rgb_png(mask))
-  (tmp_path / 'mixed.jsonl').write_text('\n'.join(lines) + '\n')
+  return [colour_line(f'{photos}/china.jpg', f'{photos}/masks/china_mix.png',
+                      {'cat': (1, 0, 0)}),
+          json.dumps({'imageGcsUri': f'{photos}/flower.jpg',
+                      'classificationAnnotation': {'displayName': 'flower'}})]
+
+
+def test_segmentation_and_classification_lines_of_one_jsonl_do_not_mix(tmp_path, photos):
+  """One file holding a segmentation line and a classification line: the run refuses
+  it (else the classification record would carry a 1-based id of a segmentation label
+  map)."""
+  (tmp_path / 'mixed.jsonl').write_text('\n'.join(mixed_lines(photos)) + '\n')
   with pytest.raises(ManifestError, match='mix classification and segmentation rows'):
-    trc.convert(str(tmp_path / 'mixed.jsonl'), str(tmp_path / 'out'))
-  # Across files of one folder too: a segmentation CSV beside a classification CSV.
+    trc.convert(str(tmp_path / 'mixed.jsonl'), str(tmp_path / 'out'), splits={'train': 1})
+
+
+def test_segmentation_and_classification_manifests_do_not_mix(tmp_path, photos):
+  """A segmentation CSV beside a classification CSV, and a segmentation JSONL beside a
+  detection JSONL, in one folder."""
   folder = tmp_path / 'folder'
   folder.mkdir()
   (folder / 'a.csv').write_text(
       f'image_uri,mask_uri\n{photos}/china.jpg,{photos}/masks/china.png\n')
   (folder / 'b.csv').write_text(f'TRAIN,{photos}/flower.jpg,flower\n')
   with pytest.raises(ManifestError, match='mix classification and segmentation rows'):
-    trc.convert(str(folder), str(tmp_path / 'out2'))
-  # And a line that is both is a row error, not a record.
-  both = json.loads(lines[0])
+    trc.convert(str(folder), str(tmp_path / 'out'))
+  other = tmp_path / 'other'
+  other.mkdir()
+  (other / 'seg.jsonl').write_text(mixed_lines(photos)[0] + '\n')
+  (other / 'boxes.jsonl').write_text(json.dumps({
+      'imageGcsUri': f'{photos}/flower.jpg', 'boundingBoxAnnotations': [
+          {'displayName': 'flower', 'xMin': 0.1, 'yMin': 0.1, 'xMax': 0.5, 'yMax': 0.5}]}) + '\n')
+  with pytest.raises(ManifestError, match='mix detection and segmentation rows'):
+    trc.convert(str(other), str(tmp_path / 'out2'))
+
+
+def test_a_jsonl_line_with_a_mask_and_a_label_is_a_row_error(tmp_path, photos):
+  line = mixed_lines(photos)[0]
+  both = json.loads(line)
   both['classificationAnnotation'] = {'displayName': 'flower'}
-  (tmp_path / 'both.jsonl').write_text(json.dumps(both) + '\n' + lines[0] + '\n')
-  result = trc.convert(str(tmp_path / 'both.jsonl'), str(tmp_path / 'out3'),
+  (tmp_path / 'both.jsonl').write_text(json.dumps(both) + '\n' + line + '\n')
+  result = trc.convert(str(tmp_path / 'both.jsonl'), str(tmp_path / 'out'),
                        max_error_ratio=0.5, splits={'train': 1})
   assert result.records_written == 1 and result.errors_per_reason == {'bad_row': 1}
+  (error,) = errors_of(result)
+  assert error['row'] == 1 and 'one task' in error['message']
 
 
 # --- command line ------------------------------------------------------------------------
@@ -420,11 +443,12 @@ def test_cli_convert_writes_segmentation_records(tmp_path, photos, capsys):
   from tfrecorder_component import cli
   (tmp_path / 'seg.csv').write_text(
       'split,image_uri,mask_uri\n'
-      f'TRAIN,{photos}/china.jpg,{photos}/masks/china.png\n'
-      f'TEST,{photos}/flower.jpg,{photos}/masks/flower.png\n')
+      'TRAIN,china.jpg,masks/china.png\n'
+      'TEST,flower.jpg,masks/flower.png\n')
   out = tmp_path / 'out'
-  assert cli.main(['convert', str(tmp_path / 'seg.csv'), str(out),
-                   '--transform', '{"longest_side": 320}']) == 0
+  assert cli.main(['convert', str(tmp_path / 'seg.csv'), str(out), '--image-root',
+                   str(photos), '--transform', '{"longest_side": 320}']) == 0
+  assert 'Wrote 2 records of 2 rows' in capsys.readouterr().out
   records = by_source_id(str(out), SPLITS)
   assert {n: s for n, (s, _) in records.items()} == {'china.jpg': 'train', 'flower.jpg': 'test'}
   for name, want in (('china.jpg', china_mask()), ('flower.jpg', flower_mask())):

@@ -63,7 +63,7 @@ def _json_object(text: str) -> dict:
 def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--format', dest='manifest_format',
                       help='manifest format: automl_csv, automl_detection_csv, vertex_jsonl, '
-                      'coco_json or pascal_voc (default: detected per file)')
+                      'coco_json, pascal_voc or segmentation_csv (default: detected per file)')
   parser.add_argument('--image-root',
                       help='folder or gs:// prefix that relative image URIs, COCO file_names '
                       'and Pascal VOC filenames are relative to (default: the manifest\'s '

@@ -14,7 +14,8 @@ __all__ = ['Chunk', 'pack_chunk', 'unpack_chunk', 'ROWS_PER_BATCH', 'MAX_CHUNKS_
 ROWS_PER_BATCH = 64  # rows converted, and records written, together
 MAX_CHUNKS_PER_FILE = 64
 
-# A chunk of rows: (labels of its rows, task (a Task value), rows). The rows are one zlib-compressed
+# A chunk of rows: (labels of its rows, the tasks of its rows (Task values joined by ','; a
+# run converts one task, which the vocabulary step checks), rows). The rows are one zlib-compressed
 # pickle of plain tuples: the DirectRunner holds every element of a shuffle decoded in
 # memory, where a blob stays one bytes object (8 bytes a row for the benchmark's
 # manifest, against some 500 for rows as Python objects). The labels let the vocabulary
@@ -23,13 +24,15 @@ Chunk = Tuple[Tuple[str, ...], str, bytes]
 
 
 def pack_chunk(rows: Sequence[ManifestRow]) -> Chunk:
-  """Rows of one task (all classification, detection or segmentation) as a Chunk."""
+  """Rows as a Chunk."""
   labels = set()
+  tasks = set()
   for r in rows:
     labels.update(r.labels)
     labels.update(o.label for o in r.objects or ())
+    tasks.add(r.task.value)
   packed = [tuple(getattr(r, name) for name in _FIELDS) for r in rows]
-  return (tuple(sorted(labels)), rows[0].task.value,
+  return (tuple(sorted(labels)), ','.join(sorted(tasks)),
           zlib.compress(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL), 1))
 
 

@@ -154,16 +154,16 @@ class ConvertBatches(beam.PTransform):
 
 
 class _LabelSetFn(beam.CombineFn):
-  """The sorted set of labels of Chunks of rows, and the task: classification or
-  detection (a run converts one or the other)."""
+  """The sorted set of labels of Chunks of rows, and the task: classification,
+  detection or segmentation (a run converts one of them)."""
 
   def create_accumulator(self):
     return set(), set()
 
   def add_input(self, acc, chunk: Chunk):
-    labels, task, _ = chunk
+    labels, tasks, _ = chunk
     acc[0].update(labels)
-    acc[1].add(task)
+    acc[1].update(tasks.split(','))
     return acc
 
   def merge_accumulators(self, accumulators):
