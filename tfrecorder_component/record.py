@@ -104,13 +104,18 @@ def _class_mask(row: ManifestRow, info: image_lib.ImageInfo, ids: Dict[str, int]
 
 
 class _Annotated(NamedTuple):
-  """A kept object, its instance mask (include_masks) and its keypoints, normalised
-  (include_keypoints)."""
+  """A kept object, its instance mask as a pycocotools RLE (include_masks) and its
+  keypoints, normalised (include_keypoints)."""
   index: int
   obj: ObjectBox
   box: boxes_lib.Box
-  mask: Optional[np.ndarray]
+  rle: Optional[Dict]
   points: Tuple[Tuple[float, float, int], ...]
+
+  def issue(self, action: str, reason: str, keypoint: Optional[str] = None):
+    obj = self.obj
+    return boxes_lib.BoxIssue(self.index, obj.label, (obj.xmin, obj.ymin, obj.xmax, obj.ymax),
+                              action, reason, keypoint)
 
 
 def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageInfo,
@@ -124,28 +129,39 @@ def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageI
   if row.task is Task.DETECTION:
     kept, issues = boxes_lib.normalize_boxes(row.objects, info.width, info.height)
     annotated = _annotate(kept, info, options, issues)
-  scale = (1.0, 1.0)
+  result = None
   transform = options.transform
   if transform is not None and not transform.is_identity:
-    masks = [a.mask for a in annotated if a.mask is not None]
-    masks += [class_mask] if class_mask is not None else []
     result = transform_lib.apply_transform(
-        data, transform, [a.box for a in annotated], masks,
+        data, transform, [a.box for a in annotated],
         [(x, y) for a in annotated for x, y, _ in a.points])
     if result.changed:
-      data, scale = result.data, result.scale
+      data = result.data
       info = image_lib.probe_image(data, options.max_pixels)
-      annotated, class_mask = _moved(annotated, result, class_mask, issues)
+      annotated = _moved(annotated, result, issues)
+      if class_mask is not None:
+        class_mask = transform_lib.transform_mask(class_mask, result)
+    else:
+      result = None
   if row.task is not Task.DETECTION:
     return data, info, None, issues, class_mask
-  objects = [DetectedObject(
-      label=a.obj.label, class_id=ids[a.obj.label], box=a.box,
-      area=(a.obj.area * scale[0] * scale[1] if a.obj.area is not None
-            else boxes_lib.pixel_area(a.box, info.width, info.height)),
-      is_crowd=a.obj.is_crowd, difficult=a.obj.difficult, truncated=a.obj.truncated,
-      mask=None if a.mask is None else masks_lib.encode_png(a.mask),
-      keypoints=a.points, keypoint_names=a.obj.keypoint_names if a.points else ())
-             for a in annotated]
+  scale = result.scale if result is not None else (1.0, 1.0)
+  objects = []
+  for a in annotated:
+    mask = None
+    if a.rle is not None:  # drawn one object at a time, then encoded
+      pixels = masks_lib.decode(a.rle)
+      if pixels is None:
+        issues.append(a.issue('dropped', 'bad_mask'))
+        continue
+      mask = masks_lib.encode_png(pixels if result is None
+                                  else transform_lib.transform_mask(pixels, result))
+    objects.append(DetectedObject(
+        label=a.obj.label, class_id=ids[a.obj.label], box=a.box,
+        area=(a.obj.area * scale[0] * scale[1] if a.obj.area is not None
+              else boxes_lib.pixel_area(a.box, info.width, info.height)),
+        is_crowd=a.obj.is_crowd, difficult=a.obj.difficult, truncated=a.obj.truncated,
+        mask=mask, keypoints=a.points, keypoint_names=a.obj.keypoint_names if a.points else ()))
   return data, info, objects, issues, class_mask
 
 
@@ -157,47 +173,41 @@ def _annotate(kept, info: image_lib.ImageInfo, options: ConversionOptions,
   the image is made unlabelled (0, 0, 0)."""
   annotated = []
   for index, obj, box in kept:
-    raw = (obj.xmin, obj.ymin, obj.xmax, obj.ymax)
-    mask = None
+    a = _Annotated(index, obj, box, None, ())
     if options.include_masks:
-      mask, reason = masks_lib.rasterize(obj.mask, info.width, info.height)
-      if mask is None or reason == 'empty_mask':
-        issues.append(boxes_lib.BoxIssue(index, obj.label, raw, 'dropped', reason))
+      rle, reason = masks_lib.rasterize(obj.mask, info.width, info.height)
+      if rle is None or reason == 'empty_mask':
+        issues.append(a.issue('dropped', reason))
         continue
       if reason:
-        issues.append(boxes_lib.BoxIssue(index, obj.label, raw, 'clipped', reason))
+        issues.append(a.issue('clipped', reason))
+      a = a._replace(rle=rle)
     points = []
     for name, (x, y, v) in zip(obj.keypoint_names, obj.keypoints):
       point = (x / info.width, y / info.height)
       if v and not boxes_lib.inside(point):
-        issues.append(boxes_lib.BoxIssue(index, obj.label, raw, 'hidden',
-                                         'keypoint_outside', keypoint=name))
+        issues.append(a.issue('hidden', 'keypoint_outside', name))
         v = 0
       points.append((*point, v) if v else (0.0, 0.0, 0))
-    annotated.append(_Annotated(index, obj, box, mask, tuple(points)))
+    annotated.append(a._replace(points=tuple(points)))
   return annotated
 
 
 def _moved(annotated: List[_Annotated], result: transform_lib.TransformResult,
-           class_mask: Optional[np.ndarray], issues: List[boxes_lib.BoxIssue]):
-  """The objects and class mask after a transform: an object whose box left the image
-  is dropped, a labelled keypoint that left it becomes unlabelled."""
-  masks = iter(result.masks)
+           issues: List[boxes_lib.BoxIssue]) -> List[_Annotated]:
+  """The objects after a transform: one whose box left the image is dropped, a labelled
+  keypoint that left it becomes unlabelled."""
   points = iter(result.points)
   moved = []
   for a, box in zip(annotated, result.boxes):
-    raw = (a.obj.xmin, a.obj.ymin, a.obj.xmax, a.obj.ymax)
-    mask = None if a.mask is None else next(masks)
     kept_points = []
     for name, (_, _, v) in zip(a.obj.keypoint_names, a.points):
       point = next(points)
       if v and point is None and box is not None:
-        issues.append(boxes_lib.BoxIssue(a.index, a.obj.label, raw, 'hidden',
-                                         'keypoint_outside_after_transform', keypoint=name))
+        issues.append(a.issue('hidden', 'keypoint_outside_after_transform', name))
       kept_points.append((*point, v) if v and point is not None else (0.0, 0.0, 0))
     if box is None:
-      issues.append(boxes_lib.BoxIssue(a.index, a.obj.label, raw, 'dropped',
-                                       'outside_after_transform'))
+      issues.append(a.issue('dropped', 'outside_after_transform'))
       continue
-    moved.append(a._replace(box=box, mask=mask, points=tuple(kept_points)))
-  return moved, (None if class_mask is None else next(masks))
+    moved.append(a._replace(box=box, points=tuple(kept_points)))
+  return moved

@@ -9,7 +9,7 @@ index (0 where a colour mask paints no listed colour).
 from __future__ import annotations
 
 import io
-from typing import Dict, NamedTuple, Optional, Sequence
+from typing import Any, Dict, NamedTuple, Optional, Sequence
 
 import numpy as np
 from PIL import Image
@@ -19,19 +19,20 @@ from tfrecorder_component.manifest.rows import InstanceMask, MaskColor
 
 
 class Raster(NamedTuple):
-  """An instance mask at the stored image's size (uint8, 0 or 1), or None when it cannot
-  be drawn; `reason` names what the report lists about it ('' when nothing)."""
-  mask: Optional[np.ndarray]
+  """An instance mask at the stored image's size as a pycocotools RLE (`decode` draws
+  it), or None when it cannot be drawn; `reason` names what the report lists about it
+  ('' when nothing). Kept run-length encoded until written, so an image's masks never
+  all sit in memory as pixels."""
+  rle: Optional[Dict[str, Any]]
   reason: str
 
 
 def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
-  """Draws an object's segmentation at the stored image's size with pycocotools:
-  polygon parts merged into one mask, run-length encodings decoded.
+  """An object's segmentation at the stored image's size, with pycocotools: polygon
+  parts merged into one mask, run-length encodings as given.
 
-  Reasons: 'mask_size_mismatch' (an RLE of another size: no mask), 'bad_mask' (an RLE
-  pycocotools cannot decode), 'mask_outside_image' (a polygon reaching outside the
-  image, clipped to it), 'empty_mask' (nothing drawn).
+  Reasons: 'mask_size_mismatch' (an RLE of another size: no mask), 'mask_outside_image'
+  (a polygon reaching outside the image, clipped to it), 'empty_mask' (no pixel).
   """
   from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
   reason = ''
@@ -49,13 +50,19 @@ def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
     else:
       rle = coco_mask.frPyObjects({'size': [height, width], 'counts': list(mask.rle_counts)},
                                   height, width)
-  try:
-    pixels = coco_mask.decode(rle)
-  except ValueError:
-    return Raster(None, 'bad_mask')
-  if not pixels.any():
+  if not coco_mask.area(rle):
     reason = reason or 'empty_mask'
-  return Raster(np.ascontiguousarray(pixels, dtype=np.uint8), reason)
+  return Raster(rle, reason)
+
+
+def decode(rle: Dict[str, Any]) -> Optional[np.ndarray]:
+  """The mask of a Raster's RLE (uint8, 0 or 1, height x width), or None when
+  pycocotools cannot decode it (a malformed compressed RLE)."""
+  from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
+  try:
+    return np.ascontiguousarray(coco_mask.decode(rle), dtype=np.uint8)
+  except ValueError:
+    return None
 
 
 def encode_png(mask: np.ndarray) -> bytes:

@@ -1,10 +1,10 @@
 """Opt-in image transforms applied before an image becomes a record (Pillow only).
 
 The steps run in a fixed order: EXIF orientation, colour conversion, resize, encode.
-Bounding boxes, masks (2-D arrays of the stored image's size) and keypoints given with
-the image follow every geometric step: boxes and keypoints come back normalised in the
-output image, masks resampled to its size with nearest-neighbour (so values stay class
-indices) and padded with 0. When no step changes the pixels and the format stays, the
+Bounding boxes and keypoints given with the image follow every geometric step and come
+back normalised in the output image; masks (2-D arrays of the stored image's size)
+follow the same steps afterwards, one at a time (`transform_mask`), resampled with
+nearest-neighbour (so values stay class indices) and padded with 0. When no step changes the pixels and the format stays, the
 original bytes are returned untouched.
 
 Multi-frame images (animated GIF, APNG) are reduced to their first frame, the frame
@@ -137,25 +137,39 @@ class ImageTransform:
 
 @dataclasses.dataclass(frozen=True)
 class TransformResult:
-  """The bytes to store and the boxes, masks and points in them.
+  """The bytes to store and the boxes and points in them.
 
   `boxes` has one entry per input box, clipped to [0, 1], or None for a box that left
-  the image or became empty. `masks` are the input masks at the output size; `points`
-  the input points normalised in the output, or None for one outside it. `scale` is
-  output pixels per upright input pixel in x and y, for scaling annotated areas.
+  the image or became empty; `points` the input points normalised in the output, or
+  None for one outside it. `scale` is output pixels per upright input pixel in x and y,
+  for scaling annotated areas. `orientation` and `plan` are the geometry applied, which
+  `transform_mask` applies to masks.
   """
   data: bytes
   boxes: List[Optional[Box]]
   changed: bool
   scale: Tuple[float, float]
-  masks: List[np.ndarray] = dataclasses.field(default_factory=list)
   points: List[Optional[Point]] = dataclasses.field(default_factory=list)
+  orientation: int = 1
+  plan: Optional[geometry.ResizePlan] = None
 
 
-def _unchanged(data: bytes, boxes: List[Box], masks: Sequence[np.ndarray],
-               points: Sequence[Point]) -> TransformResult:
-  return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0), list(masks),
+def _unchanged(data: bytes, boxes: List[Box], points: Sequence[Point]) -> TransformResult:
+  return TransformResult(data, [clip_box(b) for b in boxes], False, (1.0, 1.0),
                          [p if inside(p) else None for p in points])
+
+
+def transform_mask(mask: np.ndarray, result: TransformResult) -> np.ndarray:
+  """A mask of the stored image's size (2-D uint8) through the geometry of `result`:
+  EXIF orientation, then the resize, nearest-neighbour and padded with 0."""
+  if result.orientation == 1 and result.plan is None:
+    return mask
+  im = Image.fromarray(np.asarray(mask, dtype=np.uint8), 'L')
+  if result.orientation != 1:
+    im = im.transpose(_TRANSPOSE[result.orientation])
+  if result.plan is not None:
+    im = _resize(im, result.plan, 0, nearest=True)
+  return np.asarray(im)
 
 
 def _orientation(im: Image.Image) -> int:
@@ -252,24 +266,23 @@ def _same_colour_space(source_mode: str, mode: str) -> bool:
 
 
 def apply_transform(data: bytes, transform: ImageTransform,
-                    boxes: Sequence[Box] = (), masks: Sequence[np.ndarray] = (),
-                    points: Sequence[Point] = ()) -> TransformResult:
-  """Applies `transform` to the image `data` and maps `boxes`, `masks` and `points`
-  along with it.
+                    boxes: Sequence[Box] = (), points: Sequence[Point] = ()
+                    ) -> TransformResult:
+  """Applies `transform` to the image `data` and maps `boxes` and `points` along with it
+  (masks follow with `transform_mask`).
 
-  Boxes and points are normalised to the stored pixels (before EXIF orientation), masks
-  are 2-D arrays of the stored image's size. Only the first frame of a multi-frame
-  image is transformed. Raises ValueError for a box that is not 4 numbers, RowError
+  Boxes and points are normalised to the stored pixels (before EXIF orientation). Only
+  the first frame of a multi-frame image is transformed. Raises ValueError for a box that is not 4 numbers, RowError
   `transform_failed` when the image cannot be decoded or encoded.
   """
   boxes = [geometry.as_box(box) for box in boxes]
   if transform.is_identity:
-    return _unchanged(data, boxes, masks, points)
+    return _unchanged(data, boxes, points)
   try:
     with warnings.catch_warnings():
       warnings.simplefilter('ignore', Image.DecompressionBombWarning)
       with Image.open(io.BytesIO(data)) as im:
-        return _transform_open(data, im, transform, boxes, masks, points)
+        return _transform_open(data, im, transform, boxes, points)
   except RowError:
     raise
   except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError and others.
@@ -278,8 +291,7 @@ def apply_transform(data: bytes, transform: ImageTransform,
 
 
 def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
-                    boxes: List[Box], masks: Sequence[np.ndarray],
-                    points: Sequence[Point]) -> TransformResult:
+                    boxes: List[Box], points: Sequence[Point]) -> TransformResult:
   fmt = im.format
   if fmt is None:
     raise RowError('transform_failed', 'the image format is not recognised')
@@ -294,18 +306,16 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
   recolour = wanted_mode is not None and (im.mode != wanted_mode or fmt == 'GIF')
   reencode = transform.encode is not None and out_format != source_format
   if orientation == 1 and plan is None and not recolour and not reencode:
-    return _unchanged(data, boxes, masks, points)
+    return _unchanged(data, boxes, points)
 
   source_mode = im.mode
   icc_profile = im.info.get('icc_profile')
   _draft(im, plan, orientation, transform.color == 'grey')
   im.load()
-  mask_images = [Image.fromarray(np.asarray(m, dtype=np.uint8), 'L') for m in masks]
   if orientation != 1:
     im = ImageOps.exif_transpose(im)
     boxes = [geometry.orient_box(b, orientation) for b in boxes]
     points = [geometry.orient_point(p, orientation) for p in points]
-    mask_images = [m.transpose(_TRANSPOSE[orientation]) for m in mask_images]
   im = _convert(im, fmt, _target_mode(im, fmt, transform.color, out_format),
                 transform.pad_color)
   scale = (1.0, 1.0)
@@ -313,7 +323,6 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
     im = _resize(im, plan, _pad_value(im.mode, transform.pad_color))
     boxes = [geometry.resize_box(b, plan) for b in boxes]
     points = [geometry.resize_point(p, plan) for p in points]
-    mask_images = [_resize(m, plan, 0, nearest=True) for m in mask_images]
     scale = plan.scale
 
   im.info = {}
@@ -327,8 +336,7 @@ def _transform_open(data: bytes, im: Image.Image, transform: ImageTransform,
   out = io.BytesIO()
   im.save(out, out_format, **options)
   return TransformResult(out.getvalue(), [clip_box(b) for b in boxes], True, scale,
-                         [np.asarray(m) for m in mask_images],
-                         [p if inside(p) else None for p in points])
+                         [p if inside(p) else None for p in points], orientation, plan)
 
 
 # The transposition of each EXIF orientation, as ImageOps.exif_transpose applies it.
