@@ -1,6 +1,7 @@
 """Component, spec and artifact type: what a pipeline author and a compiler see."""
 import glob
 import gzip
+import io
 import json
 import os
 import re
@@ -136,8 +137,10 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
       'image_transform': {'size': [4, 4]},
       'num_shards': 2,
   }
-  # shard_size_mb is the alternative to num_shards (one or the other): its own test below.
-  missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {'shard_size_mb'}
+  # shard_size_mb is the alternative to num_shards (one or the other), and include_masks
+  # and include_keypoints read COCO only: their own tests below.
+  missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
+      'shard_size_mb', 'include_masks', 'include_keypoints'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties
@@ -172,6 +175,38 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   for shard in shards:
     with gzip.open(shard, 'rb') as f:
       assert os.path.getsize(shard) < len(f.read())
+
+
+@pytest.mark.parametrize('masks,keypoints', [(True, False), (False, True)])
+def test_include_masks_and_include_keypoints_reach_the_executor(tmp_path, masks, keypoints):
+  """Each flag, set on the component, makes the executor write its keys, and only its."""
+  data = tmp_path / 'data'
+  write_image(str(data / 'a.png'), 'PNG', 'RGB', 20, 30, seed=1)
+  write_text(str(data / 'coco.json'), json.dumps({
+      'images': [{'id': 1, 'file_name': 'a.png'}],
+      'categories': [{'id': 5, 'name': 'cat', 'keypoints': ['nose']}],
+      'annotations': [{'id': 9, 'image_id': 1, 'category_id': 5, 'bbox': [2, 2, 10, 10],
+                       'segmentation': [[2, 2, 12, 2, 12, 12, 2, 12]],
+                       'keypoints': [6, 5, 2]}]}))
+  gen = ImageExampleGen(input_base=str(data), include_masks=masks,
+                        include_keypoints=keypoints,
+                        output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+                            splits=[example_gen_pb2.SplitConfig.Split(name='train',
+                                                                      hash_buckets=1)])))
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  (_, example), = by_source_id(examples.uri, ['train']).values()
+  keys = set(example.features.feature)
+  assert ('image/object/mask' in keys) is masks
+  assert ('image/object/keypoint/x' in keys) is keypoints
+  if masks:
+    mask = Image.open(io.BytesIO(feature(example, 'image/object/mask')[0]))
+    assert (mask.mode, mask.size, mask.getbbox()) == ('L', (30, 20), (2, 2, 12, 12))
+  else:
+    assert feature(example, 'image/object/keypoint/x') == [pytest.approx(6 / 30)]
+    assert feature(example, 'image/object/keypoint/visibility') == [2]
 
 
 def test_shard_size_mb_sets_the_number_of_shards_from_the_split_size(tmp_path):

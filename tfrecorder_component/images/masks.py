@@ -50,8 +50,8 @@ def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
     else:
       rle = coco_mask.frPyObjects({'size': [height, width], 'counts': list(mask.rle_counts)},
                                   height, width)
-  if not coco_mask.area(rle):
-    reason = reason or 'empty_mask'
+  if not coco_mask.area(rle):  # nothing drawn, also when a polygon lay wholly outside
+    reason = 'empty_mask'
   return Raster(rle, reason)
 
 
