@@ -94,3 +94,42 @@ def test_missing_extras_are_named_in_one_line():
       "load_dataset: load_dataset needs TensorFlow: pip install tensorflow "
       "(or 'tfrecorder-component[tfx]', which brings it)",
       'convert True']
+
+
+def test_masks_and_class_masks_need_neither_tfx_nor_tensorflow(tmp_path):
+  """COCO instance masks (pycocotools, a core dependency) and a segmentation CSV's class
+  masks, written by the CLI without TFX or TensorFlow loaded, read back with Pillow."""
+  import io
+  import json
+  import numpy as np
+  from PIL import Image
+  from pycocotools import mask as coco_mask
+  write_image(str(tmp_path / 'a.png'), 'PNG', 'RGB', 20, 30, seed=1)
+  polygon = [2, 3, 25, 3, 25, 15]
+  coco = write_text(str(tmp_path / 'coco.json'), json.dumps({
+      'images': [{'id': 1, 'file_name': 'a.png'}], 'categories': [{'id': 7, 'name': 'cat'}],
+      'annotations': [{'id': 1, 'image_id': 1, 'category_id': 7, 'bbox': [2, 3, 23, 12],
+                       'segmentation': [polygon]}]}))
+  classes = np.zeros((20, 30), np.uint8)
+  classes[5:15, 10:20], classes[0, :] = 3, 255
+  Image.fromarray(classes, 'L').save(tmp_path / 'a_mask.png')
+  csv = write_text(str(tmp_path / 'seg.csv'), 'image_uri,mask_uri\na.png,a_mask.png\n')
+  run = ('import sys\nfrom tfrecorder_component import cli\n'
+         'code = cli.main(sys.argv[1:])\n'
+         f'print(code, {HEAVY})')
+  written = {}
+  for name, args in (('coco', [coco, '--include-masks']), ('seg', [csv])):
+    done = python(run, 'convert', *args, str(tmp_path / name), '--splits', 'train=1')
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == '0 []'
+    [record] = read_records(str(tmp_path / name / 'Split-train'))
+    written[name] = example_proto.Example.FromString(record).features.feature
+  [png] = written['coco']['image/object/mask'].bytes_list.value
+  want = coco_mask.decode(coco_mask.merge(coco_mask.frPyObjects([polygon], 20, 30)))
+  assert want.sum() > 100
+  np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png))), want)
+  seg = written['seg']
+  assert seg['image/segmentation/class/format'].bytes_list.value == [b'png']
+  with Image.open(io.BytesIO(seg['image/segmentation/class/encoded'].bytes_list.value[0])) as m:
+    assert m.mode == 'L'
+    np.testing.assert_array_equal(np.asarray(m), classes)
