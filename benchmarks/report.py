@@ -9,10 +9,11 @@ from benchmarks import procs
 
 BASELINE = 'naive_gzip'
 DEFAULT = 'localdag_default'
-PART_FILES = ('throughput.md', 'startup.md', 'memory.md', 'stages.md')
+PART_FILES = ('throughput.md', 'startup.md', 'memory.md', 'stages.md', 'masks.md')
 PART_TITLES = {'throughput.md': 'Throughput', 'startup.md': 'Start-up',
                'memory.md': 'Memory against manifest size',
-               'stages.md': 'Where the time goes'}
+               'stages.md': 'Where the time goes',
+               'masks.md': 'What masks and keypoints cost'}
 
 
 def _run(runs, method, n, rep) -> Optional[Dict]:
