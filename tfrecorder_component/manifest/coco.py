@@ -12,6 +12,7 @@ are dropped as the file is parsed, since they are most of a COCO file's size.
 from __future__ import annotations
 
 import json
+from array import array
 from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
@@ -64,8 +65,9 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
 
 def _load(path: str, text: str, annotations: AbstractSet[str]) -> dict:
   unread = tuple(key for key, kind in _UNREAD.items() if kind not in annotations)
+  read = tuple(key for key, kind in _UNREAD.items() if kind in annotations)
   try:
-    data = json.loads(text, object_hook=lambda obj: _drop(obj, unread))
+    data = json.loads(text, object_hook=lambda obj: _drop(obj, unread, read))
   except (ValueError, RecursionError) as e:
     raise ManifestError(f'{path}: not a valid COCO JSON file: {e}') from e
   if not isinstance(data, dict) or not isinstance(data.get('images'), list):
@@ -76,13 +78,27 @@ def _load(path: str, text: str, annotations: AbstractSet[str]) -> dict:
   return data
 
 
-def _drop(obj: dict, unread: Tuple[str, ...]) -> dict:
+def _drop(obj: dict, unread: Tuple[str, ...], read: Tuple[str, ...]) -> dict:
   """Drops what no record takes, as each object is parsed: polygons and keypoints are
   most of a parsed COCO file (with the per-image join, the worker reading a 941 MB file
-  peaked at 2.5 GB instead of 8.2 GB; `python -m benchmarks.memory`)."""
+  peaked at 2.5 GB instead of 8.2 GB; `python -m benchmarks.memory`). Those that are
+  read are packed as they are parsed: numbers in arrays of doubles (8 bytes a number,
+  where a list of floats takes 32)."""
   for key in unread:
     obj.pop(key, None)
+  for key in read:
+    value = obj.get(key)
+    if key == 'segmentation' and isinstance(value, list) and value and all(
+        _all_numbers(part) for part in value):
+      obj[key] = tuple(array('d', part) for part in value)
+    elif key == 'keypoints' and _all_numbers(value):
+      obj[key] = array('d', value)
   return obj
+
+
+def _all_numbers(values: object) -> bool:
+  return isinstance(values, list) and bool(values) and all(
+      type(v) in (int, float) for v in values)  # pylint: disable=unidiomatic-typecheck
 
 
 _UNREAD = {'segmentation': 'masks', 'keypoints': 'keypoints'}  # field: what reads it
@@ -201,12 +217,12 @@ def _annotation_row(path: str, index: int, annotation: object,
 
 def _instance_mask(segmentation: object) -> Union[InstanceMask, str]:
   """An annotation's `segmentation` as an InstanceMask, or what is wrong with it."""
-  if isinstance(segmentation, list) and segmentation:
+  if isinstance(segmentation, (list, tuple)) and segmentation:
     parts = [_numbers(part) for part in segmentation]
     if all(p is not None and len(p) >= 6 and len(p) % 2 == 0 for p in parts):
       return InstanceMask(polygons=tuple(parts))
     return ('"segmentation" polygons must each be a list of at least 3 points, x1, y1, '
-            f'x2, y2, ... in pixels; got {_short(segmentation)}')
+            f'x2, y2, ... in pixels; got {_short(_as_json(segmentation))}')
   if isinstance(segmentation, dict):
     size, counts = _numbers(segmentation.get('size')), segmentation.get('counts')
     if size is None or len(size) != 2 or not all(v.is_integer() and v > 0 for v in size):
@@ -238,11 +254,20 @@ def _keypoints(values: object, count: int
   numbers = _numbers(values)
   if numbers is None or len(numbers) != 3 * count:
     return (f'"keypoints" must be {3 * count} numbers (x, y, visibility for each of the '
-            f'category\'s {count} keypoints), got {_short(values)}')
+            f'category\'s {count} keypoints), got {_short(_as_json(values))}')
   triples = tuple(zip(numbers[0::3], numbers[1::3], numbers[2::3]))
   if not all(v in (0, 1, 2) for _, _, v in triples):
-    return f'keypoint visibility must be 0, 1 or 2, got {_short(values)}'
+    return f'keypoint visibility must be 0, 1 or 2, got {_short(_as_json(values))}'
   return tuple((x, y, int(v)) for x, y, v in triples)
+
+
+def _as_json(value: object) -> object:
+  """A packed value (`_drop`) as the file wrote it, for messages."""
+  if isinstance(value, array):
+    return [int(v) if v.is_integer() else v for v in value]
+  if isinstance(value, tuple):
+    return [_as_json(v) for v in value]
+  return value
 
 
 def _short(value: object) -> str:
@@ -252,6 +277,8 @@ def _short(value: object) -> str:
 
 def _numbers(values: object) -> Optional[Tuple[float, ...]]:
   """`values` as floats (numbers or numeric strings), or None if any is not a number."""
+  if isinstance(values, array):  # packed as parsed: numbers already
+    return tuple(values)
   if not isinstance(values, list):
     return None
   numbers = []
