@@ -4,8 +4,8 @@ The steps run in a fixed order: EXIF orientation, colour conversion, resize, enc
 Bounding boxes and keypoints given with the image follow every geometric step and come
 back normalised in the output image; masks (2-D arrays of the stored image's size)
 follow the same steps afterwards, one at a time (`transform_mask`), resampled with
-nearest-neighbour (so values stay class indices) and padded with 0. When no step changes the pixels and the format stays, the
-original bytes are returned untouched.
+nearest-neighbour (so values stay class indices) and padded with 0. When no step
+changes the pixels and the format stays, the original bytes are returned untouched.
 
 Multi-frame images (animated GIF, APNG) are reduced to their first frame, the frame
 `tf.io.decode_image(..., expand_animations=False)` would return. Wherever alpha has to
@@ -232,12 +232,10 @@ def _resize(im: Image.Image, plan: geometry.ResizePlan, pad, nearest: bool = Fal
   `nearest`: nearest-neighbour, for masks, so that values are never blended."""
   w, h = im.size
   rx0, ry0, rx1, ry1 = plan.region
-  if nearest:
-    content = im.resize(plan.content, Image.Resampling.NEAREST,
-                        box=(rx0 * w, ry0 * h, rx1 * w, ry1 * h))
-  else:
-    content = im.resize(plan.content, Image.Resampling.LANCZOS,
-                        box=(rx0 * w, ry0 * h, rx1 * w, ry1 * h), reducing_gap=_REDUCING_GAP)
+  content = im.resize(plan.content,
+                      Image.Resampling.NEAREST if nearest else Image.Resampling.LANCZOS,
+                      box=(rx0 * w, ry0 * h, rx1 * w, ry1 * h),
+                      reducing_gap=None if nearest else _REDUCING_GAP)
   if plan.content == plan.size:
     return content
   canvas = Image.new(im.mode, plan.size, pad)
@@ -272,8 +270,9 @@ def apply_transform(data: bytes, transform: ImageTransform,
   (masks follow with `transform_mask`).
 
   Boxes and points are normalised to the stored pixels (before EXIF orientation). Only
-  the first frame of a multi-frame image is transformed. Raises ValueError for a box that is not 4 numbers, RowError
-  `transform_failed` when the image cannot be decoded or encoded.
+  the first frame of a multi-frame image is transformed. Raises ValueError for a box
+  that is not 4 numbers, RowError `transform_failed` when the image cannot be decoded
+  or encoded.
   """
   boxes = [geometry.as_box(box) for box in boxes]
   if transform.is_identity:

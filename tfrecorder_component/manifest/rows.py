@@ -4,6 +4,7 @@ objects or segmentation mask, split and extra features), `ObjectBox` (with its
 AI ML_USE values."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 import posixpath
@@ -120,12 +121,23 @@ def merge_image_rows(rows: Sequence[ManifestRow]) -> Union[ManifestRow, RowError
     return RowError('conflicting_split', f'the rows of this image give different ML_USE '
                     f'values: rows {listed}; give every row of an image the same ML_USE',
                     source=rows[0].source, row=rows[0].row, uri=rows[0].image_uri)
-  objects = sorted(((r.row, o, i) for r in rows for i, o in enumerate(r.objects)),
-                   key=lambda t: (t[0], repr(dataclasses.astuple(t[1])), t[2]))
-  boxes = tuple(o for _, o, _ in objects)
+  # By the box's own fields; the mask and keypoints (long) only between equal boxes.
+  keyed = [(r.row, _box_key(o), i, o) for r in rows for i, o in enumerate(r.objects)]
+  ties = collections.Counter(t[:2] for t in keyed)
+  keyed.sort(key=lambda t: (t[0], t[1], repr(dataclasses.astuple(t[3]))
+                            if ties[t[:2]] > 1 else '', t[2]))
+  boxes = tuple(t[3] for t in keyed)
   return dataclasses.replace(
       rows[0], objects=boxes, labels=tuple(dict.fromkeys(o.label for o in boxes)),
       features=tuple(sorted(dict(f for r in rows for f in r.features).items())))
+
+
+_BOX_FIELDS = tuple(f.name for f in dataclasses.fields(ObjectBox)
+                    if f.name not in ('mask', 'keypoints', 'keypoint_names'))
+
+
+def _box_key(obj: ObjectBox) -> str:
+  return repr(tuple(getattr(obj, name) for name in _BOX_FIELDS))
 
 
 def split_for_ml_use(value: str) -> Optional[str]:
