@@ -73,8 +73,9 @@ class ReadManifestRows(beam.PTransform):
   def expand(self, pbegin):
     parsed = (pbegin
               | 'ListManifests' >> beam.Create(self._sources)
-              | 'Parse' >> beam.ParDo(_ParseManifest(self._rows_per_batch, self._max_chunks,
-                                                              self._annotations)).with_outputs(ERRORS, OBJECTS, main='rows'))
+              | 'Parse' >> beam.ParDo(_ParseManifest(
+                  self._rows_per_batch, self._max_chunks, self._annotations)
+                                      ).with_outputs(ERRORS, OBJECTS, main='rows'))
     images = (parsed[OBJECTS]
               | 'GroupObjects' >> beam.CombinePerKey(_MergeObjectsFn())
               | 'ImageRows' >> beam.ParDo(_CheckMerged()).with_outputs(ERRORS, main='rows'))

@@ -99,15 +99,12 @@ def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None
   features = _features(path, obj)
   if isinstance(features, str):
     return RowError('bad_row', features, source=path, row=row, uri=uri)
-  if mask is not None:
-    return ManifestRow(source=path, row=row, image_uri=uri,
-                       resolved_uri=resolve_uri(uri, path, image_root), labels=labels,
-                       split=split, features=features, mask_uri=mask[0],
-                       resolved_mask_uri=resolve_uri(mask[0], path, image_root),
-                       mask_colors=mask[1])
+  segmentation = {} if mask is None else {
+      'mask_uri': mask[0], 'resolved_mask_uri': resolve_uri(mask[0], path, image_root),
+      'mask_colors': mask[1]}
   return ManifestRow(source=path, row=row, image_uri=uri,
                      resolved_uri=resolve_uri(uri, path, image_root), labels=labels,
-                     split=split, objects=objects, features=features)
+                     split=split, objects=objects, features=features, **segmentation)
 
 
 def _segmentation(annotation: object) -> Union[Tuple[str, Tuple[MaskColor, ...]], str]:
