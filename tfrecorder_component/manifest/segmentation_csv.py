@@ -57,14 +57,14 @@ class _Layout(CsvLayout):
     names, split_col, uri_col = header_columns(fields)
     mask_col = _mask_column(names)
     if mask_col is None:
-      raise ManifestError(f'{path}: a segmentation CSV\'s header names a mask column '
+      raise _NoLayout(f'a segmentation CSV\'s header names a mask column '
                           f'({", ".join(MASK_COLUMNS)}); the header is {",".join(fields)}')
     used = [uri_col, mask_col] + ([split_col] if split_col is not None else [])
     return cls(split_col, uri_col, mask_col, len(fields), feature_columns(path, fields, used))
 
   @classmethod
   def from_first_row(cls, fields: List[str]) -> '_Layout':
-    raise ManifestError(f'a segmentation CSV needs a header naming its columns, e.g. '
+    raise _NoLayout(f'a segmentation CSV needs a header naming its columns, e.g. '
                         f'"{cls.ORDER}"; the first row is {",".join(fields)}')
 
 
@@ -72,10 +72,12 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
   try:
     yield from parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
-  except ManifestError as e:
-    message = str(e)
-    raise ManifestError(message if message.startswith(path) else f'{path}: {message}'
-                        ) from None
+  except _NoLayout as e:  # the layout's errors name no file
+    raise ManifestError(f'{path}: {e}') from None
+
+
+class _NoLayout(ManifestError):
+  """The header (or its absence) gives no segmentation layout."""
 
 
 def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:
