@@ -4,6 +4,8 @@ Two installs:
 - `pip install tfrecorder-component`: the conversion core (CLI, `convert()`, the pandas
   accessor, the manifests, the Beam transforms) on Python 3.10 to 3.13, with Beam,
   Pillow, pandas, protobuf, google-crc32c and pycocotools only.
+- `pip install "tfrecorder-component[gcp]"` / `[aws]`: Beam's Cloud Storage / S3 file
+  systems for manifests and outputs there.
 - `pip install "tfrecorder-component[tfx]"`: adds the TFX component (TFX 1.16 to 1.21,
   the two tested ends, with what KubeflowV2DagRunner needs where TFX offers it) and
   TensorFlow, which `load_dataset` reads with.
@@ -40,6 +42,9 @@ setup(
         'tfx': ['tfx[kfp]>=1.16,<1.22', BEAM.replace('apache-beam', 'apache-beam[gcp]')],
         # Cloud Storage and Dataflow for the core alone.
         'gcp': [BEAM.replace('apache-beam', 'apache-beam[gcp]')],
+        # S3 and S3-compatible stores (MinIO) for manifests and outputs: Beam's S3 file
+        # system (boto3). Images on s3:// are read with pyarrow, which Beam brings.
+        'aws': [BEAM.replace('apache-beam', 'apache-beam[aws]')],
     },
     entry_points={'console_scripts': ['tfrecorder-component=tfrecorder_component.cli:main']},
     license='Apache-2.0',
