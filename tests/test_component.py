@@ -138,9 +138,11 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
       'num_shards': 2,
   }
   # shard_size_mb is the alternative to num_shards (one or the other), and include_masks
-  # and include_keypoints read COCO only: their own tests below.
+  # and include_keypoints read COCO only: their own tests below. concurrent_reads changes
+  # how many reads of remote images are in flight, not the records: seen at a storage
+  # server in tests/test_object_storage.py.
   missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
-      'shard_size_mb', 'include_masks', 'include_keypoints'}
+      'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties

@@ -91,6 +91,9 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
                       'image/object/mask')
   parser.add_argument('--include-keypoints', action='store_true',
                       help='COCO: write each object\'s keypoints in image/object/keypoint/*')
+  parser.add_argument('--concurrent-reads', type=int, metavar='N',
+                      help='reads in flight per worker for images on gs://, s3:// and other '
+                      'remote storage (default 64; local files are read in line)')
   parser.add_argument('--transform', help='image transform as JSON, e.g. '
                       '\'{"longest_side": 512, "encode": "jpeg"}\'')
   parser.add_argument('--runner', default='DirectRunner',
@@ -109,7 +112,7 @@ def _options(args) -> dict:
   from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
   given = {name: getattr(args, name, None) for name in (
       'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level', 'num_shards',
-      'shard_size_mb')
+      'shard_size_mb', 'concurrent_reads')
            if getattr(args, name, None) is not None}
   return dict(manifest_format=args.manifest_format, image_root=args.image_root,
               verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,

@@ -25,7 +25,8 @@ from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
-from tfrecorder_component.options import ConversionOptions, ManifestSource
+from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
+                                          ManifestSource)
 from tfrecorder_component.output_swap import OutputSwap, local_folder, output_folder
 
 
@@ -54,7 +55,8 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
                 compression_level=sink.DEFAULT_COMPRESSION_LEVEL,
                 max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
                 progress_every_s=None, num_shards=0, shard_size_mb=0.0, include_masks=False,
-                include_keypoints=False, runner='DirectRunner',
+                include_keypoints=False, concurrent_reads=DEFAULT_CONCURRENT_READS,
+                runner='DirectRunner',
                 project=None, region=None, temp_location=None, beam_args=()):
   """(manifests, options, a Beam pipeline, ManifestSources) of a conversion, every option
   checked before anything runs."""
@@ -72,7 +74,8 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       verify_decode=verify_decode, convert_unsupported=convert_unsupported,
       compression_level=compression_level, transform=image_transform,
       progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb,
-      include_masks=bool(include_masks), include_keypoints=bool(include_keypoints))
+      include_masks=bool(include_masks), include_keypoints=bool(include_keypoints),
+      concurrent_reads=concurrent_reads)
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index = sources_lib.manifests_for(source, report_dir)
   args = run.with_default_parallelism(args, manifests)
@@ -97,7 +100,8 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   train 8, eval 1, test 1, as a dict or pairs), and ImageExampleGen's `manifest_format`,
   `image_root`, `feature_types`, `image_transform`, `verify_decode`,
   `convert_unsupported`, `compression_level`, `max_pixels`, `max_bytes`, `num_shards`,
-  `shard_size_mb`, `include_masks`, `include_keypoints`; Beam's `runner` (default DirectRunner: every core from 8,000 rows,
+  `shard_size_mb`, `include_masks`, `include_keypoints`, `concurrent_reads` (reads in
+  flight per worker for images on gs://, s3:// and other remote storage, default 64); Beam's `runner` (default DirectRunner: every core from 8,000 rows,
   else one worker in memory, unless `beam_args` say how), `project`,
   `region`, `temp_location` and extra `beam_args`; `progress_every_s` to print rows
   done, rate and failures.

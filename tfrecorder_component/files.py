@@ -16,6 +16,7 @@ from typing import Callable, Iterable, List
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
+from tfrecorder_component import storage
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest.registry import MANIFEST_EXTENSIONS
 
@@ -29,6 +30,14 @@ _TRANSIENT_NAMES = {'ServiceUnavailable', 'TooManyRequests', 'InternalServerErro
 _PERMISSION_NAMES = {'Forbidden', 'Unauthorized', 'PermissionDenied',
                      'DefaultCredentialsError', 'RefreshError', 'Unauthenticated'}
 _MISSING_NAMES = {'NotFound'}
+# Arrow's GCS (google-cloud-cpp) and S3 (AWS SDK) clients raise OSError with the status
+# in the message: these parts of it say which kind of failure it was.
+_ARROW_TRANSIENT = ('UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'DEADLINE_EXCEEDED', 'ABORTED',
+                    'Retry policy exhausted', 'NETWORK_CONNECTION', 'SLOW_DOWN',
+                    'SERVICE_UNAVAILABLE', 'THROTTLING', 'REQUEST_TIMEOUT',
+                    'INTERNAL_FAILURE', 'Connection refused', 'Couldn\'t connect')
+_ARROW_PERMISSION = ('PERMISSION_DENIED', 'UNAUTHENTICATED', 'ACCESS_DENIED',
+                     'AccessDenied', 'INVALID_ACCESS_KEY_ID', 'SIGNATURE_DOES_NOT_MATCH')
 
 
 def _causes(e: BaseException) -> Iterable[BaseException]:
@@ -61,6 +70,10 @@ def classify(e: BaseException) -> str:
         isinstance(c, OSError) and c.errno in _TRANSIENT_ERRNOS):
       return 'transient'
   text = str(e)
+  if any(t in text for t in _ARROW_PERMISSION):
+    return 'permission_denied'
+  if any(t in text for t in _ARROW_TRANSIENT):
+    return 'transient'
   if 'No such file' in text or 'Not found' in text or 'not found' in text:
     return 'missing'
   if 'Is a directory' in text:
@@ -82,6 +95,7 @@ _ADVICE = {
 
 
 def _match(pattern: str) -> List[str]:
+  storage.prime_beam_credentials(pattern)
   try:
     return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
   except BeamIOError:
@@ -106,9 +120,11 @@ def list_manifest_files(pattern: str) -> List[str]:
 
 
 def remove(path: str) -> None:
-  """Removes a file or a whole folder (or gs:// prefix), if it exists."""
+  """Removes a file or a whole folder (or gs:// or s3:// object or prefix), if it exists."""
   if '://' in path:
-    if FileSystems.exists(path + '/'):
+    if FileSystems.exists(path):  # an object
+      FileSystems.delete([path])
+    elif FileSystems.exists(path + '/'):
       FileSystems.delete([path + '/'])
   elif os.path.lexists(path):
     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
@@ -118,6 +134,11 @@ def write_text(path: str, text: str) -> None:
   """Writes `text` as UTF-8 to `path` on any Beam file system."""
   with FileSystems.create(path) as f:
     f.write(text.encode('utf-8'))
+
+
+def _one_line(e: BaseException) -> str:
+  """An exception's text on one line (Arrow's messages span several)."""
+  return ' '.join(str(e).split())
 
 
 def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEFAULT_ATTEMPTS,
@@ -130,7 +151,7 @@ def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEF
   """
   for attempt in range(1, attempts + 1):
     try:
-      with FileSystems.open(uri, compression_type='uncompressed') as f:
+      with storage.open_object(uri) as f:
         data = f.read(max_bytes + 1)
     except Exception as e:  # File systems raise their own types; classify() sorts them.
       kind = classify(e)
@@ -142,8 +163,12 @@ def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEF
         continue
       if kind == 'transient':
         raise RowError('unreadable', f'still failing after {attempts} attempts: '
-                       f'{type(e).__name__}: {e}') from None
-      raise RowError(kind, f'{_ADVICE[kind]} ({type(e).__name__}: {e})') from None
+                       f'{type(e).__name__}: {_one_line(e)}') from None
+      bucket = storage.missing_bucket(uri) if kind == 'missing' else None
+      if bucket:
+        raise RowError('missing', f'the bucket {bucket!r} does not exist, or these '
+                       'credentials cannot see it; fix the URI or the bucket name') from None
+      raise RowError(kind, f'{_ADVICE[kind]} ({type(e).__name__}: {_one_line(e)})') from None
     if len(data) > max_bytes:
       raise RowError('too_large', f'the file is larger than max_bytes={max_bytes}; raise '
                      f'max_bytes if it is genuine')

@@ -6,6 +6,8 @@ TFX ExampleGen lays them out (`write_split.py`), plus the report beside them:
     <report>/summary.json, errors.jsonl, duplicates.jsonl, box_issues.jsonl, report.html
 
 `convert()` puts the report in `<output>/report`; the component in its own artifact.
+On object storage (gs://, s3://), where a folder cannot be renamed into place,
+`convert()` writes `<output>/_SUCCESS` last: an output without it is unfinished.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ DUPLICATES = 'duplicates'  # duplicates.jsonl
 BOX_ISSUES = 'box_issues'  # box_issues.jsonl
 REPORT_PAGE = 'report.html'
 JSON_LINES = '.jsonl'
+SUCCESS_MARKER = '_SUCCESS'  # written last into a finished remote output
 
 
 def split_dir(output_dir: str, split: str) -> str:

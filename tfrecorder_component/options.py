@@ -62,6 +62,9 @@ def check_sharding(num_shards: int, shard_size_mb: float) -> None:
     raise UsageError('give num_shards or shard_size_mb, not both')
 
 
+DEFAULT_CONCURRENT_READS = 64
+
+
 @dataclasses.dataclass(frozen=True)
 class ConversionOptions:
   """What a conversion does beyond reading manifests and writing splits."""
@@ -80,6 +83,10 @@ class ConversionOptions:
   # COCO: each object's mask (`image/object/mask`) and keypoints (`image/object/keypoint/*`)
   include_masks: bool = False
   include_keypoints: bool = False
+  # Reads in flight per worker for images on remote storage (gs://, s3://, ...), so its
+  # latency hides behind the conversion of what has arrived; local files are read in
+  # line. At most this many twice over are held read ahead, each up to max_bytes.
+  concurrent_reads: int = DEFAULT_CONCURRENT_READS
 
   @property
   def annotations(self) -> FrozenSet[str]:
@@ -92,7 +99,9 @@ class ConversionOptions:
     if any(n is None or n < 0 for n in counts) or not sum(n or 0 for n in counts):
       raise UsageError(f'splits must be (name, hash buckets) pairs, whole numbers of at '
                        f'least 0 and at least one above 0, got {self.buckets!r}')
-    for name in ('max_pixels', 'max_bytes'):
+    if _whole(self.concurrent_reads) is None:
+      raise UsageError(f'concurrent_reads must be a whole number, got {self.concurrent_reads!r}')
+    for name in ('max_pixels', 'max_bytes', 'concurrent_reads'):
       if getattr(self, name) < 1:
         raise UsageError(f'{name} must be positive, got {getattr(self, name)}')
     if not 0 <= self.compression_level <= 9:

@@ -9,6 +9,7 @@ import tempfile
 
 from tfrecorder_component import files
 from tfrecorder_component import layout
+from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
 
 
@@ -28,6 +29,7 @@ def output_folder(output_dir: str, overwrite: bool) -> str:
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   if '://' in output_dir:
     output_dir = output_dir.rstrip('/')
+    storage.prime_beam_credentials(output_dir)
     used = FileSystems.exists(output_dir + '/') and bool(
         FileSystems.match([output_dir + '/**'])[0].metadata_list)
   else:
@@ -55,8 +57,10 @@ class OutputSwap:
   replaces `output_dir` (an old output is renamed away, then deleted). On failure no
   record remains; the run's report is kept at `<output_dir>/report` if `output_dir` was
   empty or absent, else (an old output stays as it was) at `<output_dir>.failed/report`.
-  Remote (gs://...): renaming a folder is a copy there, so the run writes in place,
-  after `overwrite` deleted the old output; a failed run's shards are deleted.
+  Remote (gs://, s3://): an object store cannot rename a folder, so the run writes in
+  place, after `overwrite` deleted the old output (its `_SUCCESS` marker first), and
+  `commit` writes `<output_dir>/_SUCCESS` last: an output is finished when, and only
+  when, that marker is there. A failed run's shards are deleted and its report kept.
   """
 
   def __init__(self, output_dir: str):
@@ -67,6 +71,7 @@ class OutputSwap:
       os.makedirs(parent, exist_ok=True)
       self.work = tempfile.mkdtemp(prefix=f'.{name}.partial-', dir=parent)
     else:
+      files.remove(posixpath.join(output_dir, layout.SUCCESS_MARKER))  # unfinished from now
       files.remove(output_dir)
       self.work = output_dir
 
@@ -113,6 +118,7 @@ class OutputSwap:
 
   def commit(self) -> None:
     if not self.local:
+      files.write_text(posixpath.join(self.output_dir, layout.SUCCESS_MARKER), '')
       return
     self._retarget(os.path.join(self.work, layout.REPORT_DIR), self.work, self.output_dir)
     old = None

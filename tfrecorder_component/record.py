@@ -5,7 +5,7 @@ raise RowError naming the reason."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -46,15 +46,20 @@ class ConvertedRow(NamedTuple):
   class_mask: Optional[bytes] = None  # segmentation: the class mask written (PNG)
 
 
-def convert_row(row: ManifestRow, ids: Dict[str, int],
-                options: ConversionOptions) -> ConvertedRow:
+# Reads a file's bytes, (uri, max_bytes) -> bytes, raising RowError: `files.read_bytes`,
+# or the bytes that a Beam step fetched ahead (`beam.convert`).
+Read = Callable[[str, int], bytes]
+
+
+def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOptions,
+                read: Read = files.read_bytes) -> ConvertedRow:
   """The record of one row, its split and what the report needs of it; raises RowError
   naming why the row cannot become a record. `ids`: the run's {label: class id}."""
-  data, info, converted = load_image(row, options)
+  data, info, converted = load_image(row, options, read)
   bytes_read = len(data)
   class_mask = None
   if row.task is Task.SEGMENTATION:
-    class_mask = _class_mask(row, info, ids, options)
+    class_mask = _class_mask(row, info, ids, options, read)
   data, info, objects, issues, class_mask = _objects_and_transform(
       row, data, info, ids, options, class_mask)
   if row.task is Task.DETECTION:
@@ -75,13 +80,13 @@ def convert_row(row: ManifestRow, ids: Dict[str, int],
                       data, objects, converted, bytes_read, encoded_mask)
 
 
-def load_image(row: ManifestRow, options: ConversionOptions
+def load_image(row: ManifestRow, options: ConversionOptions, read: Read = files.read_bytes
                ) -> Tuple[bytes, image_lib.ImageInfo, bool]:
   """Reads a row's image, probes its header and (by default) proves it decodes.
 
   Returns (bytes, info, converted); raises RowError naming the reason.
   """
-  data = files.read_bytes(row.resolved_uri, max_bytes=options.max_bytes)
+  data = read(row.resolved_uri, options.max_bytes)
   try:
     return data, image_lib.probe_image(data, options.max_pixels,
                                        decode=options.verify_decode), False
@@ -94,10 +99,10 @@ def load_image(row: ManifestRow, options: ConversionOptions
 
 
 def _class_mask(row: ManifestRow, info: image_lib.ImageInfo, ids: Dict[str, int],
-                options: ConversionOptions) -> np.ndarray:
+                options: ConversionOptions, read: Read) -> np.ndarray:
   """A segmentation row's class mask at the stored image's size; RowError otherwise."""
   try:
-    data = files.read_bytes(row.resolved_mask_uri, max_bytes=options.max_bytes)
+    data = read(row.resolved_mask_uri, options.max_bytes)
     return masks_lib.class_mask(data, row.mask_colors, ids, info.width, info.height)
   except RowError as e:
     raise RowError(e.reason, f'mask {row.mask_uri!r}: {e.message}') from None

@@ -7,6 +7,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from tfrecorder_component import layout
+from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
@@ -170,6 +171,7 @@ def run_conversion(pipeline, sources: Sequence[ManifestSource],
   returns the run's summary.json. With `split_dirs` and `label_dir` None, only the
   report is written (a validation)."""
   from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+  storage.prime_beam_credentials(report_dir, *(s.path for s in sources))
   with pipeline as p:
     _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir, report_dir,
                                                    options)

@@ -2,15 +2,22 @@
 input; every per-row step is `record.convert_row`."""
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import os
 import sys
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Deque, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
+from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import record as record_lib
+from tfrecorder_component import storage
 from tfrecorder_component.beam.chunks import ROWS_PER_BATCH, Chunk, unpack_chunk
 from tfrecorder_component.beam.outputs import (BOX_ISSUES, ERRORS, METRICS_NAMESPACE, SAMPLES,
                                                STATS)
@@ -26,6 +33,62 @@ SAMPLES_PER_LABEL = 8  # thumbnails per label on report.html's contact sheet
 Records = Tuple[str, List[bytes]]
 
 
+class _ReadAhead:
+  """Reads of remote images kept in flight on a thread pool, so that a worker converts
+  what has arrived while the next rows' requests wait on the network. Local files are
+  not read here: `convert_row` reads them in line, as before."""
+
+  def __init__(self, threads: int):
+    self._threads = threads
+    self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+  def submit(self, row: ManifestRow, max_bytes: int) -> Optional[Dict[str, Any]]:
+    """{uri: future of its bytes or RowError} for the row's remote files, or None."""
+    uris = [u for u in (row.resolved_uri, row.resolved_mask_uri)
+            if u is not None and storage.is_remote(u)]
+    if not uris:
+      return None
+    if self._pool is None:
+      storage.prime_beam_credentials(*uris)
+      self._pool = concurrent.futures.ThreadPoolExecutor(
+          self._threads, thread_name_prefix='tfrecorder-read')
+    return {u: self._pool.submit(_fetch, u, max_bytes) for u in uris}
+
+  def close(self) -> None:
+    if self._pool is not None:
+      self._pool.shutdown(wait=False, cancel_futures=True)
+      self._pool = None
+
+
+def _fetch(uri: str, max_bytes: int) -> Union[bytes, RowError]:
+  try:
+    return files.read_bytes(uri, max_bytes=max_bytes)
+  except RowError as e:
+    return e
+
+
+def _reader(fetched: Optional[Dict[str, Any]]) -> record_lib.Read:
+  """`convert_row`'s read: the bytes fetched ahead where there are some."""
+  if not fetched:
+    return files.read_bytes
+
+  def read(uri: str, max_bytes: int) -> bytes:
+    future = fetched.get(uri)
+    if future is None:
+      return files.read_bytes(uri, max_bytes)
+    got = future.result()
+    if isinstance(got, RowError):
+      raise RowError(got.reason, got.message)
+    return got
+  return read
+
+
+class _Pending(NamedTuple):
+  row: ManifestRow
+  fetched: Optional[Dict[str, Any]]  # _ReadAhead.submit's futures, None for local files
+  ends_batch: bool
+
+
 class _ConvertBatch(beam.DoFn):
   """A Chunk of rows in; per split, batches of serialized Examples out.
 
@@ -33,6 +96,11 @@ class _ConvertBatch(beam.DoFn):
   checked (see `boxes`), optional image transform, split, Example. Side outputs: one
   error record per failed row (`errors`), one list of RecordStats per batch (`stats`),
   one record per dropped or clipped box (`box_issues`).
+
+  Images on remote storage are read ahead: up to `2 * concurrent_reads` rows of the
+  bundle wait with their reads in flight (`concurrent_reads` at a time), across the
+  bundle's chunks, and are converted in order; the rest of the bundle is converted in
+  `finish_bundle`. Rows, batches and their order are the same as reading in line.
   """
 
   def __init__(self, options: ConversionOptions):
@@ -43,6 +111,18 @@ class _ConvertBatch(beam.DoFn):
     self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
     self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
+
+  def setup(self):
+    storage.prime_beam_credentials()
+    self._read_ahead = _ReadAhead(self._options.concurrent_reads)
+
+  def teardown(self):
+    self._read_ahead.close()
+
+  def start_bundle(self):
+    self._pending: Deque[_Pending] = collections.deque()
+    self._vocabulary: Optional[Dict[str, Any]] = None
+    self._batch = _Batch()
 
   def _samples(self, labels: Tuple[str, ...], uri: str, out: record_lib.ConvertedRow):
     """(label, (uri, thumbnail)) for each of the record's labels (or '(none)') of which
@@ -70,41 +150,78 @@ class _ConvertBatch(beam.DoFn):
     return self._ids[1]
 
   def process(self, chunk: Chunk, vocabulary: Dict[str, Any]):
+    self._vocabulary = vocabulary
     rows = unpack_chunk(chunk)
+    window = 2 * self._options.concurrent_reads
     for start in range(0, len(rows), ROWS_PER_BATCH):
-      yield from self._convert(rows[start:start + ROWS_PER_BATCH], vocabulary)
+      batch = rows[start:start + ROWS_PER_BATCH]
+      for i, row in enumerate(batch):
+        self._pending.append(_Pending(row, self._read_ahead.submit(row, self._options.max_bytes),
+                                      i == len(batch) - 1))
+        yield from self._convert_pending(window)
 
-  def _convert(self, batch: List[ManifestRow], vocabulary: Dict[str, Any]):
-    ids = self._label_ids(vocabulary)
-    records: Dict[str, List[bytes]] = {}
-    stats: List[record_lib.RecordStat] = []
-    loaded = converted = nbytes = 0
-    for row in batch:
-      try:
-        out = record_lib.convert_row(row, ids, self._options)
-      except RowError as e:
-        self._failed.inc()
-        yield beam.pvalue.TaggedOutput(ERRORS, error_record(e, row))
-        continue
-      for issue in out.box_issues:
-        yield beam.pvalue.TaggedOutput(BOX_ISSUES, dict(
-            source=row.source, row=row.row, uri=row.image_uri, **issue.as_dict()))
-      loaded += 1
-      converted += out.converted
-      nbytes += out.bytes_read
-      records.setdefault(out.split, []).append(out.record)
-      stats.append(out.stat)
-      for sample in self._samples(out.stat.labels, row.image_uri, out):
-        yield beam.pvalue.TaggedOutput(SAMPLES, sample)
-    self._loaded.inc(loaded)
-    self._converted.inc(converted)
-    self._bytes.inc(nbytes)
+  def finish_bundle(self):
+    for out in self._convert_pending(0):
+      if isinstance(out, beam.pvalue.TaggedOutput):
+        yield beam.pvalue.TaggedOutput(out.tag, _in_global_window(out.value))
+      else:
+        yield _in_global_window(out)
+
+  def _convert_pending(self, window: int):
+    """Converts the pending rows at the head of the queue: those read in line, and the
+    oldest while more than `window` wait."""
+    pending = self._pending
+    while pending and (len(pending) > window or pending[0].fetched is None):
+      row, fetched, ends_batch = pending.popleft()
+      yield from self._convert(row, fetched)
+      if ends_batch:
+        yield from self._end_batch()
+
+  def _convert(self, row: ManifestRow, fetched: Optional[Dict[str, Any]]):
+    batch = self._batch
+    batch.rows += 1
+    try:
+      out = record_lib.convert_row(row, self._label_ids(self._vocabulary), self._options,
+                                   _reader(fetched))
+    except RowError as e:
+      self._failed.inc()
+      batch.failed += 1
+      yield beam.pvalue.TaggedOutput(ERRORS, error_record(e, row))
+      return
+    for issue in out.box_issues:
+      yield beam.pvalue.TaggedOutput(BOX_ISSUES, dict(
+          source=row.source, row=row.row, uri=row.image_uri, **issue.as_dict()))
+    batch.converted += out.converted
+    batch.bytes += out.bytes_read
+    batch.records.setdefault(out.split, []).append(out.record)
+    batch.stats.append(out.stat)
+    for sample in self._samples(out.stat.labels, row.image_uri, out):
+      yield beam.pvalue.TaggedOutput(SAMPLES, sample)
+
+  def _end_batch(self):
+    batch, self._batch = self._batch, _Batch()
+    self._loaded.inc(batch.rows - batch.failed)
+    self._converted.inc(batch.converted)
+    self._bytes.inc(batch.bytes)
     if self._options.progress_every_s:
-      _PROGRESS.add(len(batch), len(batch) - loaded, self._options.progress_every_s)
-    for split, serialized in records.items():
+      _PROGRESS.add(batch.rows, batch.failed, self._options.progress_every_s)
+    for split, serialized in batch.records.items():
       yield split, serialized
-    if stats:
-      yield beam.pvalue.TaggedOutput(STATS, stats)
+    if batch.stats:
+      yield beam.pvalue.TaggedOutput(STATS, batch.stats)
+
+
+class _Batch:
+  """What one batch of rows (ROWS_PER_BATCH of a chunk) has made so far."""
+
+  def __init__(self):
+    self.rows = self.failed = self.converted = self.bytes = 0
+    self.records: Dict[str, List[bytes]] = {}
+    self.stats: List[record_lib.RecordStat] = []
+
+
+def _in_global_window(value):
+  return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
 
 
 class _Progress:

@@ -6,6 +6,7 @@ from typing import AbstractSet, List, Sequence, Union
 
 import apache_beam as beam
 
+from tfrecorder_component import storage
 from tfrecorder_component.beam.chunks import (MAX_CHUNKS_PER_FILE, ROWS_PER_BATCH, Chunk,
                                               pack_chunk)
 from tfrecorder_component.beam.outputs import ERRORS, OBJECTS
@@ -28,6 +29,7 @@ class _ParseManifest(beam.DoFn):
     self._annotations = frozenset(annotations)
 
   def process(self, source: ManifestSource):
+    storage.prime_beam_credentials(source.path, source.image_root or '')
     lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
                                             image_root=source.image_root,
                                             feature_types=dict(source.feature_types) or None,

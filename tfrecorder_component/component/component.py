@@ -1,5 +1,6 @@
 """ImageExampleGen: an image manifest becomes a split `Examples` artifact."""
 import json
+import numbers
 from typing import Any, Dict, Optional, Union
 
 from tfx.components.example_gen import component as example_gen_component
@@ -16,7 +17,7 @@ from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.beam import sink
 from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
-from tfrecorder_component.options import check_sharding
+from tfrecorder_component.options import DEFAULT_CONCURRENT_READS, check_sharding
 
 
 def default_output_config() -> example_gen_pb2.Output:
@@ -77,7 +78,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       num_shards: int = 0,
       shard_size_mb: float = 0.0,
       include_masks: bool = False,
-      include_keypoints: bool = False):
+      include_keypoints: bool = False,
+      concurrent_reads: int = DEFAULT_CONCURRENT_READS):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -120,6 +122,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         Object Detection API's `--include_masks` does and Mask R-CNN reads.
       include_keypoints: COCO: write each object's keypoints
         (`image/object/keypoint/{x,y,visibility,num,text}`).
+      concurrent_reads: Reads in flight per worker for images on gs://, s3:// and
+        other remote storage, so that its latency hides behind the conversion
+        (default 64). Local files are read in line.
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -131,6 +136,10 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
     if not 0.0 <= max_error_ratio <= 1.0:
       raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
     check_sharding(num_shards, shard_size_mb)
+    if isinstance(concurrent_reads, bool) or not isinstance(concurrent_reads, numbers.Integral) or (
+        concurrent_reads < 1):
+      raise ValueError(f'concurrent_reads must be a whole number of at least 1, got '
+                       f'{concurrent_reads!r}')
     if isinstance(image_transform, dict):
       image_transform = transform_lib.ImageTransform.from_dict(image_transform)
     check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry
@@ -158,6 +167,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         shard_size_mb=float(shard_size_mb),
         include_masks=int(bool(include_masks)),
         include_keypoints=int(bool(include_keypoints)),
+        concurrent_reads=int(concurrent_reads),
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))
 

@@ -24,7 +24,8 @@ from tfrecorder_component import policy
 from tfrecorder_component import run
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.images import transform as transform_lib
-from tfrecorder_component.options import ConversionOptions, ManifestSource
+from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
+                                          ManifestSource)
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.files import MANIFEST_EXTENSIONS, list_manifest_files
@@ -157,6 +158,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         verify_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]),
         include_masks=bool(exec_properties.get(spec.INCLUDE_MASKS_KEY) or 0),
         include_keypoints=bool(exec_properties.get(spec.INCLUDE_KEYPOINTS_KEY) or 0),
+        concurrent_reads=int(exec_properties.get(spec.CONCURRENT_READS_KEY)
+                             or DEFAULT_CONCURRENT_READS),
         transform=transform_lib.ImageTransform.from_json(
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))
 

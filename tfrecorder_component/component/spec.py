@@ -25,6 +25,7 @@ NUM_SHARDS_KEY = 'num_shards'
 SHARD_SIZE_MB_KEY = 'shard_size_mb'
 INCLUDE_MASKS_KEY = 'include_masks'
 INCLUDE_KEYPOINTS_KEY = 'include_keypoints'
+CONCURRENT_READS_KEY = 'concurrent_reads'
 REPORT_KEY = 'report'
 
 
@@ -50,6 +51,9 @@ class ImageExampleGenSpec(ComponentSpec):
       SHARD_SIZE_MB_KEY: ExecutionParameter(type=float),  # 0: see num_shards
       INCLUDE_MASKS_KEY: ExecutionParameter(type=int, optional=True),  # 0 or 1
       INCLUDE_KEYPOINTS_KEY: ExecutionParameter(type=int, optional=True),  # 0 or 1
+      # reads in flight per worker for remote images; optional so that pipelines
+      # compiled before it existed still run
+      CONCURRENT_READS_KEY: ExecutionParameter(type=int, optional=True),
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),
