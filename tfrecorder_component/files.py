@@ -95,7 +95,7 @@ _ADVICE = {
 
 
 def _match(pattern: str) -> List[str]:
-  storage.prime_beam_credentials(pattern)
+  storage.prepare_file_systems(pattern)
   try:
     return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
   except BeamIOError:
@@ -117,6 +117,14 @@ def list_manifest_files(pattern: str) -> List[str]:
     found = _match(FileSystems.join(pattern, '*'))
   return sorted(p for p in found
                 if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
+
+
+def list_objects(prefix: str) -> List[str]:
+  """The paths, relative to `prefix`, of the objects under a gs:// or s3:// prefix (at
+  any depth), sorted: one listing."""
+  prefix = prefix.rstrip('/')
+  return sorted(p[len(prefix) + 1:] for p in _match(prefix + '/**')
+                if p.startswith(prefix + '/'))
 
 
 def remove(path: str) -> None:

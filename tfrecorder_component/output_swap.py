@@ -29,7 +29,7 @@ def output_folder(output_dir: str, overwrite: bool) -> str:
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   if '://' in output_dir:
     output_dir = output_dir.rstrip('/')
-    storage.prime_beam_credentials(output_dir)
+    storage.prepare_file_systems(output_dir)
     used = FileSystems.exists(output_dir + '/') and bool(
         FileSystems.match([output_dir + '/**'])[0].metadata_list)
   else:

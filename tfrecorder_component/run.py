@@ -171,7 +171,7 @@ def run_conversion(pipeline, sources: Sequence[ManifestSource],
   returns the run's summary.json. With `split_dirs` and `label_dir` None, only the
   report is written (a validation)."""
   from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
-  storage.prime_beam_credentials(report_dir, *(s.path for s in sources))
+  storage.prepare_file_systems(report_dir, *(s.path for s in sources))
   with pipeline as p:
     _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir, report_dir,
                                                    options)

@@ -16,7 +16,10 @@ IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.
 def folder_manifest(root: str) -> str:
   """A manifest (CSV text) for a folder laid out as `<split>/<label>/<image>` (split
   folders named train, validation, eval or test, in any case) or `<label>/<image>`;
-  image URIs are relative to `root`. Raises ManifestError if the folder holds neither."""
+  image URIs are relative to `root`, a local folder or a prefix on any Beam file system
+  (gs://, s3://). Raises ManifestError if the folder holds neither."""
+  if '://' in root:
+    return _remote_folder_manifest(root.rstrip('/'))
   root = os.path.abspath(root)
   entries = sorted(e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)))
   if not entries:
@@ -39,6 +42,39 @@ def folder_manifest(root: str) -> str:
           add(posixpath.join(entry, label), entry.upper(), label)
     else:
       add(entry, '', entry)
+  if len(lines) == 1:
+    raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
+  return '\n'.join(lines) + '\n'
+
+
+def _remote_folder_manifest(root: str) -> str:
+  """folder_manifest of a prefix on an object store, from one listing of it."""
+  tree: dict = {}  # top folder -> {label folder (or '') -> [image names]}
+  for path in files.list_objects(root):
+    parts = path.split('/')
+    if len(parts) == 2:
+      tree.setdefault(parts[0], {}).setdefault('', []).append(parts[1])
+    elif len(parts) == 3:
+      tree.setdefault(parts[0], {}).setdefault(parts[1], []).append(parts[2])
+    elif len(parts) > 3:
+      tree.setdefault(parts[0], {}).setdefault(parts[1], [])
+  if not tree and not files.list_objects(root):
+    raise UsageError(f'{root} does not exist: no object and no folder of that name')
+  if not tree:
+    raise ManifestError(f'{root} holds no manifest ({", ".join(MANIFEST_EXTENSIONS)}) and '
+                        'no label folders: lay images out as <label>/<image> or '
+                        '<split>/<label>/<image>')
+  by_split = all(e.upper() in ML_USE_TO_SPLIT for e in tree)
+  lines = ['split,image_uri,label']
+  for entry in sorted(tree):
+    folders = ([(posixpath.join(entry, label), entry.upper(), label, names)
+                for label, names in sorted(tree[entry].items()) if label] if by_split
+               else [(entry, '', entry, tree[entry].get('', []))])
+    for relative, split, label, names in folders:
+      for name in sorted(names):
+        if name.lower().endswith(IMAGE_EXTENSIONS):
+          lines.append(','.join(_csv_field(v) for v in
+                                (split, posixpath.join(relative, name), label)))
   if len(lines) == 1:
     raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
   return '\n'.join(lines) + '\n'
@@ -127,9 +163,9 @@ def manifests_for(source, report_dir: str
     manifests = []  # a README.txt beside <label>/ folders is no manifest
   if manifests:
     return manifests, None, ()
-  if os.path.isdir(source):
+  if os.path.isdir(source) or '://' in source:  # an image folder, or a prefix of one
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, folder_manifest(source))
-    return [path], os.path.abspath(source), ()
+    return [path], (source.rstrip('/') if '://' in source else os.path.abspath(source)), ()
   raise UsageError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
                    'a folder of manifests, or an image folder')

@@ -12,7 +12,7 @@ through Beam's file systems (their cost is per file, not per image).
 Credentials and endpoints are the clients' usual ones:
 - gs://: `STORAGE_EMULATOR_HOST` (an emulator, read anonymously); otherwise Google
   Application Default Credentials; with none found, anonymous reads (public buckets),
-  said once in the log. `prime_beam_credentials` makes Beam's own GCS client agree
+  said once in the log. `prepare_file_systems` makes Beam's own GCS client agree
   instead of retrying credential discovery for about 21 s.
 - s3://: the AWS SDK's chain (`AWS_ACCESS_KEY_ID`, `~/.aws`, instance roles) and the
   endpoint of `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, as MinIO users set it (Beam's
@@ -26,8 +26,8 @@ import threading
 import urllib.parse
 from typing import Any, BinaryIO, Dict, Optional, Tuple
 
-__all__ = ['is_object_store', 'is_remote', 'open_object', 'prime_beam_credentials',
-           'missing_bucket', 'RETRY_SECONDS']
+__all__ = ['is_object_store', 'is_remote', 'open_object', 'prepare_file_systems',
+           'missing_bucket', 'gcs_anonymous', 'RETRY_SECONDS']
 
 # How long Arrow's clients retry a transient failure (503, 429, a reset or refused
 # connection) of one request before it reaches `files.read_bytes`, which retries it again
@@ -87,17 +87,48 @@ def gcs_anonymous() -> bool:
     return _gcs_anonymous
 
 
-def prime_beam_credentials(*uris: str) -> None:
-  """Has Beam's GCS client connect anonymously at once where gs:// is read anonymously
-  (an emulator, or, when one of `uris` is on gs://, no credentials), where it would
-  retry credential discovery for about 21 s first. Cheap to call again; a no-op where
-  Beam's GCP support is not installed."""
+def prepare_file_systems(*uris: str) -> None:
+  """Readies Beam's file systems in this process for `uris`, before or without a
+  pipeline: Beam's GCS client connects anonymously at once where gs:// is read
+  anonymously (an emulator, or, when one of `uris` is on gs://, no credentials), where it
+  would retry credential discovery for about 21 s first; Beam's S3 file system, which
+  needs pipeline options, gets default ones (its boto3 client then reads the endpoint
+  and keys from the environment) when no pipeline has set any. Cheap to call again."""
   global _beam_primed
+  _let_beam_write_empty_s3_objects()
+  if any(u.startswith('s3://') for u in uris):
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+    if getattr(FileSystems, '_pipeline_options', None) is None:
+      from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+      FileSystems.set_options(PipelineOptions([]))
   if _beam_primed:
     return
   if _emulator_host() or (any(u.startswith('gs://') for u in uris) and gcs_anonymous()):
     _prime_beam_anonymous()
     _beam_primed = True
+
+
+def _let_beam_write_empty_s3_objects() -> None:
+  """Beam's S3 writer (2.59 to 2.77) completes a multipart upload of an empty file with
+  no part, which S3, MinIO and moto refuse (MalformedXML): a run's empty errors.jsonl
+  or `_SUCCESS` could not be written. S3 completes an upload of one empty part; this has
+  Beam's writer upload one when nothing else was. Once per process."""
+  try:
+    from apache_beam.io.aws import s3io  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return
+  uploader = getattr(s3io, 'S3Uploader', None)
+  if uploader is None or getattr(uploader, '_writes_empty_objects', False):
+    return
+  finish = uploader.finish
+
+  def finish_with_a_part(self):
+    if not self.parts and not self.buffer and self.last_error is None:
+      self._write_to_s3(b'')  # pylint: disable=protected-access
+    return finish(self)
+
+  uploader.finish = finish_with_a_part
+  uploader._writes_empty_objects = True  # pylint: disable=protected-access
 
 
 def _prime_beam_anonymous() -> None:

@@ -13,4 +13,4 @@ instead of retrying credential discovery for about 21 s (`storage`).
 """
 from tfrecorder_component import storage as _storage
 
-_storage.prime_beam_credentials()
+_storage.prepare_file_systems()

@@ -49,7 +49,7 @@ class _ReadAhead:
     if not uris:
       return None
     if self._pool is None:
-      storage.prime_beam_credentials(*uris)
+      storage.prepare_file_systems(*uris)
       self._pool = concurrent.futures.ThreadPoolExecutor(
           self._threads, thread_name_prefix='tfrecorder-read')
     return {u: self._pool.submit(_fetch, u, max_bytes) for u in uris}
@@ -113,7 +113,7 @@ class _ConvertBatch(beam.DoFn):
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
 
   def setup(self):
-    storage.prime_beam_credentials()
+    storage.prepare_file_systems()
     self._read_ahead = _ReadAhead(self._options.concurrent_reads)
 
   def teardown(self):

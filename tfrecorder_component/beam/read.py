@@ -29,7 +29,7 @@ class _ParseManifest(beam.DoFn):
     self._annotations = frozenset(annotations)
 
   def process(self, source: ManifestSource):
-    storage.prime_beam_credentials(source.path, source.image_root or '')
+    storage.prepare_file_systems(source.path, source.image_root or '')
     lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
                                             image_root=source.image_root,
                                             feature_types=dict(source.feature_types) or None,

@@ -127,8 +127,24 @@ def keep_failed_report(report_dir: str) -> str:
 
 
 def _fingerprint(sources: List[ManifestSource]) -> str:
-  return '\n'.join(io_utils.generate_fingerprint(s.split or 'single_split', s.path)
-                   for s in sources)
+  return '\n'.join(_file_fingerprint(s.split or 'single_split', s.path) for s in sources)
+
+
+def _file_fingerprint(split: str, path: str) -> str:
+  """TFX's `io_utils.generate_fingerprint` of one manifest file; on remote storage read
+  through Beam's file systems (TensorFlow's gs:// client has a fixed endpoint, so it
+  cannot see a storage emulator), in the same form."""
+  if '://' not in path:
+    return io_utils.generate_fingerprint(split, path)
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  found = FileSystems.match([path])[0].metadata_list
+  mtimes = [int(m.last_updated_in_seconds) for m in found]
+  xor = 0
+  for mtime in mtimes:
+    xor ^= mtime
+  return (f'split:{split},num_files:{len(found)},'
+          f'total_bytes:{sum(m.size_in_bytes for m in found)},xor_checksum:{xor},'
+          f'sum_checksum:{sum(mtimes)}')
 
 
 class Executor(base_beam_executor.BaseBeamExecutor):
