@@ -31,6 +31,22 @@ LABELS = ['cat', 'dog', 'fox']
 BUCKET = 'bkt'
 
 
+def _beam_reads_gcs() -> bool:
+  try:
+    import apache_beam.io.gcp.gcsio  # pylint: disable=g-import-not-at-top,unused-import
+    import google.cloud.storage  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    return False
+  return True
+
+
+# Manifests and outputs on gs:// go through Beam's GCS file system, which the core-only
+# stacks (Beam without its [gcp] extra) do not have; images on gs:// are read with Arrow
+# there too, which the tests with a local manifest and output check.
+beam_gcs = pytest.mark.skipif(not _beam_reads_gcs(),
+                              reason="Beam without its [gcp] extra has no gs:// file system")
+
+
 def _write_dataset(root: str) -> None:
   """Images under `root`/images and a manifest naming them relatively, in `root`."""
   rows = []
@@ -101,11 +117,15 @@ def split_records(output_dir: str):
 
 
 def cli(*args, env=None):
+  """The CLI in a fresh process (cwd: the tests folder, so the package comes from where
+  the environment installed it)."""
   return subprocess.run([sys.executable, '-m', 'tfrecorder_component.cli', *args],
                         capture_output=True, text=True, timeout=600, check=False,
+                        cwd=os.path.dirname(os.path.abspath(__file__)),
                         env={**os.environ, **(env or {})})
 
 
+@beam_gcs
 def test_cli_converts_manifest_images_and_output_all_on_gcs(dataset, gcs, proxy, tmp_path):
   server, _ = gcs
   done = cli('convert', f'gs://{BUCKET}/data/manifest.csv', f'gs://{BUCKET}/cli-out')
@@ -119,6 +139,7 @@ def test_cli_converts_manifest_images_and_output_all_on_gcs(dataset, gcs, proxy,
   assert image_reads(proxy) == {f'/{BUCKET}/data/images/{n}': 1 for n in NAMES}
 
 
+@beam_gcs
 def test_convert_reads_concurrently_hiding_latency(dataset, gcs, proxy, tmp_path):
   """At 100 ms a request, 17 images read one at a time would take 1.7 s of waiting;
   the reads are in flight together (seen at the proxy), each object read once."""
@@ -148,6 +169,7 @@ def test_missing_object_and_missing_bucket_are_actionable_row_errors(gcs, proxy,
   assert "the bucket 'no-such-bucket' does not exist" in no_bucket['message']
 
 
+@beam_gcs
 @pytest.mark.parametrize('faults', [
     [{'every': 3, 'action': '503', 'object_reads': True, 'limit': 5}],
     [{'every': 2, 'action': '429', 'object_reads': True, 'limit': 5}],
@@ -162,6 +184,7 @@ def test_transient_faults_at_the_store_are_retried_and_lose_nothing(dataset, gcs
   assert proxy.stats()['faults_total'] >= 4
 
 
+@beam_gcs
 def test_a_store_down_for_seconds_mid_run_loses_nothing(dataset, gcs, proxy, tmp_path):
   """The server stops after the run has begun reading images and starts again 3 s later
   (the proxy answers 502 meanwhile): retries carry the reads over the gap."""
@@ -190,6 +213,7 @@ def test_a_store_down_for_seconds_mid_run_loses_nothing(dataset, gcs, proxy, tmp
   assert proxy.stats()['statuses'].get('502', 0) >= 1  # the outage was seen
 
 
+@beam_gcs
 def test_a_failed_run_on_gcs_publishes_nothing(gcs, proxy, tmp_path):
   """An object store cannot rename a folder into place: a run writes `_SUCCESS` last, and
   a failed one leaves no record and no marker, only its report."""
@@ -206,6 +230,7 @@ def test_a_failed_run_on_gcs_publishes_nothing(gcs, proxy, tmp_path):
   assert 'failed/_SUCCESS' in server.list(BUCKET, 'failed/')
 
 
+@beam_gcs
 def test_coco_and_pascal_voc_manifests_on_gcs_with_image_root_on_gcs(gcs, proxy, tmp_path):
   server, _ = gcs
   coco = {'images': [{'id': i, 'file_name': n, 'width': 12 + i % 5, 'height': 10 + i % 4}
@@ -230,6 +255,7 @@ def test_coco_and_pascal_voc_manifests_on_gcs_with_image_root_on_gcs(gcs, proxy,
   assert coco_out.records_per_label == {'cat': 4} and voc_out.records_per_label == {'dog': 3}
 
 
+@beam_gcs
 def test_a_split_label_folder_given_as_a_gcs_prefix(dataset, gcs, proxy, tmp_path):
   server, _ = gcs
   for i, name in enumerate(NAMES[:6]):
@@ -242,13 +268,14 @@ def test_a_split_label_folder_given_as_a_gcs_prefix(dataset, gcs, proxy, tmp_pat
   assert sum(result.records_per_label.values()) == 6
 
 
+@beam_gcs
 def test_image_example_gen_on_local_dag_runner_with_manifest_and_images_on_gcs(
     dataset, gcs, proxy, tmp_path):
   """An Importer hands ImageExampleGen a gs:// manifest whose images are on gs://; the
   Examples artifact (on local disk: TensorFlow's own gs:// client cannot be pointed at an
   emulator) holds the local conversion's records. concurrent_reads bounds the reads in
   flight, seen at the proxy."""
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  tfx = pytest.importorskip('tfx.v1')  # the component's stacks only
   from tfrecorder_component import ImageExampleGen, ImageManifest
   proxy.set_delay(50)
   importer = tfx.dsl.Importer(source_uri=f'gs://{BUCKET}/data/manifest.csv',
@@ -298,3 +325,30 @@ def test_cli_converts_manifest_images_and_output_all_on_s3(dataset, s3, tmp_path
   assert os.path.exists(os.path.join(local, '_SUCCESS'))
   stats = proxy.stats()
   assert stats['max_in_flight'] > 1, stats  # read concurrently, seen at the server
+
+
+@beam_gcs
+def test_without_credentials_gcs_is_read_anonymously_without_discovery_retries(tmp_path):
+  """No emulator and no credentials anywhere (a laptop, a CI runner): Beam's GCS client
+  is told to connect anonymously at once, where it would retry discovery for about 21 s;
+  the run says once that only public buckets can be read."""
+  code = (
+      'import logging, sys\n'
+      'logging.basicConfig(level=logging.WARNING)\n'
+      'from apache_beam.internal.gcp import auth\n'
+      'from apache_beam.options.pipeline_options import PipelineOptions\n'
+      'from tfrecorder_component import storage\n'
+      'storage.prepare_file_systems("gs://public-bucket/manifest.csv")\n'
+      'print(auth.get_service_credentials(PipelineOptions([])), storage.gcs_anonymous())\n')
+  env = {k: v for k, v in os.environ.items()
+         if k not in ('STORAGE_EMULATOR_HOST', 'GOOGLE_APPLICATION_CREDENTIALS')}
+  # No gcloud credentials file, and a metadata server that refuses at once.
+  env.update(HOME=str(tmp_path), CLOUDSDK_CONFIG=str(tmp_path / 'gcloud'),
+             GCE_METADATA_HOST='127.0.0.1:9', GCE_METADATA_IP='127.0.0.1:9')
+  done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                        timeout=120, check=False, env=env,
+                        cwd=os.path.dirname(os.path.abspath(__file__)))
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.split() == ['None', 'True']
+  assert 'Retry with exponential backoff' not in done.stderr
+  assert done.stderr.count('No Google credentials found') == 1

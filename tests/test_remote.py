@@ -101,3 +101,18 @@ def test_remote_rows_in_a_pipeline(tmp_path):
       ('flaky://bucket/forbidden.png', 'permission_denied'),
       ('flaky://bucket/gone.png', 'missing')]
   assert summary['rows_read'] == 4
+
+
+@pytest.mark.parametrize('message,kind', [
+    ('google::cloud::Status(UNAVAILABLE: Retry policy exhausted in ReadObjectNotWrapped: '
+     'EasyPerform() - CURL error [7]=Couldn\'t connect to server)', 'transient'),
+    ('google::cloud::Status(RESOURCE_EXHAUSTED: Retry policy exhausted: 429)', 'transient'),
+    ('When reading information for key \'imgs/a.jpg\' in bucket \'b\': AWS Error '
+     'NETWORK_CONNECTION during HeadObject operation: curlCode: 7', 'transient'),
+    ('google::cloud::Status(PERMISSION_DENIED: Permanent error ReadObjectNotWrapped: '
+     'caller does not have storage.objects.get access)', 'permission_denied'),
+    ('AWS Error ACCESS_DENIED during HeadObject operation: Access Denied', 'permission_denied'),
+])
+def test_arrow_client_errors_are_classified_by_their_status(message, kind):
+  """Arrow's GCS and S3 clients raise OSError with the store's status in its text."""
+  assert files.classify(OSError(message)) == kind
