@@ -6,6 +6,7 @@ import collections
 import concurrent.futures
 import os
 import sys
+import threading
 import time
 from typing import Any, Deque, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -33,10 +34,25 @@ SAMPLES_PER_LABEL = 8  # thumbnails per label on report.html's contact sheet
 Records = Tuple[str, List[bytes]]
 
 
+_POOLS: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _read_pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+  """This process's pool of `threads` readers, shared by every DoFn instance in it (a
+  runner may run several per process, Dataflow one per worker thread), so the reads in
+  flight are bounded per worker process; its threads start as they are needed."""
+  with _POOLS_LOCK:
+    if threads not in _POOLS:
+      _POOLS[threads] = concurrent.futures.ThreadPoolExecutor(
+          threads, thread_name_prefix='tfrecorder-read')
+    return _POOLS[threads]
+
+
 class _ReadAhead:
-  """Reads of remote images kept in flight on a thread pool, so that a worker converts
-  what has arrived while the next rows' requests wait on the network. Local files are
-  not read here: `convert_row` reads them in line, as before."""
+  """Reads of remote images kept in flight on the process's reader pool, so that a
+  worker converts what has arrived while the next rows' requests wait on the network.
+  Local files are not read here: `convert_row` reads them in line, as before."""
 
   def __init__(self, threads: int):
     self._threads = threads
@@ -50,14 +66,8 @@ class _ReadAhead:
       return None
     if self._pool is None:
       storage.prepare_file_systems(*uris)
-      self._pool = concurrent.futures.ThreadPoolExecutor(
-          self._threads, thread_name_prefix='tfrecorder-read')
+      self._pool = _read_pool(self._threads)
     return {u: self._pool.submit(_fetch, u, max_bytes) for u in uris}
-
-  def close(self) -> None:
-    if self._pool is not None:
-      self._pool.shutdown(wait=False, cancel_futures=True)
-      self._pool = None
 
 
 def _fetch(uri: str, max_bytes: int) -> Union[bytes, RowError]:
@@ -98,9 +108,10 @@ class _ConvertBatch(beam.DoFn):
   one record per dropped or clipped box (`box_issues`).
 
   Images on remote storage are read ahead: up to `2 * concurrent_reads` rows of the
-  bundle wait with their reads in flight (`concurrent_reads` at a time), across the
-  bundle's chunks, and are converted in order; the rest of the bundle is converted in
-  `finish_bundle`. Rows, batches and their order are the same as reading in line.
+  bundle wait with their reads in flight (`concurrent_reads` at a time in the worker
+  process), across the bundle's chunks, and are converted in order; the rest of the
+  bundle is converted in `finish_bundle`. Rows, batches and their order are the same as
+  reading in line.
   """
 
   def __init__(self, options: ConversionOptions):
@@ -115,9 +126,6 @@ class _ConvertBatch(beam.DoFn):
   def setup(self):
     storage.prepare_file_systems()
     self._read_ahead = _ReadAhead(self._options.concurrent_reads)
-
-  def teardown(self):
-    self._read_ahead.close()
 
   def start_bundle(self):
     self._pending: Deque[_Pending] = collections.deque()
