@@ -651,20 +651,24 @@ def _response(code: int, reason: str, body: bytes, close: bool,
   return ('\r\n'.join(lines) + '\r\n\r\n').encode('latin-1') + body
 
 
+class _Collect:
+  """A stream writer's write/drain that keeps what is written."""
+
+  def __init__(self):
+    self.parts: List[bytes] = []
+
+  def write(self, data: bytes) -> None:
+    self.parts.append(data)
+
+  async def drain(self) -> None:
+    pass
+
+
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
   """A chunked body, framing included, as it came."""
-  parts = []
-  while True:
-    line = await reader.readuntil(b'\r\n')
-    parts.append(line)
-    size = int(line.split(b';', 1)[0].strip(), 16)
-    if size == 0:
-      while True:
-        trailer = await reader.readuntil(b'\r\n')
-        parts.append(trailer)
-        if trailer == b'\r\n':
-          return b''.join(parts)
-    parts.append(await reader.readexactly(size + 2))
+  collected = _Collect()
+  await _copy_chunked(reader, collected)
+  return b''.join(collected.parts)
 
 
 async def _copy_chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -679,14 +683,18 @@ async def _copy_chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
         writer.write(trailer)
         if trailer == b'\r\n':
           return
-    remaining = size + 2
-    while remaining:
-      data = await reader.read(min(remaining, _COPY))
-      if not data:
-        raise asyncio.IncompleteReadError(b'', remaining)
-      writer.write(data)
-      remaining -= len(data)
-      await writer.drain()
+    await _copy_exactly(reader, writer, size + 2)
+
+
+async def _copy_exactly(reader: asyncio.StreamReader, writer, remaining: int) -> None:
+  """Streams `remaining` bytes from reader to writer."""
+  while remaining:
+    data = await reader.read(min(remaining, _COPY))
+    if not data:
+      raise asyncio.IncompleteReadError(b'', remaining)
+    writer.write(data)
+    remaining -= len(data)
+    await writer.drain()
 
 
 def _headers(lines: Sequence[bytes]) -> Tuple[Optional[int], bool, Optional[bool]]:
@@ -867,14 +875,7 @@ class _Connection:
         writer.write(rhead + await up_reader.readexactly(length))
       elif length is not None:
         writer.write(rhead)
-        remaining = length
-        while remaining:
-          data = await up_reader.read(min(remaining, _COPY))
-          if not data:
-            raise asyncio.IncompleteReadError(b'', remaining)
-          writer.write(data)
-          remaining -= len(data)
-          await writer.drain()
+        await _copy_exactly(up_reader, writer, length)
       else:  # the body ends when the upstream closes; so must the client's connection
         writer.write(rhead)
         while True:
