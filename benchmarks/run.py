@@ -1,7 +1,7 @@
 """Benchmark: the component against the naive loops and the copy limit, side by side.
 
     .venv/bin/python -m benchmarks.run [--sizes 10000,20000] [--repeats 3]
-                                       [--parts throughput,startup,memory,stages,masks]
+        [--parts throughput,startup,memory,stages,masks,remote]
 
 Throughput: for each repeat, each N and each method (interleaved, so the host's noise
 falls on all alike), one fresh process converts the first N synthetic 256x256 JPEGs.
@@ -14,8 +14,10 @@ tree's (the runner and every worker), sampled every 50 ms.
 The other parts: `startup` (benchmarks/startup.py: --help, a 200-image CLI run and a
 200-image LocalDagRunner run, median of 3), `memory` (benchmarks/memory.py: convert() at
 20,000 and 200,000 rows, a 1 GB-class COCO JSON), `stages` (benchmarks/stages.py: the
-cost of each step per image) and `masks` (benchmarks/masks.py: a COCO JSON with and
-without instance masks and keypoints). Writes benchmarks/results/results.md (all parts),
+cost of each step per image), `masks` (benchmarks/masks.py: a COCO JSON with and
+without instance masks and keypoints) and `remote` (benchmarks/remote.py: the CLI's
+steady rate reading the same JPEGs from local disk and from gs://, a GCS server behind a
+proxy adding 0, 20 and 50 ms a request). Writes benchmarks/results/results.md (all parts),
 results.png and one file per part.
 """
 from __future__ import annotations
@@ -52,7 +54,7 @@ BEAM_ARGS = {
     'beam_multiproc_2_noverify': ['--direct_running_mode=multi_processing',
                                   '--direct_num_workers=2'],
 }
-PARTS = ('throughput', 'startup', 'memory', 'stages', 'masks')
+PARTS = ('throughput', 'startup', 'memory', 'stages', 'masks', 'remote')
 
 
 # ---------------------------------------------------------------- worker side
@@ -176,6 +178,9 @@ def main(argv=None) -> int:
     if 'masks' in parts:
       from benchmarks import masks  # pylint: disable=g-import-not-at-top
       masks.main(['--data', args.data, '--results', args.results])
+    if 'remote' in parts:
+      from benchmarks import remote  # pylint: disable=g-import-not-at-top
+      remote.main(['--data', args.data, '--results', args.results])
   print(report.assemble(args.results))
   return 0
 

@@ -11,6 +11,7 @@ or remote), so the records, split by the hash of that path, must be byte-identic
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -106,8 +107,15 @@ def download(server, bucket: str, prefix: str, to: str) -> str:
 
 
 def image_reads(proxy):
-  """{path: object reads of it} of the images (not the manifests) since the last reset."""
-  return {path: n for path, n in proxy.stats()['reads_by_path'].items() if '/images/' in path}
+  """{/bucket/object: reads of it} of the images (not the manifests) since the last reset.
+  Arrow's GCS client reads through the XML API (/bucket/object) or, in newer pyarrow,
+  the JSON API (/storage/v1/b/bucket/o/object?alt=media)."""
+  reads = {}
+  for path, n in proxy.stats()['reads_by_path'].items():
+    path = re.sub(r'^(/download)?/storage/v1/b/([^/]+)/o/', r'/\2/', path)
+    if '/images/' in path:
+      reads[path] = reads.get(path, 0) + n
+  return reads
 
 
 def split_records(output_dir: str):
