@@ -3,7 +3,7 @@
 The same JPEGs are read from local disk and from gs:// (a real GCS server behind a
 latency proxy) at 0, 20 and 50 ms added to every request.
 
-    .venv/bin/python -m benchmarks.remote [--sizes 3000,6000] [--repeats 3]
+    .venv/bin/python -m benchmarks.remote [--sizes 4000,12000] [--repeats 3]
                                           [--latencies 0,20,50]
 
 The first N2 benchmark JPEGs (256x256, about 34 KB) and an AutoML CSV of the first N1
@@ -270,7 +270,7 @@ def _numbers(text: str, kind=float) -> List:
 
 def main(argv=None) -> Dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--sizes', default='3000,6000',
+  parser.add_argument('--sizes', default='4000,12000',
                       help='N values; the steady rate is taken between the two largest')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--latencies', default='0,20,50', help='ms the proxy adds a request')
