@@ -23,6 +23,7 @@ from images import write_image, write_text
 from storage_servers import GcsServer, Proxy, S3Server, gcs_behind_proxy
 from tfrecord_digest import digest, read_records
 import tfrecorder_component as trc
+from tfrecorder_component import example_proto
 from tfrecorder_component.policy import TooManyFailedRows
 
 # Object names users have: spaces, '#', '?', '%' and non-ASCII.
@@ -122,6 +123,17 @@ def split_records(output_dir: str):
   """{split folder: its records, sorted}."""
   return {name: sorted(read_records(os.path.join(output_dir, name)))
           for name in sorted(os.listdir(output_dir)) if name.startswith('Split-')}
+
+
+def image_label_pairs(output_dir: str):
+  """(image bytes, label text) of every record of an output, sorted."""
+  pairs = []
+  for records in split_records(output_dir).values():
+    for record in records:
+      feature = example_proto.Example.FromString(record).features.feature
+      pairs.append((feature['image/encoded'].bytes_list.value[0],
+                    feature['image/class/text'].bytes_list.value[0]))
+  return sorted(pairs)
 
 
 def cli(*args, env=None):
@@ -360,3 +372,33 @@ def test_without_credentials_gcs_is_read_anonymously_without_discovery_retries(t
   assert done.stdout.split() == ['None', 'True']
   assert 'Retry with exponential backoff' not in done.stderr
   assert done.stderr.count('No Google credentials found') == 1
+
+
+def test_s3_missing_object_missing_bucket_and_faults(dataset, s3, tmp_path):
+  """A local manifest naming s3:// images: 503s and dropped connections at the store are
+  retried and the records are the local run's; a missing object and a missing bucket
+  are error rows that say which."""
+  server, proxy, _ = s3
+  proxy.reset_stats()
+  proxy.set_faults([{'every': 3, 'action': '503', 'limit': 4},
+                    {'every': 5, 'action': 'drop', 'limit': 3}])
+  try:
+    rows = open(os.path.join(dataset, 'data', 'manifest.csv'), encoding='utf-8').read()
+    write_text(str(tmp_path / 'm.csv'), rows.replace(',images/', f',s3://{BUCKET}/data/images/'))
+    result = trc.convert(str(tmp_path / 'm.csv'), str(tmp_path / 'out'))
+  finally:
+    proxy.set_faults([])
+  assert result.rows_failed == 0 and result.records_written == len(NAMES)
+  assert proxy.stats()['faults_total'] == 7
+  # The URIs are absolute here, so splits by hash differ from the local run's; the images
+  # and labels written are the same.
+  assert image_label_pairs(str(tmp_path / 'out')) == image_label_pairs(
+      os.path.join(dataset, 'out'))
+  write_text(str(tmp_path / 'bad.csv'), f'TRAIN,s3://{BUCKET}/data/images/nope.jpg,cat\n'
+                                        'TRAIN,s3://no-such-bucket/img0.jpg,cat\n')
+  bad = trc.convert(str(tmp_path / 'bad.csv'), str(tmp_path / 'bad'), max_error_ratio=1.0)
+  with open(os.path.join(bad.report_dir, 'errors.jsonl'), encoding='utf-8') as f:
+    errors = {e['uri']: e for e in map(json.loads, f)}
+  assert errors[f's3://{BUCKET}/data/images/nope.jpg']['reason'] == 'missing'
+  assert "the bucket 'no-such-bucket' does not exist" in errors[
+      's3://no-such-bucket/img0.jpg']['message']
