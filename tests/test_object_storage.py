@@ -151,8 +151,10 @@ def test_cli_converts_manifest_images_and_output_all_on_gcs(dataset, gcs, proxy,
   done = cli('convert', f'gs://{BUCKET}/data/manifest.csv', f'gs://{BUCKET}/cli-out')
   assert done.returncode == 0, done.stderr
   assert f'Wrote {len(NAMES)} records of {len(NAMES)} rows' in done.stdout
-  # No credential discovery with an emulator: Beam would log its retries.
+  # No credential discovery with an emulator (Beam would log its retries), and Beam's GCS
+  # client does not take the command line for Beam arguments.
   assert 'default credentials' not in done.stderr and 'Retry with exponential' not in done.stderr
+  assert 'Discarding unparseable args' not in done.stderr
   local = download(server, BUCKET, 'cli-out', str(tmp_path / 'cli-out'))
   assert digest(local) == digest(os.path.join(dataset, 'out'))
   assert os.path.exists(os.path.join(local, '_SUCCESS'))
@@ -244,10 +246,18 @@ def test_a_failed_run_on_gcs_publishes_nothing(gcs, proxy, tmp_path):
     trc.convert(str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed')
   left = server.list(BUCKET, 'failed/')
   assert left and all(n.startswith('failed/report/') for n in left), left
-  # Overwriting a finished output: its marker goes before anything else does.
+  # A folder holding only a failed run's report takes the next run.
+  trc.convert(str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed', max_error_ratio=1.0)
+  assert 'failed/_SUCCESS' in server.list(BUCKET, 'failed/')
+  # A finished output is not overwritten unless asked; when it is, nothing of it is left.
+  server.upload(BUCKET, 'failed/Split-old/stray.gz', b'x')
+  done = cli('convert', str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed',
+             '--max-error-ratio', '1')
+  assert done.returncode == 2 and f'gs://{BUCKET}/failed is not empty' in done.stderr
   trc.convert(str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed', max_error_ratio=1.0,
               overwrite=True)
-  assert 'failed/_SUCCESS' in server.list(BUCKET, 'failed/')
+  left = server.list(BUCKET, 'failed/')
+  assert 'failed/_SUCCESS' in left and 'failed/Split-old/stray.gz' not in left
 
 
 @beam_gcs

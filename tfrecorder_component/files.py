@@ -128,12 +128,13 @@ def list_objects(prefix: str) -> List[str]:
 
 
 def remove(path: str) -> None:
-  """Removes a file or a whole folder (or gs:// or s3:// object or prefix), if it exists."""
+  """Removes a file or a whole folder (or gs:// or s3:// object or prefix), if it exists.
+  An object store has no folders: a prefix is removed object by object, as listed."""
   if '://' in path:
-    if FileSystems.exists(path):  # an object
-      FileSystems.delete([path])
-    elif FileSystems.exists(path + '/'):
-      FileSystems.delete([path + '/'])
+    storage.prepare_file_systems(path)
+    found = _match(path) + [path.rstrip('/') + '/' + p for p in list_objects(path)]
+    if found:
+      FileSystems.delete(sorted(set(found)))
   elif os.path.lexists(path):
     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 

@@ -26,12 +26,13 @@ def output_folder(output_dir: str, overwrite: bool) -> str:
   """`output_dir`, absolute if local, after checking it can take a conversion: not a
   file, and empty or absent unless `overwrite`. A folder holding only the report that a
   failed run left there (no record) counts as empty: the next run replaces it."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   if '://' in output_dir:
     output_dir = output_dir.rstrip('/')
     storage.prepare_file_systems(output_dir)
-    used = FileSystems.exists(output_dir + '/') and bool(
-        FileSystems.match([output_dir + '/**'])[0].metadata_list)
+    listed = files.list_objects(output_dir)  # an object store has no folder to test for
+    used = bool(listed) and not (
+        all(p.startswith(layout.REPORT_DIR + '/') for p in listed)
+        and f'{layout.REPORT_DIR}/{layout.SUMMARY_FILE}' in listed)
   else:
     output_dir = os.path.abspath(output_dir)
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):

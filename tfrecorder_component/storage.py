@@ -91,12 +91,13 @@ def prepare_file_systems(*uris: str) -> None:
   """Readies Beam's file systems in this process for `uris`, before or without a
   pipeline: Beam's GCS client connects anonymously at once where gs:// is read
   anonymously (an emulator, or, when one of `uris` is on gs://, no credentials), where it
-  would retry credential discovery for about 21 s first; Beam's S3 file system, which
-  needs pipeline options, gets default ones (its boto3 client then reads the endpoint
-  and keys from the environment) when no pipeline has set any. Cheap to call again."""
+  would retry credential discovery for about 21 s first. Beam's remote file systems get
+  default pipeline options when no pipeline has set any: S3's needs them (its boto3
+  client then reads the endpoint and keys from the environment), and GCS's would parse
+  the command line as Beam arguments and warn about every word. Cheap to call again."""
   global _beam_primed
   _let_beam_write_empty_s3_objects()
-  if any(u.startswith('s3://') for u in uris):
+  if any(is_remote(u) for u in uris):
     from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
     if getattr(FileSystems, '_pipeline_options', None) is None:
       from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
