@@ -20,6 +20,7 @@ Credentials and endpoints are the clients' usual ones:
 """
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import threading
@@ -73,6 +74,8 @@ def _no_google_credentials() -> bool:
 def gcs_anonymous() -> bool:
   """Whether gs:// is read anonymously here: an emulator, or no credentials at all."""
   global _gcs_anonymous
+  if _gcs_anonymous is not None:  # every read asks: no lock once known
+    return _gcs_anonymous
   with _lock:
     if _gcs_anonymous is None:
       if _emulator_host():
@@ -157,7 +160,6 @@ def _split_endpoint(url: str, default_scheme: str = 'https') -> Tuple[str, str]:
 def _client(scheme: str):
   """This process's Arrow file system for `scheme` ('gs' or 's3'), or None if this
   pyarrow cannot serve it (then Beam's file system is used)."""
-  import datetime  # pylint: disable=g-import-not-at-top
   if scheme == 'gs':
     emulator = _emulator_host()
     settings: Tuple = ('gs', emulator, gcs_anonymous())
@@ -166,9 +168,8 @@ def _client(scheme: str):
     region = os.environ.get('AWS_REGION') or os.environ.get('AWS_DEFAULT_REGION')
     settings = ('s3', endpoint, region)
   key = (scheme, settings)
-  with _lock:
-    if key in _clients:
-      return _clients[key]
+  if key in _clients:  # every read asks: no lock once made
+    return _clients[key]
   try:
     import pyarrow.fs as pafs  # pylint: disable=g-import-not-at-top
     if scheme == 'gs':

@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Deque, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Deque, Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
@@ -59,7 +59,8 @@ class _ReadAhead:
     self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
   def submit(self, row: ManifestRow, max_bytes: int) -> Optional[Dict[str, Any]]:
-    """{uri: future of its bytes or RowError} for the row's remote files, or None."""
+    """{uri: future of its bytes (`files.read_bytes`, so a failed read's future raises
+    its RowError)} for the row's remote files, or None."""
     uris = [u for u in (row.resolved_uri, row.resolved_mask_uri)
             if u is not None and storage.is_remote(u)]
     if not uris:
@@ -67,14 +68,7 @@ class _ReadAhead:
     if self._pool is None:
       storage.prepare_file_systems(*uris)
       self._pool = _read_pool(self._threads)
-    return {u: self._pool.submit(_fetch, u, max_bytes) for u in uris}
-
-
-def _fetch(uri: str, max_bytes: int) -> Union[bytes, RowError]:
-  try:
-    return files.read_bytes(uri, max_bytes=max_bytes)
-  except RowError as e:
-    return e
+    return {u: self._pool.submit(files.read_bytes, u, max_bytes) for u in uris}
 
 
 def _reader(fetched: Optional[Dict[str, Any]]) -> record_lib.Read:
@@ -84,12 +78,7 @@ def _reader(fetched: Optional[Dict[str, Any]]) -> record_lib.Read:
 
   def read(uri: str, max_bytes: int) -> bytes:
     future = fetched.get(uri)
-    if future is None:
-      return files.read_bytes(uri, max_bytes)
-    got = future.result()
-    if isinstance(got, RowError):
-      raise RowError(got.reason, got.message)
-    return got
+    return files.read_bytes(uri, max_bytes) if future is None else future.result()
   return read
 
 
