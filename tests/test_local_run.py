@@ -12,14 +12,18 @@ import sys
 
 import pytest
 import yaml
+from ml_metadata.metadata_store import metadata_store
+from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2
 
 from images import write_image, write_text
+
 from kubeflow import local_run, runner
-from pipelines import demo_data, local_runner
+from pipelines import demo_data, local_runner, tabular
 from records import by_source_id, feature
 from tfrecorder_component import ImageExampleGen
+from tfrecorder_component.component import mlmd as mlmd_helpers
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = 'us-docker.pkg.dev/my-project/pipelines/tfrecorder-component:0.1.0'
@@ -61,43 +65,79 @@ def only(outputs, key):
   return artifact
 
 
-def test_spans_resolve_on_the_compiled_pipeline_as_on_vertex_and_kfp(tmp_path, image):
-  python, app = image
-  base = tmp_path / 'manifests'
-  uris = {}
-  for span in (2, 10):  # the latest span is the largest number, not the last name
-    uris[span] = []
-    for i in range(3 + span % 7):
-      uri = str(tmp_path / 'images' / f'span{span}_{i}.png')
-      write_image(uri, 'PNG', 'RGB', 6 + span, 8, seed=100 * span + i)
-      uris[span].append(uri)
-    write_text(str(base / f'span-{span}' / 'manifest.csv'), ''.join(
-        f'{("TRAIN", "VALIDATION", "TEST")[i % 3]},{u},{("cat", "dog")[i % 2]}\n'
-        for i, u in enumerate(uris[span])))
-  gen = ImageExampleGen(input_base=str(base), input_config=example_gen_pb2.Input(splits=[
-      example_gen_pb2.Input.Split(name='all', pattern='span-{SPAN}/*.csv')]))
+def compile_with_defaults(pipeline, path):
+  """As TFX's tutorials compile for Vertex AI: `KubeflowV2DagRunnerConfig(default_image=)`
+  and nothing else, so pipeline-spec schema 2.0, written as a PipelineJob JSON."""
+  config = tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(default_image=IMAGE)
+  tfx.orchestration.experimental.KubeflowV2DagRunner(
+      config=config, output_dir=str(path.parent), output_filename=path.name).run(pipeline)
+  with open(path, encoding='utf-8') as f:
+    job = json.load(f)
+  assert job['pipelineSpec']['schemaVersion'] == '2.0.0'
+  return local_run.load_spec(str(path))
+
+
+def states(result):
+  """{task: 'ran' | 'cached' | 'FAILED'}."""
+  return {t: ('cached' if s['cached'] else 'ran') if s['state'] == 'SUCCEEDED' else s['state']
+          for t, s in result['tasks'].items()}
+
+
+def write_span(tmp_path, span, rows):
+  """An image manifest `manifests/span-<span>/manifest.csv` of `rows` new PNGs."""
+  uris = []
+  for i in range(rows):
+    uri = str(tmp_path / 'images' / f'span{span}_{i}.png')
+    write_image(uri, 'PNG', 'RGB', 6 + span, 8, seed=100 * span + i)
+    uris.append(uri)
+  write_text(str(tmp_path / 'manifests' / f'span-{span}' / 'manifest.csv'), ''.join(
+      f'{("TRAIN", "VALIDATION", "TEST")[i % 3]},{u},{("cat", "dog")[i % 2]}\n'
+      for i, u in enumerate(uris)))
+  return uris
+
+
+def spans_pipeline(tmp_path, **example_gen_args):
+  """ImageExampleGen over `manifests/span-{SPAN}/*.csv` -> StatisticsGen."""
+  gen = ImageExampleGen(input_base=str(tmp_path / 'manifests'),
+                        input_config=example_gen_pb2.Input(splits=[
+                            example_gen_pb2.Input.Split(name='all',
+                                                        pattern='span-{SPAN}/*.csv')]),
+                        **example_gen_args)
   stats = tfx.components.StatisticsGen(examples=gen.outputs['examples'])
-  pipeline = tfx.dsl.Pipeline(pipeline_name='spans', pipeline_root=str(tmp_path / 'root'),
-                              components=[gen, stats])
-  spec = runner.compile_spec(pipeline, IMAGE, str(tmp_path / 'spans.json'))
+  return tfx.dsl.Pipeline(pipeline_name='spans', pipeline_root=str(tmp_path / 'root'),
+                          components=[gen, stats], enable_cache=True)
+
+
+@pytest.mark.parametrize('compiled', ['defaults', 'spec_2_1'])
+def test_spans_resolve_on_the_compiled_pipeline_as_on_vertex_and_kfp(tmp_path, image,
+                                                                     compiled):
+  python, app = image
+  uris = {span: write_span(tmp_path, span, 3 + span % 7)
+          for span in (2, 10)}  # the latest span is the largest number, not the last name
+  pipeline = spans_pipeline(tmp_path)
+  if compiled == 'defaults':  # schema 2.0, PipelineJob JSON
+    spec_path = tmp_path / 'spans.json'
+    spec = compile_with_defaults(pipeline, spec_path)
+  else:  # schema 2.1, bare YAML
+    spec_path = tmp_path / 'spans.yaml'
+    spec = runner.compile_spec(pipeline, IMAGE, str(spec_path))
   assert executor_of(spec, 'ImageExampleGen')['container']['lifecycle']['preCacheCheck'][
       'command'] == DRIVER
   assert 'lifecycle' not in executor_of(spec, 'StatisticsGen')['container']
 
   # Vertex AI: the driver hook resolves the span before the executor runs.
-  done, result = run_spec(tmp_path / 'spans.json', tmp_path / 'work', '--python', python,
+  done, result = run_spec(spec_path, tmp_path / 'work', '--python', python,
                           '--image-path', app)
   assert done.returncode == 0, done.stderr[-4000:]
   assert {t: s['state'] for t, s in result['tasks'].items()} == {
       'ImageExampleGen': 'SUCCEEDED', 'StatisticsGen': 'SUCCEEDED'}
-  [run_dir] = os.listdir(tmp_path / 'work')
-  with open(tmp_path / 'work' / run_dir / 'ImageExampleGen.log', encoding='utf-8') as f:
+  with open(tmp_path / 'work' / result['run_id'] / 'ImageExampleGen.log',
+            encoding='utf-8') as f:
     log = f.read()
   assert '--- preCacheCheck' in log and 'Calculated span: 10' in log
   for platform_result in (result, None):
     if platform_result is None:  # Kubeflow Pipelines 2.x runs no hook: the executor resolves
-      done, platform_result = run_spec(tmp_path / 'spans.json', tmp_path / 'work-kfp',
-                                       '--platform', 'kfp')
+      done, platform_result = run_spec(spec_path, tmp_path / 'work-kfp', '--platform', 'kfp')
       assert done.returncode == 0, done.stderr[-4000:]
     outputs = platform_result['tasks']['ImageExampleGen']['outputs']
     examples = only(outputs, 'examples')
@@ -114,13 +154,155 @@ def test_spans_resolve_on_the_compiled_pipeline_as_on_vertex_and_kfp(tmp_path, i
                                           'FeatureStats.pb')) > 0
 
 
-def test_demo_pipeline_compiled_for_vertex_runs_end_to_end(tmp_path, image):
+def test_the_cache_reruns_exactly_what_a_new_span_a_changed_manifest_or_parameter_changes(
+    tmp_path):
+  write_span(tmp_path, 1, 4)
+  spec_path = tmp_path / 'spans.json'
+  compile_with_defaults(spans_pipeline(tmp_path), spec_path)
+
+  def run(*args, spec=spec_path):
+    done, result = run_spec(spec, tmp_path / 'work', *args)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return result
+
+  def examples(result):
+    return only(result['tasks']['ImageExampleGen']['outputs'], 'examples')
+
+  first = run()
+  assert states(first) == {'ImageExampleGen': 'ran', 'StatisticsGen': 'ran'}
+  second = run()  # unchanged: both from the cache, the same artifacts
+  assert states(second) == {'ImageExampleGen': 'cached', 'StatisticsGen': 'cached'}
+  assert second['tasks'] == {t: {**first['tasks'][t], 'cached': True,
+                                 'execution_id': second['tasks'][t]['execution_id']}
+                             for t in first['tasks']}
+  store = local_run.Store(second['metadata'], 'spans', 'reader').store
+  for task in first['tasks']:
+    [cached] = store.get_executions_by_id([second['tasks'][task]['execution_id']])
+    assert cached.last_known_state == metadata_store_pb2.Execution.CACHED
+    assert cached.custom_properties['cached_execution_id'].int_value == (
+        first['tasks'][task]['execution_id'])
+  assert not os.path.exists(tmp_path / 'work' / second['run_id'] / 'StatisticsGen.log')
+
+  write_span(tmp_path, 2, 5)  # a new span: the hook's span and fingerprint change
+  third = run()
+  assert states(third) == {'ImageExampleGen': 'ran', 'StatisticsGen': 'ran'}
+  assert examples(third)['metadata']['span'] == 2
+  assert sum(examples(third)['metadata']['record_counts'].values()) == 5
+
+  manifest = tmp_path / 'manifests' / 'span-2' / 'manifest.csv'
+  lines = manifest.read_text(encoding='utf-8').splitlines(keepends=True)
+  manifest.write_text(''.join(lines[:-1]), encoding='utf-8')  # changed in place
+  fourth = run()
+  assert states(fourth) == {'ImageExampleGen': 'ran', 'StatisticsGen': 'ran'}
+  assert sum(examples(fourth)['metadata']['record_counts'].values()) == 4
+  assert states(run()) == {'ImageExampleGen': 'cached', 'StatisticsGen': 'cached'}
+  assert states(run('--no-cache')) == {'ImageExampleGen': 'ran', 'StatisticsGen': 'ran'}
+
+  changed = tmp_path / 'spans-changed.json'  # a changed parameter of ImageExampleGen
+  compile_with_defaults(spans_pipeline(tmp_path, concurrent_reads=8), changed)
+  assert states(run(spec=changed)) == {'ImageExampleGen': 'ran', 'StatisticsGen': 'ran'}
+
+  with open(spec_path, encoding='utf-8') as f:  # a task's own enableCache: false
+    job = json.load(f)
+  job['pipelineSpec']['root']['dag']['tasks']['StatisticsGen']['cachingOptions'] = {
+      'enableCache': False}
+  with open(tmp_path / 'no-stats-cache.json', 'w', encoding='utf-8') as f:
+    json.dump(job, f)
+  assert states(run(spec=tmp_path / 'no-stats-cache.json')) == {
+      'ImageExampleGen': 'cached', 'StatisticsGen': 'ran'}
+
+
+def test_a_tfx_only_pipeline_compiled_with_defaults_evaluates_against_the_last_blessed_model(
+    tmp_path, image):
+  """TFX's template shape: CsvExampleGen({SPAN}) -> ... -> Evaluator with a
+  LatestBlessedModelStrategy baseline -> Pusher. The first run has no baseline; after a
+  new span, the second run's Evaluator compares its new model with the first's."""
+  python, app = image
+  data, work = str(tmp_path / 'data'), tmp_path / 'work'
+  tabular.write_span(data, 1)
+  spec_path = tmp_path / 'tabular.json'
+  spec = compile_with_defaults(tabular.create_pipeline(
+      'tabular', str(tmp_path / 'root'), data, str(tmp_path / 'serving')), spec_path)
+  blessing_resolver = f'{tabular.RESOLVER_ID}-model-blessing-resolver'
+  model_resolver = f'{tabular.RESOLVER_ID}-model-resolver'
+  assert 'resolver' in executor_of(spec, model_resolver)
+
+  def run():
+    done, result = run_spec(spec_path, work, '--python', python, '--image-path', app)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert result['not_run'] == []
+    return result, {t: s['outputs'] for t, s in result['tasks'].items()}
+
+  def executor_input(result, task):
+    with open(work / result['run_id'] / f'{task}.executor_input.json', encoding='utf-8') as f:
+      return json.load(f)
+
+  first, outputs = run()
+  assert states(first) == {t: 'ran' for t in first['tasks']}
+  assert outputs[blessing_resolver] == {'model_blessing': []}
+  assert outputs[model_resolver] == {'model': []}
+  assert executor_input(first, 'Evaluator')['inputs']['artifacts']['baseline_model'] == {
+      'artifacts': []}
+  examples = only(outputs['CsvExampleGen'], 'examples')['metadata']
+  assert examples['custom:span'] == 1  # from the driver hook's ExecutorOutput, as on Vertex
+  assert 'num_files:1' in examples['input_fingerprint']
+  blessing = only(outputs['Evaluator'], 'blessing')['metadata']
+  assert blessing['blessed'] == 1 and 'baseline_model_id' not in blessing
+  assert only(outputs['Pusher'], 'pushed_model')['metadata']['pushed'] == 1
+  first_model = only(outputs['Trainer'], 'model')['uri']
+
+  tabular.write_span(data, 2)
+  second, outputs = run()
+  assert states(second) == {t: 'ran' for t in second['tasks']}  # all downstream of the span
+  assert 'span-2' in executor_input(second, 'CsvExampleGen')['inputs']['parameters'][
+      'input_config']['stringValue']
+  assert only(outputs[model_resolver], 'model')['uri'] == first_model
+  [baseline] = executor_input(second, 'Evaluator')['inputs']['artifacts']['baseline_model'][
+      'artifacts']
+  assert baseline['uri'] == first_model
+  assert only(outputs['Trainer'], 'model')['uri'] != first_model
+  blessing = only(outputs['Evaluator'], 'blessing')['metadata']
+  assert blessing['baseline_model_id'] == baseline['name']
+
+  # The same answers from the store, read as TFX artifacts.
+  config = local_run.connection_config(second['metadata'])
+  models = mlmd_helpers.outputs_of(config, 'tabular', 'Trainer', 'model')
+  assert [m.uri for m in models] == [first_model, only(outputs['Trainer'], 'model')['uri']]
+  last_blessing = mlmd_helpers.latest_output(config, 'tabular', 'Evaluator', 'blessing')
+  assert last_blessing.get_string_custom_property('baseline_model_id') == (
+      local_run.store.artifact_name(models[0].id))
+  assert [e.get_custom_property('span') for e in mlmd_helpers.outputs_of(
+      config, 'tabular', 'CsvExampleGen', 'examples')] == [1, 2]
+
+
+def lineage(store, artifact_id, *steps):
+  """Follows `steps` of (consuming task, its output key) from an artifact through the
+  store's INPUT and OUTPUT events; returns the schema titles along the way."""
+  titles = {t.id: t.name for t in store.get_artifact_types()}
+  [artifact] = store.get_artifacts_by_id([artifact_id])
+  found = [titles[artifact.type_id]]
+  for task, key in steps:
+    consumers = {e.execution_id for e in store.get_events_by_artifact_ids([artifact.id])
+                 if e.type == metadata_store_pb2.Event.INPUT}
+    [execution] = [e for e in store.get_executions_by_id(sorted(consumers))
+                   if e.custom_properties['task_name'].string_value == task]
+    assert execution.last_known_state == metadata_store_pb2.Execution.COMPLETE
+    [output] = [e.artifact_id for e in store.get_events_by_execution_ids([execution.id])
+                if e.type == metadata_store_pb2.Event.OUTPUT and e.path.steps[0].key == key]
+    [artifact] = store.get_artifacts_by_id([output])
+    assert artifact.state == metadata_store_pb2.Artifact.LIVE
+    found.append(titles[artifact.type_id])
+  return found
+
+
+def test_demo_pipeline_compiled_for_vertex_runs_end_to_end_then_from_the_cache(tmp_path,
+                                                                               image):
   python, app = image
   manifest = demo_data.write_digits(str(tmp_path / 'digits'))
-  spec_path = tmp_path / 'demo.yaml'
-  assert runner.main(['--pipeline-root', str(tmp_path / 'root'), '--manifest-uri', manifest,
-                      '--image', IMAGE, '--output', str(spec_path), '--train-steps', '240']) == 0
-  spec = local_run.load_spec(str(spec_path))
+  spec_path = tmp_path / 'demo.json'
+  spec = compile_with_defaults(runner.build_pipeline(runner.parse_args([
+      '--pipeline-root', str(tmp_path / 'root'), '--manifest-uri', manifest,
+      '--image', IMAGE, '--train-steps', '240'])), spec_path)
   page_output = spec['components'][spec['root']['dag']['tasks']['ConversionReportPage'][
       'componentRef']['name']]['outputDefinitions']['artifacts']['page']
   assert yaml.safe_load(page_output['artifactType']['instanceSchema'])['title'] == 'system.HTML'
@@ -129,10 +311,10 @@ def test_demo_pipeline_compiled_for_vertex_runs_end_to_end(tmp_path, image):
                           '--image-path', app)
   assert done.returncode == 0, done.stderr[-4000:]
   assert result['not_run'] == []
-  assert {t: s['state'] for t, s in result['tasks'].items()} == {
-      t: 'SUCCEEDED' for t in ('manifest_importer', 'ImageExampleGen', 'ConversionReportPage',
-                               'StatisticsGen', 'SchemaGen', 'ExampleValidator', 'Trainer',
-                               'Evaluator', 'Pusher')}
+  assert states(result) == {
+      t: 'ran' for t in ('manifest_importer', 'ImageExampleGen', 'ConversionReportPage',
+                         'StatisticsGen', 'SchemaGen', 'ExampleValidator', 'Trainer',
+                         'Evaluator', 'Pusher')}
   tasks = {t: s['outputs'] for t, s in result['tasks'].items()}
   examples = only(tasks['ImageExampleGen'], 'examples')
   assert json.loads(examples['metadata']['split_names']) == SPLITS
@@ -143,6 +325,33 @@ def test_demo_pipeline_compiled_for_vertex_runs_end_to_end(tmp_path, image):
   pushed = only(tasks['Pusher'], 'pushed_model')['metadata']
   assert pushed['pushed'] == 1
   assert os.path.exists(os.path.join(pushed['pushed_destination'], 'saved_model.pb'))
+
+  # The lineage, read back with ml-metadata's own API.
+  store = metadata_store.MetadataStore(local_run.connection_config(result['metadata']))
+  [manifest_artifact] = [e.artifact_id for e in store.get_events_by_execution_ids(
+      [result['tasks']['manifest_importer']['execution_id']])]
+  assert lineage(store, manifest_artifact, ('ImageExampleGen', 'examples'),
+                 ('StatisticsGen', 'statistics'), ('SchemaGen', 'schema'),
+                 ('Trainer', 'model'), ('Evaluator', 'blessing'),
+                 ('Pusher', 'pushed_model')) == [
+      'tfrecorder_component.ImageManifest', 'tfx.Examples',
+      'tfx.ExampleStatistics', 'tfx.Schema', 'tfx.Model', 'tfx.ModelBlessing',
+      'tfx.PushedModel']
+  run_context = store.get_context_by_type_and_name('system.PipelineRun', result['run_id'])
+  assert {e.custom_properties['task_name'].string_value
+          for e in store.get_executions_by_context(run_context.id)} == set(result['tasks'])
+  read_back = mlmd_helpers.latest_output(local_run.connection_config(result['metadata']),
+                                         'tfrecorder-demo', 'ImageExampleGen', 'examples')
+  assert read_back.uri == examples['uri'] and read_back.split_names == json.dumps(SPLITS)
+
+  # Unchanged, a second run takes every container task from the cache, starting none.
+  again_done, again = run_spec(spec_path, tmp_path / 'work', '--python', python,
+                               '--image-path', app)
+  assert again_done.returncode == 0, again_done.stderr[-4000:]
+  assert states(again) == {**{t: 'cached' for t in result['tasks']}, 'manifest_importer': 'ran'}
+  assert again['tasks']['Pusher']['outputs'] == result['tasks']['Pusher']['outputs']
+  assert not [f for f in os.listdir(tmp_path / 'work' / again['run_id']) if f.endswith('.log')]
+  assert 'Pusher: SUCCEEDED (cached: outputs of execution ' in again_done.stderr
 
   # The report as the consoles show it: a system.HTML artifact whose URI is the page.
   page = only(tasks['ConversionReportPage'], 'page')['uri']

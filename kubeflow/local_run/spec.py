@@ -100,6 +100,7 @@ def cel(expression: str, inputs: Dict[str, Any]) -> bool:
 
   python = re.sub(r'!(?!=)', ' not ', expression.replace('&&', ' and ').replace('||', ' or '))
   scope = {'inputs': types.SimpleNamespace(
-      artifacts={k: wrap(v) for k, v in inputs.get('artifacts', {}).items()},
+      artifacts={k: wrap({'artifacts': v} if isinstance(v, list) else v)
+                 for k, v in inputs.get('artifacts', {}).items()},
       parameter_values=inputs.get('parameterValues', {}))}
   return bool(eval(python, {'__builtins__': {}}, scope))  # pylint: disable=eval-used

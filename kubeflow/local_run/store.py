@@ -55,8 +55,10 @@ def to_value(value: Any) -> mlmd.Value:
   result = mlmd.Value()
   if isinstance(value, bool):
     result.bool_value = value
-  elif isinstance(value, (int, float)):
-    result.double_value = float(value)
+  elif isinstance(value, int):
+    result.int_value = value
+  elif isinstance(value, float):
+    result.double_value = value
   elif isinstance(value, str):
     result.string_value = value
   else:
