@@ -499,6 +499,42 @@ def test_placeholders_parameters_conditions_and_exit_handlers(tmp_path):
     assert f.read() == 'FAILED'
 
 
+@pytest.mark.parametrize('spec_2_1', [False, True])
+def test_pipeline_parameters_and_constants_in_the_form_of_each_schema(tmp_path, spec_2_1):
+  """A RuntimeParameter compiled by TFX (its value in the PipelineJob's runtimeConfig:
+  2.0 `parameters` typed, 2.1 `parameterValues`), overridden by --param, and the
+  ExecutorInput in the schema's form."""
+  gen = tfx.components.CsvExampleGen(input_base=tfx.dsl.experimental.RuntimeParameter(
+      name='data_root', ptype=str))
+  pipeline = tfx.dsl.Pipeline(pipeline_name='params', pipeline_root=str(tmp_path / 'root'),
+                              components=[gen])
+  config = tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
+      default_image=IMAGE, **({'use_pipeline_spec_2_1': True} if spec_2_1 else {}))
+  tfx.orchestration.experimental.KubeflowV2DagRunner(
+      config=config, output_dir=str(tmp_path), output_filename='params.json').run(
+          pipeline, parameter_values={'data_root': '/compiled'})
+  spec = local_run.load_spec(str(tmp_path / 'params.json'))
+  assert spec['schemaVersion'] == ('2.1.0' if spec_2_1 else '2.0.0')
+  task = spec['root']['dag']['tasks']['CsvExampleGen']
+  component = spec['components']['CsvExampleGen']
+  for given, expected in (({}, '/compiled'), ({'data_root': '/given'}, '/given')):
+    run = local_run.LocalRun(spec, str(tmp_path / 'work'), parameters=given)
+    inputs = run._inputs(task, component)  # pylint: disable=protected-access
+    assert inputs['parameterValues']['input_base'] == expected
+    assert inputs['parameterValues']['output_data_format'] == 6  # a compiled int constant
+    executor_input = local_run.launcher.executor_input(
+        inputs, {}, [], str(tmp_path), typed_parameters=not spec_2_1,
+        declared=component['inputDefinitions']['parameters'])
+    if spec_2_1:
+      assert executor_input['inputs']['parameterValues']['output_data_format'] == 6
+    else:
+      assert executor_input['inputs']['parameters']['output_data_format'] == {'intValue': '6'}
+      assert executor_input['inputs']['parameters']['input_base'] == {'stringValue': expected}
+  del spec['_runtimeConfig']['parameters' if not spec_2_1 else 'parameterValues']
+  with pytest.raises(local_run.SpecError, match='give --param data_root=VALUE'):
+    local_run.LocalRun(spec, str(tmp_path / 'work'))._inputs(task, component)  # pylint: disable=protected-access
+
+
 def test_specs_it_cannot_run_are_refused_with_the_reason(tmp_path):
   with open(tmp_path / 'not_a_spec.json', 'w', encoding='utf-8') as f:
     json.dump({'pipelineInfo': {'name': 'x'}}, f)
@@ -507,3 +543,8 @@ def test_specs_it_cannot_run_are_refused_with_the_reason(tmp_path):
   cycle = {'a': {'dependentTasks': ['b']}, 'b': {'dependentTasks': ['a']}}
   with pytest.raises(local_run.SpecError, match='cycle'):
     local_run.LocalRun({'pipelineInfo': {'name': 'x'}, 'root': {}}, str(tmp_path))._order(cycle)
+  store = local_run.Store(str(tmp_path / 'metadata.sqlite'), 'x', 'run')
+  with pytest.raises(local_run.SpecError, match="cannot read 'create_time>1'"):
+    store.query('schema_title="tfx.Model" AND create_time>1')
+  with pytest.raises(local_run.SpecError, match="field 'display_name' is not supported"):
+    store.query('display_name="model"')

@@ -23,11 +23,12 @@ The last line on stdout is one JSON object: `{"run_id": ..., "metadata": PATH,
 "tasks": {"<task>": {"state": "SUCCEEDED" | "FAILED", "cached": bool, "execution_id":
 N, "outputs": {"<key>": [{"uri": ..., "metadata": {...}}]}}}, "not_run": [...]}`.
 """
+from kubeflow.local_run import launcher, spec, store
 from kubeflow.local_run.cli import main
 from kubeflow.local_run.launcher import local_path
 from kubeflow.local_run.orchestrator import FAILED, PROJECT_DIR, SUCCEEDED, LocalRun, cache_key
 from kubeflow.local_run.spec import SpecError, load_spec
 from kubeflow.local_run.store import Store, connection_config
 
-__all__ = ['FAILED', 'PROJECT_DIR', 'SUCCEEDED', 'LocalRun', 'SpecError', 'Store',
+__all__ = ['FAILED', 'launcher', 'spec', 'store', 'PROJECT_DIR', 'SUCCEEDED', 'LocalRun', 'SpecError', 'Store',
            'cache_key', 'connection_config', 'load_spec', 'local_path', 'main']

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 from kubeflow.local_run import launcher
 from kubeflow.local_run import spec as spec_lib
 from kubeflow.local_run.spec import SpecError
-from kubeflow.local_run.store import Store
+from kubeflow.local_run.store import CONTAINER, IMPORTER, RESOLVER, Store
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SUCCEEDED, FAILED = 'SUCCEEDED', 'FAILED'
@@ -98,6 +98,7 @@ class LocalRun:
 
   def run(self) -> Dict[str, Any]:
     os.makedirs(os.path.join(self.work_dir, self.run_id), exist_ok=True)
+    os.makedirs(os.path.dirname(self.metadata_path), exist_ok=True)
     self.store = Store(self.metadata_path, self.pipeline_name, self.run_id)
     self.log(f'Run {self.run_id}: artifacts under {self.run_root}, logs under '
              f'{os.path.join(self.work_dir, self.run_id)}, ML Metadata in '
@@ -222,7 +223,10 @@ class LocalRun:
       self.errors[name] = str(e)
       self.log(f'{name}: FAILED: {e}')
       if name not in self.executions and self.store is not None and 'dag' not in component:
-        self.executions[name] = self.store.record_failed(name)
+        executor = self.spec['deploymentSpec']['executors'].get(component.get('executorLabel'), {})
+        self.executions[name] = self.store.record_failed(
+            name, IMPORTER if 'importer' in executor else
+            RESOLVER if 'resolver' in executor else CONTAINER)
       state = FAILED
     self.states[name] = state
     self.log(f'{name}: {state}{f" ({how})" if how else ""} in {time.time() - started:.1f} s')

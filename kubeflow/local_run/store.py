@@ -31,7 +31,8 @@ CONTAINER = 'system.ContainerExecution'
 IMPORTER = 'system.ImporterExecution'
 RESOLVER = 'system.ResolverExecution'
 NAME_PREFIX = 'projects/local/locations/local/metadataStores/default/artifacts/'
-_LIST = '__list__'  # a list-valued metadata entry, kept as a struct
+_LIST = '__list__'
+_METADATA_FIELD = r'metadata\.(\w+)\.(number|string|bool)_value'  # a list-valued metadata entry, kept as a struct
 
 
 def connection_config(path: str) -> mlmd.ConnectionConfig:
@@ -270,6 +271,9 @@ class Store:
       if not match:
         raise SpecError(f'artifact query {query_filter!r}: cannot read {term!r}')
       field, value = match.groups()
+      if field not in ('schema_title', 'state', 'name', 'uri') and not re.fullmatch(
+          _METADATA_FIELD, field):
+        raise SpecError(f'artifact query {query_filter!r}: field {field!r} is not supported')
       terms.append((field, value[1:-1] if value.startswith('"') else value))
     found = [a for a in self.store.get_artifacts_by_context(self.pipeline.id)
              if all(self._matches(a, field, value) for field, value in terms)]
@@ -285,10 +289,7 @@ class Store:
       return artifact_name(artifact.id) == value
     if field == 'uri':
       return artifact.uri == value
-    match = re.fullmatch(r'metadata\.(\w+)\.(number|string|bool)_value', field)
-    if not match:
-      raise SpecError(f'artifact query field {field!r} is not supported')
-    key, kind = match.groups()
+    key, kind = re.fullmatch(_METADATA_FIELD, field).groups()
     if key not in artifact.custom_properties:
       return False
     stored = from_value(artifact.custom_properties[key])
