@@ -499,6 +499,31 @@ def test_placeholders_parameters_conditions_and_exit_handlers(tmp_path):
     assert f.read() == 'FAILED'
 
 
+def test_a_latest_artifact_resolver_answers_with_the_newest_live_artifact(tmp_path):
+  """LatestArtifactStrategy compiles to one query, `schema_title="tfx.Examples" AND
+  state=LIVE`: the newest such artifact of the pipeline, whichever run made it."""
+
+  def compile_and_run(uri):
+    importer = tfx.dsl.Importer(source_uri=uri, artifact_type=tfx.types.standard_artifacts.Examples
+                                ).with_id('examples_importer')
+    latest = tfx.dsl.Resolver(strategy_class=tfx.dsl.experimental.LatestArtifactStrategy,
+                              examples=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Examples)
+                              ).with_id('latest_examples')
+    pipeline = tfx.dsl.Pipeline(pipeline_name='latest', pipeline_root=str(tmp_path / 'root'),
+                                components=[importer, latest])
+    spec = compile_with_defaults(pipeline, tmp_path / 'latest.json')
+    assert executor_of(spec, 'latest_examples')['resolver']['outputArtifactQueries'][
+        'examples']['filter'] == 'schema_title="tfx.Examples" AND state=LIVE'
+    done, result = run_spec(tmp_path / 'latest.json', tmp_path / 'work')
+    assert done.returncode == 0, done.stderr[-4000:]
+    return [a['uri'] for a in result['tasks']['latest_examples']['outputs']['examples']]
+
+  first, second = str(tmp_path / 'first'), str(tmp_path / 'second')
+  assert compile_and_run(first) == [first]
+  assert compile_and_run(second) == [second]
+  assert compile_and_run(first) == [second]  # `first` is reused, `second` is newer
+
+
 @pytest.mark.parametrize('spec_2_1', [False, True])
 def test_pipeline_parameters_and_constants_in_the_form_of_each_schema(tmp_path, spec_2_1):
   """A RuntimeParameter compiled by TFX (its value in the PipelineJob's runtimeConfig:
