@@ -1,11 +1,12 @@
 """Converts a fixed set of inputs (every manifest format, classification and detection,
 multi-label, a DataFrame, an image folder, transforms, a failed row) with the public
 API and prints a digest of each output: the check that a refactor leaves every record
-and label file byte-identical.
+and label file, and every report file, byte-identical.
 
     python -m benchmarks.digests WORK_DIR > before.json   # on the old commit
     python -m benchmarks.digests WORK_DIR > after.json    # on the new one; diff them
 """
+import hashlib
 import json
 import os
 import shutil
@@ -20,6 +21,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 'tests'))
 import tfrecord_digest  # pylint: disable=g-import-not-at-top,wrong-import-position
 from images import write_image  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+REPORT_FILES = ('summary.json', 'errors.jsonl', 'duplicates.jsonl', 'box_issues.jsonl',
+                'report.html')
+
+
+def _report_digests(output_dir: str) -> dict:
+  """SHA-256 of each report file, and the report folder's listing."""
+  report = os.path.join(output_dir, 'report')
+  out = {'report/': ' '.join(sorted(os.listdir(report)))}
+  for name in REPORT_FILES:
+    with open(os.path.join(report, name), 'rb') as f:
+      out[f'report/{name}'] = hashlib.sha256(f.read()).hexdigest()
+  return out
 
 
 def main(base: str) -> None:
@@ -58,6 +73,18 @@ def main(base: str) -> None:
   cl = [{'imageGcsUri': 'img0.jpg', 'classificationAnnotation': {'displayName': 'cat'}, 'dataItemResourceLabels': {'aiplatform.googleapis.com/ml_use': 'test'}},
         {'imageGcsUri': 'img1.png', 'classificationAnnotations': [{'displayName': 'a'}, {'displayName': 'b'}]}]
   with open(os.path.join(d, 'cls.jsonl'), 'w') as f: f.write(''.join(json.dumps(x) + '\n' for x in cl))
+  # Duplicates: images listed twice and the same bytes under other names, in several
+  # groups whose hashes fall in different ranges, some across splits.
+  dup_rows = []
+  for i in range(8):
+    src = os.path.join(d, f'img{i}.{["jpg", "png", "gif", "bmp"][i % 4]}')
+    for k in range(1 + i % 3):
+      copy = os.path.join(d, f'dup{i}_{k}{os.path.splitext(src)[1]}')
+      shutil.copy(src, copy)
+      dup_rows.append(f'{["TRAIN", "TEST"][k % 2]},{os.path.basename(copy)},c{i % 2}')
+    dup_rows.append(f'TRAIN,{os.path.basename(src)},c{i % 2}')
+    dup_rows.append(f'VALIDATION,{os.path.basename(src)},c{i % 2}')
+  with open(os.path.join(d, 'dups.csv'), 'w') as f: f.write('\n'.join(dup_rows) + '\n')
   folder = os.path.join(base, 'folder')
   for lab in ('ant', 'bee'):
     for i in range(3):
@@ -74,17 +101,19 @@ def main(base: str) -> None:
     'detjsonl': (os.path.join(d, 'det.jsonl'), {}),
     'clsjsonl': (os.path.join(d, 'cls.jsonl'), {}),
     'folder': (folder, {}),
+    'dups': (os.path.join(d, 'dups.csv'), {}),
   }
   out = {}
   for name, (src, kw) in runs.items():
     o = os.path.join(base, 'out', name)
     trc.convert(src, o, **kw)
-    out[name] = tfrecord_digest.digest(o)
+    out[name] = dict(tfrecord_digest.digest(o), **_report_digests(o))
   cwd = os.getcwd(); os.chdir(d)
   df = pd.DataFrame({'split': ['TRAIN', 'TEST', ''], 'image_uri': ['img0.jpg', 'img1.png', 'img2.gif'], 'label': [['a', 'b'], ['b'], []], 'w': [1, 2, 3]})
   trc.convert(df, os.path.join(base, 'out', 'df'))
   os.chdir(cwd)
-  out['df'] = tfrecord_digest.digest(os.path.join(base, 'out', 'df'))
+  out['df'] = dict(tfrecord_digest.digest(os.path.join(base, 'out', 'df')),
+                   **_report_digests(os.path.join(base, 'out', 'df')))
   print(json.dumps(out, indent=1, sort_keys=True))
 
 

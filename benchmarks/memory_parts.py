@@ -68,7 +68,8 @@ def _part(part: str, manifest: str, out: str) -> dict:
                                                     ConversionOptions())
         _ = converted.records | WriteSplits(splits)
         if part == 'dups':
-          _ = converted[STATS] | FindDuplicates() | beam.combiners.Count.Globally()
+          _ = (converted[STATS] | FindDuplicates(os.path.join(out, 'duplicate-index'))
+               | beam.combiners.Count.Globally())
   stop.set()
   me = os.getpid()
   named = {('runner' if pid == me else f'worker {pid}'): rss for pid, rss in peaks.items()}

@@ -6,6 +6,8 @@ TFX tests its ExampleGen executors; the last tests run `record.convert_row` with
 """
 import hashlib
 import os
+import random
+from typing import Dict
 
 import apache_beam as beam
 import pytest
@@ -15,11 +17,13 @@ from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 from images import write_image, write_text
 from tfrecorder_component import example_proto
 from tfrecorder_component import record as record_lib
+from tfrecorder_component.beam import duplicates
 from tfrecorder_component.beam import sink
 from tfrecorder_component.beam.chunks import pack_chunk, unpack_chunk
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
+from tfrecorder_component.beam.duplicates import FindDuplicates
 from tfrecorder_component.beam.read import ReadManifestRows
-from tfrecorder_component.beam.report import FindDuplicates, Summarize
+from tfrecorder_component.beam.report import Summarize
 from tfrecorder_component.beam import write as write_lib
 from tfrecorder_component.beam.write import (RenumberLabels, WriteLabelFiles, WriteSplits,
                                              plan_shards)
@@ -223,7 +227,7 @@ def test_summarize_counts_records_labels_errors_and_box_issues():
         'image_formats': {'jpeg': 3}, 'image_sizes': {'< 64 px': 3}}]))
 
 
-def test_find_duplicates_groups_equal_hashes_and_flags_cross_split():
+def test_find_duplicates_groups_equal_hashes_and_flags_cross_split(tmp_path):
   same, inside, unique = 'ab' * 32, '0f' * 32, ['cd' * 32, 'ce' * 32, '12' * 32]
   stats = [[stat('train', ['cat'], same, 'a.jpg'), stat('train', [], inside, 'x.jpg'),
             stat('train', [], unique[0], 'u0.jpg')],
@@ -231,15 +235,50 @@ def test_find_duplicates_groups_equal_hashes_and_flags_cross_split():
             stat('eval', [], unique[1], 'u1.jpg'), stat('test', [], unique[2], 'u2.jpg')],
            [stat('valid-ation', ['cat'], same, 'dossier/élan 猫.jpg')]]
   with BeamTestPipeline() as p:
-    groups = p | 'Stats' >> beam.Create(stats) | 'Dups' >> FindDuplicates()
+    groups = (p | 'Stats' >> beam.Create(stats)
+              | 'Dups' >> FindDuplicates(str(tmp_path / 'index')))
     assert_that(groups, equal_to([
         {'sha256': same, 'uris': ['a.jpg', 'copy.jpg', 'dossier/élan 猫.jpg'],
          'splits': ['train', 'test', 'valid-ation'], 'cross_split': True},
         {'sha256': inside, 'uris': ['x.jpg', 'y.jpg'], 'splits': ['train', 'train'],
          'cross_split': False}]), label='groups')
     none = (p | 'Unique' >> beam.Create([[stat('train', [], h, f'{h[:2]}.jpg')] for h in unique])
-            | 'NoDups' >> FindDuplicates())
+            | 'NoDups' >> FindDuplicates(str(tmp_path / 'none')))
     assert_that(none, equal_to([]), label='unique')
+  assert not os.path.exists(tmp_path / 'index') and not os.path.exists(tmp_path / 'none')
+
+
+def test_find_duplicates_merges_many_sorted_runs_over_many_hash_ranges(tmp_path):
+  """Runs of 7 entries, merge ranges of about 300 bytes: 3,000 records spill about 430
+  runs and merge in 256 ranges; the groups are those a dict of every hash finds."""
+  rng = random.Random(5)
+  digests = [f'{rng.getrandbits(256):064x}' for _ in range(2000)]
+  records = [(digests[rng.randrange(len(digests))], f'img/{i}.jpg', ('train', 'test')[i % 2])
+             for i in range(3000)]
+  expected: Dict[str, list] = {}
+  for sha, uri, split in records:
+    expected.setdefault(sha, []).append((uri, split))
+  with BeamTestPipeline() as p:
+    groups = (p | beam.Create([[stat(split, [], sha, uri) for sha, uri, split in
+                                records[i:i + 40]] for i in range(0, len(records), 40)])
+              | FindDuplicates(str(tmp_path / 'index'), run_entries=7, range_bytes=300))
+    assert_that(groups, equal_to([duplicates.describe(sha, members)
+                                  for sha, members in expected.items() if len(members) > 1]))
+  assert not os.path.exists(tmp_path / 'index')
+
+
+def test_a_run_file_lists_its_buckets_and_reads_any_slice_across_blocks(tmp_path,
+                                                                       monkeypatch):
+  monkeypatch.setattr(duplicates, 'BLOCK_BYTES', 50)  # entries straddle the blocks
+  entries = [duplicates.entry(stat('train', [], f'{b:02x}' + f'{k:02x}' * 31, f'u{b}-{k}.jpg'))
+             for b in (0, 0, 7, 200, 255) for k in range(2)]
+  path = str(tmp_path / 'run')
+  duplicates.write_run(path, list(reversed(entries)))
+  assert list(duplicates.read_slice(path, 0, 256)) == sorted(entries)
+  assert list(duplicates.read_slice(path, 1, 200)) == sorted(e for e in entries if e[0] == 7)
+  assert list(duplicates.read_slice(path, 255, 256)) == sorted(
+      e for e in entries if e[0] == 255)
+  assert list(duplicates.read_slice(path, 8, 200)) == []
 
 
 # --- WriteSplits, RenumberLabels, WriteLabelFiles -------------------------------------

@@ -231,6 +231,32 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ['data', 'new', 'out']  # no partial folder left
 
 
+def test_a_run_that_fails_after_indexing_leaves_no_duplicate_index(tmp_path, monkeypatch):
+  """The duplicate index's sorted runs are written beside the report; a run that fails
+  while merging them (the runs on disk) still removes them, and so does one that ends."""
+  data = tmp_path / 'data'
+  for i in range(3):
+    write_image(str(data / f'{i}.png'), 'PNG', 'RGB', 5, 5, seed=i)
+  manifest = write_text(str(data / 'm.csv'), ''.join(f'TRAIN,{i}.png,cat\n' for i in range(3)))
+  from tfrecorder_component.beam import duplicates  # pylint: disable=g-import-not-at-top
+  seen = []
+
+  def failing_slice(path, first, end):
+    seen.append(os.listdir(os.path.dirname(path)))
+    raise OSError('the disk went away')
+
+  monkeypatch.setattr(duplicates, 'read_slice', failing_slice)
+  with pytest.raises(Exception, match='the disk went away'):
+    trc.convert(manifest, str(tmp_path / 'out'))
+  assert seen and seen[0][0].startswith('run-')  # the runs were on disk when it failed
+  everything = [os.path.join(d, n) for d, dirs, names in os.walk(tmp_path) for n in dirs + names]
+  assert [p for p in everything if 'duplicate-index' in p or '/run-' in p] == []
+  monkeypatch.undo()
+  trc.convert(manifest, str(tmp_path / 'again'))
+  assert sorted(os.listdir(tmp_path / 'again' / 'report')) == [
+      'box_issues.jsonl', 'duplicates.jsonl', 'errors.jsonl', 'report.html', 'summary.json']
+
+
 def test_a_failed_dataframe_conversion_cites_a_manifest_that_exists(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   solid(str(tmp_path / 'a.png'), COLOURS['cat'])

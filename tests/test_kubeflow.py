@@ -349,7 +349,7 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   for step in ('ConvertManifests/ReadManifestRows/Parse', 'ConvertManifests/Convert',
                'ConvertManifests/WriteSplits/WriteBundles',
                'ConvertManifests/WriteSplits/WriteShards', 'ConvertManifests/RenumberLabels',
-               'ConvertManifests/WriteReport/FindDuplicates/Index',
+               'ConvertManifests/WriteReport/FindDuplicates/MergeRange',
                'ConvertManifests/Summarize'):
     assert any(n == step or n.startswith(step + '/') for n in names), step
 

@@ -25,6 +25,7 @@ BOX_ISSUES = 'box_issues'  # box_issues.jsonl
 REPORT_PAGE = 'report.html'
 JSON_LINES = '.jsonl'
 SUCCESS_MARKER = '_SUCCESS'  # written last into a finished remote output
+DUPLICATE_INDEX_DIR = '.duplicate-index'  # in the report folder while a run sorts it
 
 
 def split_dir(output_dir: str, split: str) -> str:

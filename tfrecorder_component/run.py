@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from tfrecorder_component import files
 from tfrecorder_component import layout
 from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
@@ -171,8 +172,12 @@ def run_conversion(pipeline, sources: Sequence[ManifestSource],
   returns the run's summary.json. With `split_dirs` and `label_dir` None, only the
   report is written (a validation)."""
   from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.beam.report import duplicate_index_dir  # pylint: disable=g-import-not-at-top
   storage.prepare_file_systems(report_dir, *(s.path for s in sources))
-  with pipeline as p:
-    _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir, report_dir,
-                                                   options)
+  try:
+    with pipeline as p:
+      _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
+                                                     report_dir, options)
+  finally:  # a failed run leaves no sorted runs behind (a finished one removed them)
+    files.remove(duplicate_index_dir(report_dir))
   return layout.read_summary(report_dir)

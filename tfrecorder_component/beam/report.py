@@ -2,10 +2,8 @@
 images, and summary.json and report.html written once from them."""
 from __future__ import annotations
 
-import collections
 import json
-import struct
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -16,9 +14,11 @@ from tfrecorder_component import layout
 from tfrecorder_component import report_html
 from tfrecorder_component.beam import write
 from tfrecorder_component.beam.convert import SAMPLES_PER_LABEL
+from tfrecorder_component.beam.duplicates import FindDuplicates
 from tfrecorder_component.record import RecordStat
 
-__all__ = ['FindDuplicates', 'Summarize', 'WriteReport', 'held_labels']
+__all__ = ['FindDuplicates', 'Summarize', 'WriteReport', 'duplicate_index_dir',
+           'held_labels']
 
 FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
 
@@ -98,96 +98,9 @@ class _SummaryFn(beam.CombineFn):
     }
 
 
-_ENTRY = struct.Struct('>32sIH')  # raw SHA-256, URI length, split length
-
-
-def _pack_entries(stats: List[RecordStat]) -> bytes:
-  parts = []
-  for stat in stats:
-    uri, split = stat.uri.encode('utf-8', 'surrogatepass'), stat.split.encode('utf-8')
-    parts += (_ENTRY.pack(bytes.fromhex(stat.sha256), len(uri), len(split)), uri, split)
-  return b''.join(parts)
-
-
-def _unpack_entries(packed) -> Iterator[Tuple[bytes, bytes, bytes]]:
-  """(raw digest, URI bytes, split bytes) of each record in `packed`."""
-  view, at = memoryview(packed), 0
-  while at < len(view):
-    digest, uri_length, split_length = _ENTRY.unpack_from(view, at)
-    at += _ENTRY.size
-    yield (digest, bytes(view[at:at + uri_length]),
-           bytes(view[at + uri_length:at + uri_length + split_length]))
-    at += uri_length + split_length
-
-
-class _ContentIndexFn(beam.CombineFn):
-  """Content index of RecordStat lists; outputs the repeated hashes only.
-
-  The accumulator is one growing byte string packing every record's raw SHA-256, URI
-  and split (38 bytes plus the URI and split names, where Python objects took about
-  180): duplicates cannot be found with less than every hash and where it came from,
-  so this is the one thing that grows with the records, kept small. The runner still
-  holds it a few times over while it merges the partial indexes, at the end of a run
-  (the peak of an in-memory run of 200,000 rows). Merging joins blocks; only
-  `extract_output` unpacks, one key shard at a time: it counts the digests, then lists
-  the members of the repeated ones.
-  """
-
-  def create_accumulator(self):
-    return bytearray()
-
-  def add_input(self, acc, stats):
-    acc += _pack_entries(stats)
-    return acc
-
-  def merge_accumulators(self, accumulators):
-    accumulators = iter(accumulators)
-    out = bytearray(next(accumulators))
-    for acc in accumulators:
-      out += acc
-    return out
-
-  def compact(self, acc):
-    return bytes(acc)
-
-  def extract_output(self, acc):
-    counts = collections.Counter(digest for digest, _, _ in _unpack_entries(acc))
-    members: Dict[bytes, List[Tuple[str, str]]] = {}
-    for digest, uri, split in _unpack_entries(acc):
-      if counts[digest] > 1:
-        members.setdefault(digest, []).append((uri.decode('utf-8', 'surrogatepass'),
-                                               split.decode('utf-8')))
-    return [_describe_duplicate(digest.hex(), found)
-            for digest, found in sorted(members.items())]
-
-
-def _by_shard(stats: List[RecordStat]):
-  shards: Dict[str, List[RecordStat]] = {}
-  for stat in stats:
-    shards.setdefault(stat.sha256[0], []).append(stat)
-  return shards.items()  # hex digit keys: at most 16 groups, each combined on its own
-
-
-class FindDuplicates(beam.PTransform):
-  """Finds records with equal content hashes; emits one dict per hash seen more than once.
-
-  Catches the same image listed twice and identical bytes under different names, and
-  flags groups that span splits (test data leaking into training). Input: RecordStat
-  lists.
-  """
-
-  def expand(self, stats):
-    return (stats
-            | 'ByHashPrefix' >> beam.FlatMap(_by_shard)
-            | 'Index' >> beam.CombinePerKey(_ContentIndexFn())
-            | 'Repeated' >> beam.FlatMap(lambda kv: kv[1]).with_output_types(Dict[str, Any]))
-
-
-def _describe_duplicate(sha256: str, members) -> Dict[str, Any]:
-  members = sorted(members)
-  splits = sorted({split for _, split in members})
-  return {'sha256': sha256, 'uris': [u for u, _ in members],
-          'splits': [s for _, s in members], 'cross_split': len(splits) > 1}
+def duplicate_index_dir(report_dir: str) -> str:
+  """Where a run's duplicate index is sorted: beside the report, removed at the end."""
+  return FileSystems.join(report_dir, layout.DUPLICATE_INDEX_DIR)
 
 
 def _duplicate_counts(groups: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -244,7 +157,8 @@ class WriteReport(beam.PTransform):
   def expand(self, pcolls):
     errors, box_issues = pcolls['errors'], pcolls['box_issues']
     _ = errors | 'WriteErrors' >> write.WriteJsonLines(self._report_dir, layout.ERRORS)
-    duplicates = pcolls['stats'] | 'FindDuplicates' >> FindDuplicates()
+    duplicates = pcolls['stats'] | 'FindDuplicates' >> FindDuplicates(
+        duplicate_index_dir(self._report_dir))
     _ = duplicates | 'WriteDuplicates' >> write.WriteJsonLines(self._report_dir,
                                                                 layout.DUPLICATES)
     _ = box_issues | 'WriteBoxIssues' >> write.WriteJsonLines(self._report_dir,
