@@ -208,3 +208,35 @@ def test_jsonl_with_labels_or_image_under_other_keys_fails_those_rows(tmp_path):
   assert '(the line has "imageUri", "label")' in errors[0].message
   assert '"label" is not where Vertex AI JSONL puts labels' in errors[1].message
   assert [r.labels for r in rows_of(items)] == [('cat',)]
+
+
+@pytest.mark.parametrize('kind', ['csv', 'jsonl'])
+def test_a_large_manifest_is_read_as_it_is_parsed_with_the_same_rows(tmp_path, kind):
+  """Past 64 KiB a CSV or JSONL manifest is streamed: a BOM, CRLF line ends, a quoted
+  field over two lines, a row of invalid UTF-8 and one of bad syntax come out as they do
+  from the file's whole text."""
+  from tfrecorder_component.manifest import iter_manifest_file, parse_manifest_text  # pylint: disable=g-import-not-at-top
+  rows = []
+  for i in range(8000):
+    if kind == 'csv':
+      rows.append(f'TRAIN,img/{i}.png,"label {i % 7}"' if i % 500 else
+                  f'TEST,img/{i}.png,"two\r\nlines {i}"')
+    else:
+      rows.append(json.dumps({'imageGcsUri': f'img/{i}.png',
+                              'classificationAnnotation': {'displayName': f'l{i % 7}'}}))
+  rows[1234] = 'TRAIN' if kind == 'csv' else '{"imageGcsUri": '
+  data = ('\ufeff' + '\r\n'.join(rows) + '\r\n').encode('utf-8')
+  data = data.replace(b'img/2345.png', b'img/23\xff45.png')  # not UTF-8
+  path = str(tmp_path / f'big.{kind}')
+  with open(path, 'wb') as f:
+    f.write(data)
+  assert len(data) > 2 * 65536
+  lines, items, spec = iter_manifest_file(path)
+  streamed = list(items)
+  whole = list(parse_manifest_text(path, data.decode('utf-8-sig', errors='surrogateescape'),
+                                   spec.name))
+  same = lambda items: [(str(r), vars(r)) if isinstance(r, RowError) else r for r in items]
+  assert same(streamed) == same(whole)
+  assert len([r for r in streamed if isinstance(r, ManifestRow)]) == 7998
+  assert [r.reason for r in streamed if isinstance(r, RowError)] == ['bad_row', 'bad_row']
+  assert abs(lines - data.count(b'\n') - 1) < 400  # estimated from the first 64 KiB

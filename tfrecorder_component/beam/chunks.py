@@ -9,10 +9,12 @@ from typing import List, Sequence, Tuple
 
 from tfrecorder_component.manifest import ManifestRow
 
-__all__ = ['Chunk', 'pack_chunk', 'unpack_chunk', 'ROWS_PER_BATCH', 'MAX_CHUNKS_PER_FILE']
+__all__ = ['Chunk', 'pack_chunk', 'unpack_chunk', 'ROWS_PER_BATCH', 'MAX_CHUNKS_PER_FILE',
+           'MAX_CHUNK_ROWS']
 
 ROWS_PER_BATCH = 64  # rows converted, and records written, together
 MAX_CHUNKS_PER_FILE = 64
+MAX_CHUNK_ROWS = 4096  # so that no worker unpacks a large share of a large file at once
 
 # A chunk of rows: (labels of its rows, the tasks of its rows (Task values joined by ','; a
 # run converts one task, which the vocabulary step checks), rows). The rows are one zlib-compressed

@@ -7,8 +7,8 @@ from typing import AbstractSet, List, Sequence, Union
 import apache_beam as beam
 
 from tfrecorder_component import storage
-from tfrecorder_component.beam.chunks import (MAX_CHUNKS_PER_FILE, ROWS_PER_BATCH, Chunk,
-                                              pack_chunk)
+from tfrecorder_component.beam.chunks import (MAX_CHUNK_ROWS, MAX_CHUNKS_PER_FILE,
+                                              ROWS_PER_BATCH, Chunk, pack_chunk)
 from tfrecorder_component.beam.outputs import ERRORS, OBJECTS
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
@@ -20,8 +20,8 @@ __all__ = ['ReadManifestRows']
 
 class _ParseManifest(beam.DoFn):
   """Streams a manifest file's rows out in chunks as they are parsed: at most
-  `max_chunks` per file (sized from the file's line count), of at least `rows_per_batch`
-  rows. Rows stream out as parsed (a COCO JSON is parsed whole by the worker reading it)."""
+  `max_chunks` per file (sized from the file's line count) until chunks reach
+  MAX_CHUNK_ROWS rows, of at least `rows_per_batch` rows. Rows stream out as parsed (a COCO JSON is parsed whole by the worker reading it)."""
 
   def __init__(self, rows_per_batch: int, max_chunks: int, annotations: AbstractSet[str]):
     self._rows_per_batch = rows_per_batch
@@ -34,7 +34,7 @@ class _ParseManifest(beam.DoFn):
                                             image_root=source.image_root,
                                             feature_types=dict(source.feature_types) or None,
                                             annotations=self._annotations)
-    size = max(self._rows_per_batch, -(-lines // self._max_chunks))
+    size = max(self._rows_per_batch, min(-(-lines // self._max_chunks), MAX_CHUNK_ROWS))
     merge = not spec.one_row_an_image
     chunk: List[ManifestRow] = []
     for item in items:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Callable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import (Callable, Iterable, Iterator, List, Mapping, Optional, Tuple,
+                    Union)
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
@@ -60,9 +61,12 @@ def has_ml_use_column(first_row: List[str]) -> bool:
                                    'TEST', 'UNASSIGNED', '') or not looks_like_path(first)
 
 
-def csv_rows(path: str, text: str) -> Iterator[Union[Tuple[int, List[str]], RowError]]:
-  """The non-blank rows of a CSV text with their line numbers, or RowErrors for bad syntax."""
-  reader = csv.reader(io.StringIO(text, newline=''), skipinitialspace=False)
+def csv_rows(path: str, text: Union[str, Iterable[str]]
+             ) -> Iterator[Union[Tuple[int, List[str]], RowError]]:
+  """The non-blank rows of a CSV text (or of its lines as a text file opened with
+  newline='' gives them) with their line numbers, or RowErrors for bad syntax."""
+  lines = io.StringIO(text, newline='') if isinstance(text, str) else text
+  reader = csv.reader(lines, skipinitialspace=False)
   while True:
     try:
       fields = next(reader)
@@ -299,4 +303,5 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
                      split=split, features=raw_features(fields, layout.feature_cols))
 
 
-FORMAT = ManifestFormat('automl_csv', ('.csv', '.txt'), sniff=lambda head: True, parse=parse)
+FORMAT = ManifestFormat('automl_csv', ('.csv', '.txt'), sniff=lambda head: True, parse=parse,
+                        streamed=True)

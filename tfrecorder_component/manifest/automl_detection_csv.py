@@ -164,4 +164,5 @@ def _box(label: str, coordinates: List[str]) -> ObjectBox | str:
   return ObjectBox(label, min(xs), min(ys), max(xs), max(ys))
 
 
-FORMAT = ManifestFormat('automl_detection_csv', ('.csv', '.txt'), sniff=sniff, parse=parse)
+FORMAT = ManifestFormat('automl_detection_csv', ('.csv', '.txt'), sniff=sniff, parse=parse,
+                        streamed=True)

@@ -8,6 +8,7 @@ from typing import Callable, Iterator, Tuple
 from tfrecorder_component.manifest.rows import ParsedItem
 
 # parse(path, text, *, image_root, feature_types[, annotations]) -> rows and RowErrors,
+# `text` a str, or a text file for a `streamed` format;
 # in file order; `annotations` (a frozenset of ANNOTATIONS) is passed only when asked for,
 # and only to a format that declares it can read them.
 Parser = Callable[..., Iterator[ParsedItem]]
@@ -24,6 +25,9 @@ class ManifestFormat:
   one_row_an_image: bool = False
   # What beyond boxes the format can read when asked (COCO: 'masks', 'keypoints').
   annotations: Tuple[str, ...] = ()
+  # True when parse takes its text as a stream of lines (a text file) as well as a str:
+  # such a file is read as it is parsed, never held whole (CSV, JSONL).
+  streamed: bool = False
 
 
 ANNOTATIONS = ('masks', 'keypoints')  # what a conversion may ask for beyond boxes

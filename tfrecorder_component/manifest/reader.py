@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 from typing import AbstractSet, Iterator, List, Mapping, NamedTuple, Optional
 
@@ -11,7 +12,7 @@ from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_types
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem
 
-_SNIFF_CHARS = 65536
+_SNIFF_CHARS = 65536  # characters (bytes, for a file) that decide the format
 
 
 def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
@@ -74,21 +75,57 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
                        annotations: AbstractSet[str] = frozenset()
                        ) -> 'ManifestItems':
-  """Reads one manifest file from any Beam file system; returns its line count (at least
-  the number of rows of a CSV or JSONL manifest), its items, parsed as they are
-  consumed, and its format."""
+  """Reads one manifest file from any Beam file system; returns its line count (exact
+  for a file of at most 64 KiB, else estimated from its size and its first 64 KiB:
+  enough to size the chunks it is read in), its items, parsed as they are consumed, and
+  its format. A CSV or JSONL manifest is read as it is parsed, so no reader holds it
+  whole; a COCO JSON or Pascal VOC file is one document, read whole."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  try:
+    with FileSystems.open(path, compression_type='uncompressed') as f:
+      head = f.read(_SNIFF_CHARS)
+      whole = len(head) < _SNIFF_CHARS or not f.read(1)
+  except Exception as e:
+    raise ManifestError(f'cannot read manifest {path}: {e}') from e
+  sniffed = head.decode('utf-8-sig', errors='surrogateescape')
+  spec = registry.by_name(fmt, path) if fmt else registry.detect(path, sniffed)
+  if whole:
+    lines = sniffed.count('\n') + 1
+  else:
+    size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    lines = -(-size * (head.count(b'\n') + 1) // len(head))
+  if spec.streamed or whole:
+    text = _streamed_text(path) if not whole else sniffed
+  else:
+    text = _whole_text(path)
+  return ManifestItems(lines, parse_manifest_text(
+      path, text, spec.name, split_override, image_root=image_root,
+      feature_types=feature_types, annotations=annotations), spec)
+
+
+def _whole_text(path: str) -> str:
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   try:
     with FileSystems.open(path, compression_type='uncompressed') as f:
       raw = f.read()
   except Exception as e:
     raise ManifestError(f'cannot read manifest {path}: {e}') from e
-  text = raw.decode('utf-8-sig', errors='surrogateescape')
-  del raw
-  spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
-  return ManifestItems(text.count('\n') + 1, parse_manifest_text(
-      path, text, spec.name, split_override, image_root=image_root,
-      feature_types=feature_types, annotations=annotations), spec)
+  return raw.decode('utf-8-sig', errors='surrogateescape')
+
+
+class _streamed_text:  # pylint: disable=invalid-name
+  """A manifest's text file, opened when a parser iterates it (and closed after): lines
+  decoded as `_whole_text` decodes them, newlines kept as they are (for csv)."""
+
+  def __init__(self, path: str):
+    self._path = path
+
+  def __iter__(self):
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+    with FileSystems.open(self._path, compression_type='uncompressed') as f:
+      with io.TextIOWrapper(f, encoding='utf-8-sig', errors='surrogateescape',
+                            newline='') as lines:
+        yield from lines
 
 
 class ManifestItems(NamedTuple):

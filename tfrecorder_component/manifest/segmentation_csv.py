@@ -98,4 +98,5 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
                      resolved_mask_uri=resolve_uri(mask, path, layout.image_root))
 
 
-FORMAT = ManifestFormat('segmentation_csv', ('.csv', '.txt'), sniff=sniff, parse=parse)
+FORMAT = ManifestFormat('segmentation_csv', ('.csv', '.txt'), sniff=sniff, parse=parse,
+                        streamed=True)

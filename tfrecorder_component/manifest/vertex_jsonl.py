@@ -32,7 +32,8 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
 
   def untyped() -> Iterator[ParsedItem]:
-    for number, line in enumerate(io.StringIO(text), start=1):
+    for number, line in enumerate(io.StringIO(text) if isinstance(text, str) else text,
+                                  start=1):
       if line.strip():
         yield _parse_line(path, number, line, image_root)
 
@@ -176,4 +177,4 @@ def _features(path: str, obj: dict) -> Union[Tuple[Tuple[str, FeatureValue], ...
 
 
 FORMAT = ManifestFormat('vertex_jsonl', ('.jsonl',), sniff=lambda head: head.startswith('{'),
-                        parse=parse)
+                        parse=parse, streamed=True)
