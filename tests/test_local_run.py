@@ -557,7 +557,8 @@ def test_pipeline_parameters_and_constants_in_the_form_of_each_schema(tmp_path, 
       assert executor_input['inputs']['parameters']['input_base'] == {'stringValue': expected}
   del spec['_runtimeConfig']['parameters' if not spec_2_1 else 'parameterValues']
   with pytest.raises(local_run.SpecError, match='give --param data_root=VALUE'):
-    local_run.LocalRun(spec, str(tmp_path / 'work'))._inputs(task, component)  # pylint: disable=protected-access
+    run = local_run.LocalRun(spec, str(tmp_path / 'work'))
+    run._inputs(task, component)  # pylint: disable=protected-access
 
 
 def test_specs_it_cannot_run_are_refused_with_the_reason(tmp_path):

@@ -215,7 +215,8 @@ def test_a_large_manifest_is_read_as_it_is_parsed_with_the_same_rows(tmp_path, k
   """Past 64 KiB a CSV or JSONL manifest is streamed: a BOM, CRLF line ends, a quoted
   field over two lines, a row of invalid UTF-8 and one of bad syntax come out as they do
   from the file's whole text."""
-  from tfrecorder_component.manifest import iter_manifest_file, parse_manifest_text  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from tfrecorder_component.manifest import iter_manifest_file, parse_manifest_text
   rows = []
   for i in range(8000):
     if kind == 'csv':

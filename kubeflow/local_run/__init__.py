@@ -30,5 +30,6 @@ from kubeflow.local_run.orchestrator import FAILED, PROJECT_DIR, SUCCEEDED, Loca
 from kubeflow.local_run.spec import SpecError, load_spec
 from kubeflow.local_run.store import Store, connection_config
 
-__all__ = ['FAILED', 'launcher', 'spec', 'store', 'PROJECT_DIR', 'SUCCEEDED', 'LocalRun', 'SpecError', 'Store',
+__all__ = ['FAILED', 'launcher', 'spec', 'store', 'PROJECT_DIR', 'SUCCEEDED', 'LocalRun',
+           'SpecError', 'Store',
            'cache_key', 'connection_config', 'load_spec', 'local_path', 'main']

@@ -31,8 +31,8 @@ CONTAINER = 'system.ContainerExecution'
 IMPORTER = 'system.ImporterExecution'
 RESOLVER = 'system.ResolverExecution'
 NAME_PREFIX = 'projects/local/locations/local/metadataStores/default/artifacts/'
-_LIST = '__list__'
-_METADATA_FIELD = r'metadata\.(\w+)\.(number|string|bool)_value'  # a list-valued metadata entry, kept as a struct
+_LIST = '__list__'  # a list-valued metadata entry, kept as a struct
+_METADATA_FIELD = r'metadata\.(\w+)\.(number|string|bool)_value'  # a query's metadata term
 
 
 def connection_config(path: str) -> mlmd.ConnectionConfig:

@@ -6,12 +6,13 @@ data set on one Dataflow worker when merged by key). Instead:
 
 1. `_SpillRuns`: each worker sorts its records' (SHA-256, URI, split) entries, packed,
    in runs of at most `RUN_ENTRIES` and writes each run to a file under the index
-   folder, with the offsets of its 256 first-byte buckets in a header. Only the paths of runs from
-   bundles that succeeded go on, so a retried bundle counts once.
-2. `_ranges`: the runs' total size decides how many hash ranges the merge takes
-   (about `RANGE_BYTES` of entries each, 1 to 256 ranges of whole buckets).
+   folder, with the offsets of its 256 first-byte buckets in a header. Only the paths
+   of runs from bundles that succeeded go on, so a retried bundle counts once.
+2. `_ranges`: the runs' total size decides how many hash ranges the merge is spread
+   over (about `RANGE_BYTES` of entries each, 1 to 256 ranges of whole buckets).
 3. `_MergeRange`: for its range, merges the runs' sorted slices as it reads them, a
-   block of each at a time, keeping only the hashes seen more than once.
+   block of each at a time (its memory does not depend on the range's size), keeping
+   only the hashes seen more than once.
 4. The index folder is removed once every range is merged; `run.run_conversion` removes
    it too when the run fails.
 
@@ -208,8 +209,7 @@ class FindDuplicates(beam.PTransform):
                 | 'HashRanges' >> beam.FlatMap(_ranges, self._range_bytes)
                 | 'SpreadRanges' >> beam.Reshuffle()
                 | 'MergeRange' >> beam.ParDo(_MergeRange()).with_output_types(Dict[str, Any]))
-    _ = (runs
-         | 'RemoveIndex' >> beam.Map(
-             lambda _, merged, d=self._index_dir: _remove(d, merged),
-             merged=beam.pvalue.AsSingleton(repeated | 'Merged' >> beam.combiners.Count.Globally())))
+    merged = repeated | 'Merged' >> beam.combiners.Count.Globally()
+    _ = runs | 'RemoveIndex' >> beam.Map(lambda _, n, d=self._index_dir: _remove(d, n),
+                                         beam.pvalue.AsSingleton(merged))
     return repeated
