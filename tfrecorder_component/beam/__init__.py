@@ -3,7 +3,8 @@
     read.py      ReadManifestRows: manifest files -> chunks of rows
     convert.py   LabelVocabulary, ConvertBatches: chunks -> records per split
     write.py     WriteSplits, RenumberLabels, WriteLabelFiles, WriteJsonLines
-    report.py    Summarize, FindDuplicates, WriteReport
+    report.py    Summarize, WriteReport
+    duplicates.py  FindDuplicates: the duplicate index, an external sort
     pipeline.py  ConvertManifests: the steps above wired into one transform
     sink.py      the gzipped TFRecord sink
 
