@@ -21,7 +21,8 @@ __all__ = ['ReadManifestRows']
 class _ParseManifest(beam.DoFn):
   """Streams a manifest file's rows out in chunks as they are parsed: at most
   `max_chunks` per file (sized from the file's line count) until chunks reach
-  MAX_CHUNK_ROWS rows, of at least `rows_per_batch` rows. Rows stream out as parsed (a COCO JSON is parsed whole by the worker reading it)."""
+  MAX_CHUNK_ROWS rows, of at least `rows_per_batch` rows. Rows stream out as parsed (a
+  COCO JSON is parsed whole by the worker reading it)."""
 
   def __init__(self, rows_per_batch: int, max_chunks: int, annotations: AbstractSet[str]):
     self._rows_per_batch = rows_per_batch

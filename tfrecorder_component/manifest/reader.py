@@ -80,42 +80,37 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
   enough to size the chunks it is read in), its items, parsed as they are consumed, and
   its format. A CSV or JSONL manifest is read as it is parsed, so no reader holds it
   whole; a COCO JSON or Pascal VOC file is one document, read whole."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-  try:
-    with FileSystems.open(path, compression_type='uncompressed') as f:
-      head = f.read(_SNIFF_CHARS)
-      whole = len(head) < _SNIFF_CHARS or not f.read(1)
-  except Exception as e:
-    raise ManifestError(f'cannot read manifest {path}: {e}') from e
+  raw = _read(path, _SNIFF_CHARS + 1)
+  whole = len(raw) <= _SNIFF_CHARS
+  head = raw[:_SNIFF_CHARS]
   sniffed = head.decode('utf-8-sig', errors='surrogateescape')
   spec = registry.by_name(fmt, path) if fmt else registry.detect(path, sniffed)
   if whole:
-    lines = sniffed.count('\n') + 1
+    lines, text = sniffed.count('\n') + 1, sniffed
   else:
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
     size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
     lines = -(-size * (head.count(b'\n') + 1) // len(head))
-  if spec.streamed or whole:
-    text = _streamed_text(path) if not whole else sniffed
-  else:
-    text = _whole_text(path)
+    text = (_streamed_text(path) if spec.streamed else
+            _read(path).decode('utf-8-sig', errors='surrogateescape'))
   return ManifestItems(lines, parse_manifest_text(
       path, text, spec.name, split_override, image_root=image_root,
       feature_types=feature_types, annotations=annotations), spec)
 
 
-def _whole_text(path: str) -> str:
+def _read(path: str, size: int = -1) -> bytes:
+  """The first `size` bytes of a manifest file (all of it by default)."""
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   try:
     with FileSystems.open(path, compression_type='uncompressed') as f:
-      raw = f.read()
+      return f.read(size)
   except Exception as e:
     raise ManifestError(f'cannot read manifest {path}: {e}') from e
-  return raw.decode('utf-8-sig', errors='surrogateescape')
 
 
 class _streamed_text:  # pylint: disable=invalid-name
   """A manifest's text file, opened when a parser iterates it (and closed after): lines
-  decoded as `_whole_text` decodes them, newlines kept as they are (for csv)."""
+  decoded as a whole file's text is, newlines kept as they are (for csv)."""
 
   def __init__(self, path: str):
     self._path = path
