@@ -141,6 +141,13 @@ def markdown(results: Dict[str, List[Dict]]) -> str:
           ratio = peak(b) / peak(a)
           lines.append(f'| `convert()` {mode}, {what}: peak at {big:,} rows <= {limit}x at '
                        f'{small:,} | {ratio:.2f}x | {"yes" if ratio <= limit else "**no**"} |')
+    for before, big in zip(sizes[1:], sizes[2:]):
+      for mode in MODES:
+        a, b = (next(r for r in rows if r['n'] == n and r['mode'] == mode) for n in (before, big))
+        per_row = [r['wall_s'] / r['n'] * 1e6 for r in (a, b)]
+        lines.append(f'| `convert()` {mode}: time a row at {big:,} rows <= at {before:,} | '
+                     f'{per_row[1]:.0f} against {per_row[0]:.0f} µs | '
+                     f'{"yes" if per_row[1] <= per_row[0] else "**no**"} |')
   for c in results['coco']:
     lines += ['', f'COCO JSON of {c["file_mb"]:,.0f} MB ({c["images"]:,} images, '
               f'{c["objects"]:,} boxes written, {POLYGON_POINTS}-point polygons), default '

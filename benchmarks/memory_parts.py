@@ -59,12 +59,12 @@ def _part(part: str, manifest: str, out: str) -> dict:
       _ = p | ConvertManifests([ManifestSource(manifest)], splits, out,
                                os.path.join(out, 'report'))
     else:
-      rows = p | ReadManifestRows([ManifestSource(manifest)])
+      chunks = p | ReadManifestRows([ManifestSource(manifest)], os.path.join(out, 'chunks'))
       if part == 'rows':
-        _ = rows['chunks'] | beam.combiners.Count.Globally()
+        _ = chunks | beam.combiners.Count.Globally()
       else:
-        vocabulary = rows['chunks'] | LabelVocabulary()
-        converted = rows['chunks'] | ConvertBatches(beam.pvalue.AsSingleton(vocabulary),
+        vocabulary = chunks | LabelVocabulary()
+        converted = chunks | ConvertBatches(beam.pvalue.AsSingleton(vocabulary),
                                                     ConversionOptions())
         _ = converted.records | WriteSplits(splits)
         if part == 'dups':

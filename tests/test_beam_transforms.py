@@ -5,6 +5,7 @@ into tmp_path and checks its outputs inside the pipeline with Beam's `assert_tha
 TFX tests its ExampleGen executors; the last tests run `record.convert_row` without Beam.
 """
 import hashlib
+import json
 import os
 import random
 from typing import Dict
@@ -18,6 +19,9 @@ from images import write_image, write_text
 from tfrecorder_component import example_proto
 from tfrecorder_component import record as record_lib
 from tfrecorder_component.beam import duplicates
+from tfrecorder_component.beam import jsonl
+from tfrecorder_component.beam import report
+from tfrecorder_component.beam import runs
 from tfrecorder_component.beam import sink
 from tfrecorder_component.beam.chunks import pack_chunk, unpack_chunk
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
@@ -46,13 +50,25 @@ def row(d, uri, labels=(), split='train', objects=None, number=1):
                      objects=objects)
 
 
+def chunk_of(d, *rows):
+  """A Chunk of `rows`, written under folder `d` as ReadManifestRows writes them."""
+  return pack_chunk(list(rows), os.path.join(d, 'chunks'))
+
+
 def matches(expected):
   """A matcher: exactly one element per expected dict, holding at least its items."""
   def check(actual):
-    got = sorted((sorted(a.items()) for a in actual), key=repr)
-    want = sorted((sorted(e.items()) for e in expected), key=repr)
-    if len(got) != len(want) or any(not set(w) <= set(g) for g, w in zip(got, want)):
-      raise BeamAssertException(f'expected elements holding {expected}, got {actual}')
+    left = list(actual)
+    for e in expected:  # each expected dict takes the first element left that holds it
+      held = next((i for i, a in enumerate(left)
+                   if all(k in a and a[k] == v for k, v in e.items())), None)
+      if held is None:
+        break
+      del left[held]
+    else:
+      if not left:
+        return
+    raise BeamAssertException(f'expected elements holding {expected}, got {actual}')
   return check
 
 
@@ -73,8 +89,16 @@ def classes(serialized):
   return source_id, labels, texts
 
 
-def row_fields(r):
-  return (r.source, r.row, r.image_uri, r.resolved_uri, r.labels, r.split, r.objects)
+def rows_of(items):
+  """The fields of the rows among a chunk's items."""
+  return (items | 'Rows' >> beam.Filter(lambda i: isinstance(i, ManifestRow))
+          | 'Fields' >> beam.Map(lambda r: (r.source, r.row, r.image_uri, r.resolved_uri,
+                                            r.labels, r.split, r.objects)))
+
+
+def errors_of(items):
+  """The error records among a chunk's items."""
+  return items | 'Errors' >> beam.Filter(lambda i: isinstance(i, dict))
 
 
 # --- ReadManifestRows -----------------------------------------------------------------
@@ -84,14 +108,15 @@ def test_read_manifest_rows_keeps_good_rows_and_reports_the_bad_one(tmp_path):
   manifest = write_text(os.path.join(d, 'm.csv'), 'ml_use,image_uri,label\n'
                         'TRAIN,a.jpg,cat\nTEST,b.png,dog\nTRAIN,c.jpg,cat,extra\n,d.jpg,10\n')
   with BeamTestPipeline() as p:
-    out = p | ReadManifestRows([ManifestSource(manifest)])
-    assert_that(out['chunks'] | beam.FlatMap(unpack_chunk) | beam.Map(row_fields), equal_to([
+    chunks = p | ReadManifestRows([ManifestSource(manifest)], os.path.join(d, 'chunks'))
+    items = chunks | beam.FlatMap(unpack_chunk)
+    assert_that(rows_of(items), equal_to([
         (manifest, 2, 'a.jpg', os.path.join(d, 'a.jpg'), ('cat',), 'train', None),
         (manifest, 3, 'b.png', os.path.join(d, 'b.png'), ('dog',), 'test', None),
         (manifest, 5, 'd.jpg', os.path.join(d, 'd.jpg'), ('10',), None, None)]), label='rows')
-    assert_that(out['chunks'] | beam.Map(lambda c: (c[0], c[1])),
+    assert_that(chunks | beam.Map(lambda c: (c[0], c[1])),
                 equal_to([(('10', 'cat', 'dog'), 'classification')]), label='chunk_header')
-    assert_that(out['errors'], matches([
+    assert_that(errors_of(items), matches([
         {'source': manifest, 'row': 4, 'uri': 'c.jpg', 'reason': 'bad_row'}]), label='errors')
 
 
@@ -107,13 +132,15 @@ def test_read_manifest_rows_merges_detection_rows_per_image(tmp_path):
       'TEST,x.jpg,cat,0.2,0.2,,,0.4,0.4,,\n'))
   dog, cat = ObjectBox('dog', 0.5, 0.5, 0.9, 0.9), ObjectBox('cat', 0.1, 0.1, 0.4, 0.4)
   with BeamTestPipeline() as p:
-    out = p | ReadManifestRows([ManifestSource(manifest, format='automl_detection_csv')])
-    assert_that(out['chunks'] | beam.FlatMap(unpack_chunk) | beam.Map(row_fields), equal_to([
+    items = (p | ReadManifestRows([ManifestSource(manifest, format='automl_detection_csv')],
+                                  os.path.join(d, 'chunks'))
+             | beam.FlatMap(unpack_chunk))
+    assert_that(rows_of(items), equal_to([
         (manifest, 1, 'img.jpg', os.path.join(d, 'img.jpg'), ('dog', 'cat'), 'train',
          (dog, cat)),
         (manifest, 2, 'other.jpg', os.path.join(d, 'other.jpg'), ('cat',), 'train',
          (ObjectBox('cat', 0.1, 0.1, 0.2, 0.2),))]), label='rows')
-    assert_that(out['errors'], matches([
+    assert_that(errors_of(items), matches([
         {'source': manifest, 'row': 4, 'uri': 'x.jpg', 'reason': 'conflicting_split'}]),
                 label='errors')
 
@@ -122,16 +149,19 @@ def test_read_manifest_rows_merges_detection_rows_per_image(tmp_path):
 
 def test_label_vocabulary_orders_integer_labels_numerically_else_as_text(tmp_path):
   d = str(tmp_path)
-  integers = [pack_chunk([row(d, 'a.jpg', ['10']), row(d, 'b.jpg', ['2'])]),
-              pack_chunk([row(d, 'c.jpg', ['3', '10'])])]
-  mixed = [pack_chunk([row(d, 'a.jpg', ['10'])]), pack_chunk([row(d, 'b.jpg', ['2', 'cat'])])]
-  boxes = [pack_chunk([row(d, 'a.jpg', objects=(ObjectBox('zebra', 0, 0, 1, 1),
-                                                 ObjectBox('ant', 0, 0, 1, 1)))])]
+  integers = [chunk_of(d, row(d, 'a.jpg', ['10']), row(d, 'b.jpg', ['2'])),
+              chunk_of(d, row(d, 'c.jpg', ['3', '10']))]
+  mixed = [chunk_of(d, row(d, 'a.jpg', ['10'])), chunk_of(d, row(d, 'b.jpg', ['2', 'cat']))]
+  failed = {'source': 'm.csv', 'row': 9, 'uri': 'x.jpg', 'reason': 'bad_row', 'message': ''}
+  with_failed = [chunk_of(d, failed), chunk_of(d, row(d, 'a.jpg', ['cat']), failed)]
+  boxes = [chunk_of(d, row(d, 'a.jpg', objects=(ObjectBox('zebra', 0, 0, 1, 1),
+                                                 ObjectBox('ant', 0, 0, 1, 1))))]
   with BeamTestPipeline() as p:
     for name, chunks, expected in (
         ('integers', integers, {'labels': ['2', '3', '10'], 'task': 'classification'}),
         ('mixed', mixed, {'labels': ['10', '2', 'cat'], 'task': 'classification'}),
         ('boxes', boxes, {'labels': ['ant', 'zebra'], 'task': 'detection'}),
+        ('failed rows', with_failed, {'labels': ['cat'], 'task': 'classification'}),
         ('empty', [], {'labels': [], 'task': 'classification'})):
       vocabulary = (p | f'Create[{name}]' >> beam.Create(chunks)
                     | f'Vocabulary[{name}]' >> LabelVocabulary())
@@ -140,8 +170,8 @@ def test_label_vocabulary_orders_integer_labels_numerically_else_as_text(tmp_pat
 
 def test_label_vocabulary_refuses_classification_and_detection_together(tmp_path):
   d = str(tmp_path)
-  chunks = [pack_chunk([row(d, 'a.jpg', ['cat'])]),
-            pack_chunk([row(d, 'b.jpg', objects=(ObjectBox('dog', 0, 0, 1, 1),))])]
+  chunks = [chunk_of(d, row(d, 'a.jpg', ['cat'])),
+            chunk_of(d, row(d, 'b.jpg', objects=(ObjectBox('dog', 0, 0, 1, 1),)))]
   with pytest.raises(Exception, match='mix classification and detection'):
     with BeamTestPipeline() as p:
       _ = p | beam.Create(chunks) | LabelVocabulary()
@@ -162,17 +192,20 @@ def test_convert_batches_classification_records_errors_and_stats(tmp_path):
   data = {name: write_image(os.path.join(d, name), fmt, seed=seed)
           for name, fmt, seed in (('a.jpg', 'JPEG', 1), ('b.png', 'PNG', 2), ('u.jpg', 'JPEG', 3))}
   u_split = hash_split('u.jpg', OPTIONS.buckets)
-  chunk = pack_chunk([row(d, 'a.jpg', ['cat'], number=1),
-                      row(d, 'b.png', ['dog', 'cat'], 'test', number=2),
-                      row(d, 'gone.jpg', ['cat'], number=3),
-                      row(d, 'u.jpg', ['dog'], None, number=4)])
+  unparsed = {'source': os.path.join(d, 'm.csv'), 'row': 5, 'uri': 'x.jpg',
+              'reason': 'bad_row', 'message': 'a row that failed to parse rides in the chunk'}
+  chunk = chunk_of(d, row(d, 'a.jpg', ['cat'], number=1),
+                   row(d, 'b.png', ['dog', 'cat'], 'test', number=2),
+                   row(d, 'gone.jpg', ['cat'], number=3), unparsed,
+                   row(d, 'u.jpg', ['dog'], None, number=4))
   p, out = convert([chunk], {'labels': ['cat', 'dog'], 'task': 'classification'})
   assert_that(out.records | beam.FlatMap(lambda kv: [(kv[0], classes(r)) for r in kv[1]]),
               equal_to([('train', ('a.jpg', [0], ['cat'])),
                         ('test', ('b.png', [1, 0], ['dog', 'cat'])),
                         (u_split, ('u.jpg', [1], ['dog']))]), label='records')
   assert_that(out['errors'], matches([{'source': os.path.join(d, 'm.csv'), 'row': 3,
-                                       'uri': 'gone.jpg', 'reason': 'missing'}]), label='errors')
+                                       'uri': 'gone.jpg', 'reason': 'missing'}, unparsed]),
+              label='errors')
   sha = {k: hashlib.sha256(v).hexdigest() for k, v in data.items()}
   assert_that(out['stats'] | beam.FlatMap(lambda s: [(t.split, t.labels, t.uri, t.sha256)
                                                      for t in s]),
@@ -187,7 +220,7 @@ def test_convert_batches_detection_reports_dropped_boxes(tmp_path):
   d = str(tmp_path)
   write_image(os.path.join(d, 'a.jpg'), height=12, width=16)
   objects = (ObjectBox('dog', 0.1, 0.1, 0.5, 0.5), ObjectBox('cat', 0.3, 0.1, 0.3, 0.9))
-  p, out = convert([pack_chunk([row(d, 'a.jpg', ['dog', 'cat'], objects=objects, number=7)])],
+  p, out = convert([chunk_of(d, row(d, 'a.jpg', ['dog', 'cat'], objects=objects, number=7))],
                    {'labels': ['cat', 'dog'], 'task': 'detection'})
   assert_that(out.records | beam.FlatMap(lambda kv: [(kv[0], features(r)) for r in kv[1]]),
               equal_to([('train', ('a.jpg', [], [], [2], ['dog']))]), label='records')
@@ -225,6 +258,33 @@ def test_summarize_counts_records_labels_errors_and_box_issues():
         'box_issues': {'clipped:clipped': 1, 'dropped:empty': 2},
         'labels_per_split': {'test': {'cat': 1, 'dog': 1}, 'train': {'cat': 1, 'dog': 1}},
         'image_formats': {'jpeg': 3}, 'image_sizes': {'< 64 px': 3}}]))
+
+
+# --- WriteSortedJsonLines -------------------------------------------------------------
+
+def test_sorted_json_lines_are_in_row_order_across_many_runs_and_bundles(tmp_path):
+  """3,000 error records in shuffled order, runs of 50 lines: the file lists them by
+  (source, row), rows without a number first, sources as text (b.csv after a.csv and
+  before ab.csv), equal keys by line; the runs are removed; no record, an empty file."""
+  rng = random.Random(7)
+  records = [{'source': rng.choice(['a.csv', 'b.csv', 'ab.csv', 'dossier/é.csv']),
+              'row': rng.choice([None, rng.randrange(100000)]), 'uri': f'{i}.jpg',
+              'reason': 'missing', 'message': '猫'} for i in range(3000)]
+  path, empty = str(tmp_path / 'errors.jsonl'), str(tmp_path / 'none.jsonl')
+  with BeamTestPipeline() as p:
+    key = lambda e: jsonl.row_key(e['source'], e['row'])
+    _ = (p | 'Records' >> beam.Create(records) | 'Spread' >> beam.Reshuffle()
+         | 'Write' >> jsonl.WriteSortedJsonLines(path, key, str(tmp_path / 'runs'), run_lines=50))
+    _ = (p | 'NoRecords' >> beam.Create([]) | 'WriteNone' >> jsonl.WriteSortedJsonLines(
+        empty, key, str(tmp_path / 'no-runs')))
+  lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records]
+  expected = sorted(lines, key=lambda l: (json.loads(l)['source'].encode(),
+                                          -1 if json.loads(l)['row'] is None else
+                                          json.loads(l)['row'], l.encode()))
+  with open(path, encoding='utf-8') as f:
+    assert f.read() == ''.join(l + '\n' for l in expected)
+  assert open(empty, encoding='utf-8').read() == ''
+  assert not os.path.exists(tmp_path / 'runs') and not os.path.exists(tmp_path / 'no-runs')
 
 
 def test_find_duplicates_groups_equal_hashes_and_flags_cross_split(tmp_path):
@@ -267,9 +327,25 @@ def test_find_duplicates_merges_many_sorted_runs_over_many_hash_ranges(tmp_path)
   assert not os.path.exists(tmp_path / 'index')
 
 
+def test_duplicate_counts_keep_the_first_groups_by_uri_not_every_group():
+  """summary.json's duplicate counts over 500 groups: the counts of all, and the ten
+  groups first by URI, kept while combining (at most twice ten a bundle)."""
+  rng = random.Random(3)
+  groups = [{'sha256': f'{rng.getrandbits(256):064x}',
+             'uris': sorted(f'img/{rng.randrange(10**6)}.jpg' for _ in range(rng.randint(2, 4))),
+             'cross_split': rng.random() < 0.3} for _ in range(500)]
+  with BeamTestPipeline() as p:
+    counts = (p | beam.Create(groups) | beam.Reshuffle()
+              | beam.CombineGlobally(report._DuplicateCountsFn()))  # pylint: disable=protected-access
+    assert_that(counts, equal_to([{
+        'groups': 500, 'extra_records': sum(len(g['uris']) - 1 for g in groups),
+        'cross_split_groups': sum(g['cross_split'] for g in groups),
+        'first': sorted(groups, key=lambda g: g['uris'])[:10]}]))
+
+
 def test_a_run_file_lists_its_buckets_and_reads_any_slice_across_blocks(tmp_path,
                                                                        monkeypatch):
-  monkeypatch.setattr(duplicates, 'BLOCK_BYTES', 50)  # entries straddle the blocks
+  monkeypatch.setattr(runs, 'BLOCK_BYTES', 50)  # entries straddle the blocks
   entries = [duplicates.entry(stat('train', [], f'{b:02x}' + f'{k:02x}' * 31, f'u{b}-{k}.jpg'))
              for b in (0, 0, 7, 200, 255) for k in range(2)]
   path = str(tmp_path / 'run')

@@ -231,9 +231,10 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ['data', 'new', 'out']  # no partial folder left
 
 
-def test_a_run_that_fails_after_indexing_leaves_no_duplicate_index(tmp_path, monkeypatch):
-  """The duplicate index's sorted runs are written beside the report; a run that fails
-  while merging them (the runs on disk) still removes them, and so does one that ends."""
+def test_a_run_that_fails_after_indexing_leaves_no_scratch_files(tmp_path, monkeypatch):
+  """The rows' chunks and the duplicate index's sorted runs are written beside the report
+  (report/.work); a run that fails while merging the runs (both on disk) still removes
+  them, and so does one that ends."""
   data = tmp_path / 'data'
   for i in range(3):
     write_image(str(data / f'{i}.png'), 'PNG', 'RGB', 5, 5, seed=i)
@@ -242,15 +243,17 @@ def test_a_run_that_fails_after_indexing_leaves_no_duplicate_index(tmp_path, mon
   seen = []
 
   def failing_slice(path, first, end):
-    seen.append(os.listdir(os.path.dirname(path)))
+    seen.append((os.listdir(os.path.dirname(path)),
+                 os.listdir(os.path.join(os.path.dirname(os.path.dirname(path)), 'chunks'))))
     raise OSError('the disk went away')
 
   monkeypatch.setattr(duplicates, 'read_slice', failing_slice)
   with pytest.raises(Exception, match='the disk went away'):
     trc.convert(manifest, str(tmp_path / 'out'))
-  assert seen and seen[0][0].startswith('run-')  # the runs were on disk when it failed
+  runs, chunks = seen[0]  # the runs and chunks were on disk when it failed
+  assert runs[0].startswith('run-') and chunks[0].startswith('chunk-')
   everything = [os.path.join(d, n) for d, dirs, names in os.walk(tmp_path) for n in dirs + names]
-  assert [p for p in everything if 'duplicate-index' in p or '/run-' in p] == []
+  assert [p for p in everything if '/.work' in p or '/run-' in p or '/chunk-' in p] == []
   monkeypatch.undo()
   trc.convert(manifest, str(tmp_path / 'again'))
   assert sorted(os.listdir(tmp_path / 'again' / 'report')) == [

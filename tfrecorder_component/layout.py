@@ -25,7 +25,14 @@ BOX_ISSUES = 'box_issues'  # box_issues.jsonl
 REPORT_PAGE = 'report.html'
 JSON_LINES = '.jsonl'
 SUCCESS_MARKER = '_SUCCESS'  # written last into a finished remote output
-DUPLICATE_INDEX_DIR = '.duplicate-index'  # in the report folder while a run sorts it
+WORK_DIR = '.work'  # in the report folder while a run works; removed when it ends
+CHUNK_DIR = 'chunks'  # in WORK_DIR: the manifest rows, a file per chunk
+DUPLICATE_INDEX_DIR = 'duplicate-index'  # in WORK_DIR: the duplicate index's sorted runs
+
+
+def work_dir(report_dir: str, *parts: str) -> str:
+  """A run's scratch folder beside its report (so every worker reaches it), or a part."""
+  return posixpath.join(report_dir, WORK_DIR, *parts)
 
 
 def split_dir(output_dir: str, split: str) -> str:

@@ -172,12 +172,11 @@ def run_conversion(pipeline, sources: Sequence[ManifestSource],
   returns the run's summary.json. With `split_dirs` and `label_dir` None, only the
   report is written (a validation)."""
   from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.beam.report import duplicate_index_dir  # pylint: disable=g-import-not-at-top
   storage.prepare_file_systems(report_dir, *(s.path for s in sources))
   try:
     with pipeline as p:
       _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
                                                      report_dir, options)
-  finally:  # a failed run leaves no sorted runs behind (a finished one removed them)
-    files.remove(duplicate_index_dir(report_dir))
+  finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
+    files.remove(layout.work_dir(report_dir))
   return layout.read_summary(report_dir)

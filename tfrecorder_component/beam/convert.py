@@ -89,7 +89,9 @@ class _Pending(NamedTuple):
 
 
 class _ConvertBatch(beam.DoFn):
-  """A Chunk of rows in; per split, batches of serialized Examples out.
+  """A Chunk of rows in; per split, batches of serialized Examples out. The error records
+  a chunk carries (rows that failed to parse) go out as they are, so every error of the
+  run leaves from this step.
 
   For each row: label ids from the vocabulary, read, probe and decode check, boxes
   checked (see `boxes`), optional image transform, split, Example. Side outputs: one
@@ -148,7 +150,12 @@ class _ConvertBatch(beam.DoFn):
 
   def process(self, chunk: Chunk, vocabulary: Dict[str, Any]):
     self._vocabulary = vocabulary
-    rows = unpack_chunk(chunk)
+    rows = []
+    for item in unpack_chunk(chunk):
+      if isinstance(item, ManifestRow):
+        rows.append(item)
+      else:  # the error record of a row that failed to parse or merge
+        yield beam.pvalue.TaggedOutput(ERRORS, item)
     window = 2 * self._options.concurrent_reads
     for start in range(0, len(rows), ROWS_PER_BATCH):
       batch = rows[start:start + ROWS_PER_BATCH]
@@ -277,7 +284,7 @@ class _LabelSetFn(beam.CombineFn):
   def add_input(self, acc, chunk: Chunk):
     labels, tasks, _ = chunk
     acc[0].update(labels)
-    acc[1].update(tasks.split(','))
+    acc[1].update(t for t in tasks.split(',') if t)  # '': only failed rows
     return acc
 
   def merge_accumulators(self, accumulators):

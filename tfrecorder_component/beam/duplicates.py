@@ -35,13 +35,13 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from tfrecorder_component import files
+from tfrecorder_component.beam import runs
 from tfrecorder_component.record import RecordStat
 
 __all__ = ['FindDuplicates']
 
 RUN_ENTRIES = 100_000     # entries a worker sorts in memory before writing a run
 RANGE_BYTES = 16 * 2**20  # entry bytes one merge task takes, about
-BLOCK_BYTES = 64 * 2**10  # read from each run at a time while merging
 BUCKETS = 256             # by the digest's first byte
 _MAGIC = b'TFRDUPS1'
 _ENTRY = struct.Struct('>32sIH')  # raw SHA-256, URI length, split length
@@ -87,24 +87,14 @@ def read_slice(path: str, first: int, end: int) -> Iterator[bytes]:
     if head[:len(_MAGIC)] != _MAGIC:
       raise ValueError(f'{path} is not a duplicate-index run')
     offsets = _HEADER.unpack_from(head, len(_MAGIC))
-    left = offsets[end] - offsets[first]
     f.seek(len(head) + offsets[first])
-    pending = b''
-    while left:
-      block = f.read(min(BLOCK_BYTES, left))
-      if not block:
-        raise ValueError(f'{path} ends early')
-      left -= len(block)
-      pending += block
-      at = 0
-      while len(pending) - at >= _ENTRY.size:
-        _, uri_length, split_length = _ENTRY.unpack_from(pending, at)
-        size = _ENTRY.size + uri_length + split_length
-        if len(pending) - at < size:
-          break
-        yield pending[at:at + size]
-        at += size
-      pending = pending[at:]
+    yield from runs.read_entries(f, _entry_size, _ENTRY.size, path,
+                                 offsets[end] - offsets[first])
+
+
+def _entry_size(buffer: bytes, at: int) -> int:
+  _, uri_length, split_length = _ENTRY.unpack_from(buffer, at)
+  return _ENTRY.size + uri_length + split_length
 
 
 class _SpillRuns(beam.DoFn):

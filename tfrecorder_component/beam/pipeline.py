@@ -1,12 +1,15 @@
-r"""The whole conversion as one PTransform, `ConvertManifests`; failures leave every step
-through a tagged `errors` output.
+r"""The whole conversion as one PTransform, `ConvertManifests`; failed rows leave through
+ConvertBatches' tagged `errors` output (those that failed to parse ride in the chunks).
 
     manifests -> ReadManifestRows -> ConvertBatches -> WriteSplits -> RenumberLabels
-                   |        \-> LabelVocabulary -/ (side input)  |  \
-                   |                                             |   +-> stats -> Summarize,
-                   +--------------------- errors ----------------+             FindDuplicates
+                            \-> LabelVocabulary -/ (side input)  |  \
+                                                                 |   +-> stats -> Summarize,
+                                                      errors  <--+             FindDuplicates
 
-By construction: manifest rows = records written + error rows (errors.jsonl).
+By construction: manifest rows = records written + error rows (errors.jsonl). Nothing
+that grows with the rows crosses a stage boundary: chunks are paths, counts are combined
+where they are made, and the report's JSON-lines files and the duplicate index are
+external sorts.
 """
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import apache_beam as beam
 
+from tfrecorder_component import files
+from tfrecorder_component import layout
 from tfrecorder_component.beam import report
 from tfrecorder_component.beam import write
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
@@ -29,9 +34,10 @@ class ConvertManifests(beam.PTransform):
 
   Writes `Split-<name>/data_tfrecord-*.gz` under `split_dirs`, `labels.txt` and
   `label_map.pbtxt` into `label_dir`, and `summary.json`, `errors.jsonl` and
-  `duplicates.jsonl` into `report_dir`. With `split_dirs` and `label_dir` None it
-  writes only the report: every row is read, probed and built, and no record is kept
-  (what `tfrecorder-component validate` runs).
+  `duplicates.jsonl` into `report_dir`; its scratch files (the rows' chunks, the
+  duplicate index) go into `report_dir/.work`, removed once the report is written. With
+  `split_dirs` and `label_dir` None it writes only the report: every row is read,
+  probed and built, and no record is kept (what `tfrecorder-component validate` runs).
   """
 
   def __init__(self, sources: Sequence[ManifestSource],
@@ -46,12 +52,13 @@ class ConvertManifests(beam.PTransform):
     self._options = options
 
   def expand(self, pbegin):
-    manifest = pbegin | 'ReadManifestRows' >> ReadManifestRows(
-        self._sources, annotations=self._options.annotations)
-    vocabulary = manifest['chunks'] | 'LabelVocabulary' >> LabelVocabulary()
-    converted = manifest['chunks'] | 'Convert' >> ConvertBatches(
+    chunk_dir = layout.work_dir(self._report_dir, layout.CHUNK_DIR)
+    chunks = pbegin | 'ReadManifestRows' >> ReadManifestRows(
+        self._sources, chunk_dir, annotations=self._options.annotations)
+    vocabulary = chunks | 'LabelVocabulary' >> LabelVocabulary()
+    converted = chunks | 'Convert' >> ConvertBatches(
         beam.pvalue.AsSingleton(vocabulary), self._options)
-    errors = (manifest[ERRORS], converted[ERRORS]) | 'AllErrors' >> beam.Flatten()
+    errors = converted[ERRORS]  # every failed row, from the manifest or its image
     if any(s.row_index for s in self._sources):
       errors = errors | 'CiteDataFrameIndex' >> beam.Map(_CiteIndex(self._sources))
     summary = ((converted[STATS], errors, converted[BOX_ISSUES])
@@ -68,9 +75,12 @@ class ConvertManifests(beam.PTransform):
                shard_bytes=int(self._options.shard_size_mb * 2**20))
            | 'RenumberLabels' >> write.RenumberLabels(beam.pvalue.AsSingleton(held),
                                                       self._split_dirs, level))
-    _ = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
-          'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES]}
-         | 'WriteReport' >> report.WriteReport(self._report_dir))
+    written = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
+                'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES]}
+               | 'WriteReport' >> report.WriteReport(self._report_dir))
+    # The summary is written once every row is converted and every duplicate found.
+    _ = written | 'RemoveWork' >> beam.Map(lambda _, work: files.remove(work),
+                                           layout.work_dir(self._report_dir))
     return beam.pvalue.PDone(pbegin.pipeline)
 
 

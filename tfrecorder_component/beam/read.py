@@ -8,8 +8,8 @@ import apache_beam as beam
 
 from tfrecorder_component import storage
 from tfrecorder_component.beam.chunks import (MAX_CHUNK_ROWS, MAX_CHUNKS_PER_FILE,
-                                              ROWS_PER_BATCH, Chunk, pack_chunk)
-from tfrecorder_component.beam.outputs import ERRORS, OBJECTS
+                                              ROWS_PER_BATCH, Chunk, Item, pack_chunk)
+from tfrecorder_component.beam.outputs import OBJECTS
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
 from tfrecorder_component.manifest.rows import merge_image_rows
@@ -19,56 +19,61 @@ __all__ = ['ReadManifestRows']
 
 
 class _ParseManifest(beam.DoFn):
-  """Streams a manifest file's rows out in chunks as they are parsed: at most
-  `max_chunks` per file (sized from the file's line count) until chunks reach
-  MAX_CHUNK_ROWS rows, of at least `rows_per_batch` rows. Rows stream out as parsed (a
-  COCO JSON is parsed whole by the worker reading it)."""
+  """Streams a manifest file's rows, and the error records of rows that failed to parse,
+  out in chunks as they are parsed: at most `max_chunks` per file (sized from the
+  file's line count) until chunks reach MAX_CHUNK_ROWS rows, of at least
+  `rows_per_batch` rows. Rows stream out as parsed (a COCO JSON is parsed whole by the
+  worker reading it)."""
 
-  def __init__(self, rows_per_batch: int, max_chunks: int, annotations: AbstractSet[str]):
+  def __init__(self, chunk_dir: str, rows_per_batch: int, max_chunks: int,
+               annotations: AbstractSet[str]):
+    self._chunk_dir = chunk_dir
     self._rows_per_batch = rows_per_batch
     self._max_chunks = max_chunks
     self._annotations = frozenset(annotations)
 
   def process(self, source: ManifestSource):
-    storage.prepare_file_systems(source.path, source.image_root or '')
+    storage.prepare_file_systems(source.path, source.image_root or '', self._chunk_dir)
     lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
                                             image_root=source.image_root,
                                             feature_types=dict(source.feature_types) or None,
                                             annotations=self._annotations)
     size = max(self._rows_per_batch, min(-(-lines // self._max_chunks), MAX_CHUNK_ROWS))
     merge = not spec.one_row_an_image
-    chunk: List[ManifestRow] = []
+    chunk: List[Item] = []
     for item in items:
-      if isinstance(item, RowError):
-        yield beam.pvalue.TaggedOutput(ERRORS, error_record(item))
-      elif merge and item.task is Task.DETECTION:  # rows of one image are merged first
+      failed = isinstance(item, RowError)
+      if merge and not failed and item.task is Task.DETECTION:  # merged per image first
         yield beam.pvalue.TaggedOutput(OBJECTS, ((item.source, item.image_uri), item))
-      else:
-        chunk.append(item)
-        if len(chunk) == size:
-          yield pack_chunk(chunk)
-          chunk = []
+        continue
+      chunk.append(error_record(item) if failed else item)
+      if len(chunk) == size:
+        yield pack_chunk(chunk, self._chunk_dir)
+        chunk = []
     if chunk:
-      yield pack_chunk(chunk)
+      yield pack_chunk(chunk, self._chunk_dir)
 
 
 class ReadManifestRows(beam.PTransform):
-  """Parses manifest files into Chunks of rows (main) and error rows (`errors`).
+  """Parses manifest files into Chunks of rows and of the error records of rows that
+  failed to parse or merge; the chunks' items are written into `chunk_dir` (see
+  `chunks.Chunk`), which the caller removes once they are converted.
 
   Each file is parsed by one worker so rows keep their positions; the chunks are then
   redistributed so image loading fans out across all workers. A file becomes at most
-  `max_chunks` chunks (of at least `rows_per_batch` rows): the DirectRunner buffers
-  every element that crosses a stage boundary, and a few compressed blobs cost far less
-  than one element per row. Detection rows are first merged per image, unless the
-  format yields one row an image (COCO, Pascal VOC). `annotations`: what is read beyond
-  boxes ('masks', 'keypoints').
+  `max_chunks` chunks (of at least `rows_per_batch` rows) until chunks reach
+  MAX_CHUNK_ROWS rows: each chunk is a file, written once and read once, and only its
+  path and labels cross the shuffle, never a row. Detection rows are first merged per
+  image, unless the format yields one row an image (COCO, Pascal VOC). `annotations`:
+  what is read beyond boxes ('masks', 'keypoints').
   """
 
-  def __init__(self, sources: Sequence[ManifestSource], rows_per_batch: int = ROWS_PER_BATCH,
-               max_chunks: int = MAX_CHUNKS_PER_FILE,
+  def __init__(self, sources: Sequence[ManifestSource], chunk_dir: str,
+               rows_per_batch: int = ROWS_PER_BATCH, max_chunks: int = MAX_CHUNKS_PER_FILE,
                annotations: AbstractSet[str] = frozenset()):
     super().__init__()
     self._sources = list(sources)
+    self._chunk_dir = chunk_dir
     self._rows_per_batch = rows_per_batch
     self._max_chunks = max_chunks
     self._annotations = frozenset(annotations)
@@ -77,20 +82,17 @@ class ReadManifestRows(beam.PTransform):
     parsed = (pbegin
               | 'ListManifests' >> beam.Create(self._sources)
               | 'Parse' >> beam.ParDo(_ParseManifest(
-                  self._rows_per_batch, self._max_chunks, self._annotations)
-                                      ).with_outputs(ERRORS, OBJECTS, main='rows'))
-    images = (parsed[OBJECTS]
-              | 'GroupObjects' >> beam.CombinePerKey(_MergeObjectsFn())
-              | 'ImageRows' >> beam.ParDo(_CheckMerged()).with_outputs(ERRORS, main='rows'))
-    image_chunks = (images.rows
+                  self._chunk_dir, self._rows_per_batch, self._max_chunks, self._annotations)
+                                      ).with_outputs(OBJECTS, main='rows'))
+    image_chunks = (parsed[OBJECTS]
+                    | 'GroupObjects' >> beam.CombinePerKey(_MergeObjectsFn())
+                    | 'ImageRows' >> beam.Map(_merged)
                     | 'BatchImages' >> beam.BatchElements(
                         min_batch_size=self._rows_per_batch, max_batch_size=self._rows_per_batch)
-                    | 'PackImages' >> beam.Map(pack_chunk))
-    chunks = ((parsed.rows, image_chunks)
-              | 'AllChunks' >> beam.Flatten()
-              | 'Redistribute' >> beam.Reshuffle().with_output_types(Chunk))
-    errors = (parsed[ERRORS], images[ERRORS]) | 'ParseErrors' >> beam.Flatten()
-    return {'chunks': chunks, ERRORS: errors}
+                    | 'PackImages' >> beam.Map(pack_chunk, self._chunk_dir))
+    return ((parsed.rows, image_chunks)
+            | 'AllChunks' >> beam.Flatten()
+            | 'Redistribute' >> beam.Reshuffle().with_output_types(Chunk))
 
 
 class _MergeObjectsFn(beam.CombineFn):
@@ -112,12 +114,7 @@ class _MergeObjectsFn(beam.CombineFn):
     return merge_image_rows(acc)
 
 
-class _CheckMerged(beam.DoFn):
-  """Passes merged image rows on; an image whose rows could not merge is an error row."""
-
-  def process(self, kv):
-    _, merged = kv
-    if isinstance(merged, RowError):
-      yield beam.pvalue.TaggedOutput(ERRORS, error_record(merged))
-    else:
-      yield merged
+def _merged(kv) -> Item:
+  """A merged image row; an image whose rows could not merge is an error record."""
+  _, merged = kv
+  return error_record(merged) if isinstance(merged, RowError) else merged

@@ -2,6 +2,7 @@
 images, and summary.json and report.html written once from them."""
 from __future__ import annotations
 
+import heapq
 import json
 from typing import Any, Dict, List, Tuple
 
@@ -12,13 +13,12 @@ from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import report_html
-from tfrecorder_component.beam import write
 from tfrecorder_component.beam.convert import SAMPLES_PER_LABEL
 from tfrecorder_component.beam.duplicates import FindDuplicates
+from tfrecorder_component.beam.jsonl import WriteSortedJsonLines, row_key
 from tfrecorder_component.record import RecordStat
 
-__all__ = ['FindDuplicates', 'Summarize', 'WriteReport', 'duplicate_index_dir',
-           'held_labels']
+__all__ = ['FindDuplicates', 'Summarize', 'WriteReport', 'held_labels']
 
 FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
 
@@ -109,19 +109,39 @@ def _summary(counts, errors, box_issues) -> Dict[str, Any]:
   }
 
 
-def duplicate_index_dir(report_dir: str) -> str:
-  """Where a run's duplicate index is sorted: beside the report, removed at the end."""
-  return FileSystems.join(report_dir, layout.DUPLICATE_INDEX_DIR)
+FIRST_DUPLICATES = 10  # duplicate groups in summary.json, the first by their URIs
 
 
-def _duplicate_counts(groups: List[Dict[str, Any]]) -> Dict[str, Any]:
-  groups = sorted(groups, key=lambda g: g['uris'])
-  return {
-      'groups': len(groups),
-      'extra_records': sum(len(g['uris']) - 1 for g in groups),
-      'cross_split_groups': sum(1 for g in groups if g['cross_split']),
-      'first': groups[:10],
-  }
+def _first_groups(groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+  return heapq.nsmallest(FIRST_DUPLICATES, groups, key=lambda g: (g['uris'], g['sha256']))
+
+
+class _DuplicateCountsFn(beam.CombineFn):
+  """Duplicate groups -> {'groups', 'extra_records', 'cross_split_groups', 'first'}: counts
+  and the FIRST_DUPLICATES groups first by URI, whatever the number of groups."""
+
+  def create_accumulator(self):
+    return {'groups': 0, 'extra_records': 0, 'cross_split_groups': 0, 'first': []}
+
+  def add_input(self, acc, group: Dict[str, Any]):
+    acc['groups'] += 1
+    acc['extra_records'] += len(group['uris']) - 1
+    acc['cross_split_groups'] += int(group['cross_split'])
+    acc['first'].append(group)
+    if len(acc['first']) > 2 * FIRST_DUPLICATES:
+      acc['first'] = _first_groups(acc['first'])
+    return acc
+
+  def merge_accumulators(self, accumulators):
+    out = self.create_accumulator()
+    for acc in accumulators:
+      for key in ('groups', 'extra_records', 'cross_split_groups'):
+        out[key] += acc[key]
+      out['first'] = _first_groups(out['first'] + acc['first'])
+    return out
+
+  def extract_output(self, acc):
+    return dict(acc, first=_first_groups(acc['first']))
 
 
 def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str, Any]:
@@ -156,12 +176,14 @@ class Summarize(beam.PTransform):
 
 
 class WriteReport(beam.PTransform):
-  """Writes a run's report into `report_dir`: errors.jsonl, duplicates.jsonl,
-  box_issues.jsonl, then summary.json and report.html once everything is counted.
+  """Writes a run's report into `report_dir`: errors.jsonl and box_issues.jsonl in
+  manifest row order, duplicates.jsonl in hash order (each an external sort, in
+  `report_dir/.work`), then summary.json and report.html once everything is counted.
 
   Input: a dict of PCollections: 'summary' (from Summarize) and 'held' (`held_labels`),
   one element each; 'errors', 'box_issues' (dicts), 'stats' (RecordStat lists) and
-  'samples' ((label, (uri, thumbnail)) pairs).
+  'samples' ((label, (uri, thumbnail)) pairs). Returns one element once summary.json and
+  report.html are written.
   """
 
   def __init__(self, report_dir: str):
@@ -170,16 +192,19 @@ class WriteReport(beam.PTransform):
 
   def expand(self, pcolls):
     errors, box_issues = pcolls['errors'], pcolls['box_issues']
-    _ = errors | 'WriteErrors' >> write.WriteJsonLines(self._report_dir, layout.ERRORS)
+    write_lines = lambda name, key: WriteSortedJsonLines(
+        FileSystems.join(self._report_dir, name + layout.JSON_LINES), key,
+        layout.work_dir(self._report_dir, name))
+    _ = errors | 'WriteErrors' >> write_lines(
+        layout.ERRORS, lambda e: row_key(e['source'], e['row']))
     duplicates = pcolls['stats'] | 'FindDuplicates' >> FindDuplicates(
-        duplicate_index_dir(self._report_dir))
-    _ = duplicates | 'WriteDuplicates' >> write.WriteJsonLines(self._report_dir,
-                                                                layout.DUPLICATES)
-    _ = box_issues | 'WriteBoxIssues' >> write.WriteJsonLines(self._report_dir,
-                                                               layout.BOX_ISSUES)
+        layout.work_dir(self._report_dir, layout.DUPLICATE_INDEX_DIR))
+    _ = duplicates | 'WriteDuplicates' >> write_lines(
+        layout.DUPLICATES, lambda d: bytes.fromhex(d['sha256']))
+    _ = box_issues | 'WriteBoxIssues' >> write_lines(
+        layout.BOX_ISSUES, lambda b: row_key(b['source'], b['row'], b['index']))
     duplicate_counts = (duplicates
-                        | 'CollectDuplicates' >> beam.combiners.ToList()
-                        | 'CountDuplicates' >> beam.Map(_duplicate_counts))
+                        | 'CountDuplicates' >> beam.CombineGlobally(_DuplicateCountsFn()))
     first = lambda pcoll, label: beam.pvalue.AsSingleton(pcoll | label >> beam.combiners.Top.Of(
         FIRST_ERRORS, key=lambda e: (e['source'], e['row'] or 0), reverse=True))
     return pcolls['summary'] | 'WriteSummary' >> beam.Map(

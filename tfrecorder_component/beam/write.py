@@ -1,9 +1,8 @@
-"""Writing in Beam: the split shards, the label files and JSON-lines reports."""
+"""Writing in Beam: the split shards and the label files."""
 from __future__ import annotations
 
 import functools
 import itertools
-import json
 import posixpath
 import uuid
 from typing import Any, Dict, List, Mapping, Tuple
@@ -21,7 +20,7 @@ from tfrecorder_component import layout
 from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component.manifest import Task
 
-__all__ = ['RenumberLabels', 'WriteJsonLines', 'WriteLabelFiles', 'WriteSplits', 'plan_shards']
+__all__ = ['RenumberLabels', 'WriteLabelFiles', 'WriteSplits', 'plan_shards']
 
 
 class WriteSplits(beam.PTransform):
@@ -221,16 +220,3 @@ class WriteLabelFiles(beam.PTransform):
     return held | beam.Map(lambda h, d: labels_lib.write_label_files(
         d, h['labels'], labels_lib.first_label_id(h['task'])), self._directory)
 
-
-class WriteJsonLines(beam.PTransform):
-  """Writes dicts as one JSON object a line into `<directory>/<name>.jsonl`."""
-
-  def __init__(self, directory: str, name: str):
-    super().__init__()
-    self._path = FileSystems.join(directory, name)
-
-  def expand(self, dicts):
-    return (dicts
-            | 'ToJson' >> beam.Map(lambda d: json.dumps(d, ensure_ascii=False, sort_keys=True))
-            | 'Write' >> beam.io.WriteToText(self._path, file_name_suffix=layout.JSON_LINES,
-                                              shard_name_template=''))

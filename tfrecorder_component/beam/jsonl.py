@@ -1,0 +1,128 @@
+"""JSON-lines report files (errors.jsonl, box_issues.jsonl, duplicates.jsonl) written in
+a fixed order by an external sort, so that no step holds their lines.
+
+Each bundle sorts its lines by a key (where a line comes from: manifest and row, or a
+content hash) in runs of at most `RUN_LINES`, written as files into a scratch folder;
+one step then merges every run into the file, a block of each run at a time, and
+removes the runs. The order does not depend on the runner or on how rows were spread
+over workers.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import struct
+import uuid
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from tfrecorder_component import files
+from tfrecorder_component.beam import runs
+
+__all__ = ['WriteSortedJsonLines', 'row_key']
+
+RUN_LINES = 20_000  # lines a worker sorts in memory before writing a run
+_LENGTHS = struct.Struct('>II')  # key length, line length; then the key and the line
+
+
+def row_key(*fields) -> bytes:
+  """A sort key of (source, row numbers...): the source's text, then each number (None
+  first), so keys compare as the fields do."""
+  source, numbers = fields[0], fields[1:]
+  return (str(source).encode('utf-8', 'surrogatepass') + b'\0'
+          + b''.join(struct.pack('>Q', 0 if n is None else max(int(n) + 1, 0))
+                     for n in numbers))
+
+
+def _entry_size(buffer: bytes, at: int) -> int:
+  key_length, line_length = _LENGTHS.unpack_from(buffer, at)
+  return _LENGTHS.size + key_length + line_length
+
+
+def _sort_key(entry: bytes) -> Tuple[bytes, bytes]:
+  key_length, _ = _LENGTHS.unpack_from(entry)
+  return entry[_LENGTHS.size:_LENGTHS.size + key_length], entry[_LENGTHS.size + key_length:]
+
+
+def _line(entry: bytes) -> bytes:
+  key_length, _ = _LENGTHS.unpack_from(entry)
+  return entry[_LENGTHS.size + key_length:]
+
+
+class _SpillLines(beam.DoFn):
+  """Dicts in; the paths of sorted run files out, at the end of each bundle."""
+
+  def __init__(self, scratch_dir: str, key: Callable[[Dict[str, Any]], bytes],
+               run_lines: int):
+    self._scratch_dir = scratch_dir
+    self._key = key
+    self._run_lines = run_lines
+
+  def start_bundle(self):
+    self._entries: List[bytes] = []
+    self._runs: List[str] = []
+
+  def process(self, record: Dict[str, Any]):
+    key = self._key(record)
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True).encode('utf-8') + b'\n'
+    self._entries.append(_LENGTHS.pack(len(key), len(line)) + key + line)
+    if len(self._entries) >= self._run_lines:
+      self._spill()
+    return []
+
+  def _spill(self) -> None:
+    path = FileSystems.join(self._scratch_dir, f'run-{uuid.uuid4().hex}')
+    self._entries.sort(key=_sort_key)
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+      f.write(b''.join(self._entries))
+    self._runs.append(path)
+    self._entries = []
+
+  def finish_bundle(self):
+    if self._entries:
+      self._spill()
+    for path in self._runs:
+      yield WindowedValue(path, MIN_TIMESTAMP, [GlobalWindow()])
+    self._runs = []
+
+
+def _read_run(path: str) -> Iterator[bytes]:
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    yield from runs.read_entries(f, _entry_size, _LENGTHS.size, path)
+
+
+def _merge_runs(run_paths: List[str], path: str, scratch_dir: str) -> str:
+  """Writes the lines of every run, merged in key order, into `path`; removes the runs."""
+  with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as out:
+    for entry in heapq.merge(*(_read_run(r) for r in sorted(run_paths)), key=_sort_key):
+      out.write(_line(entry))
+  files.remove(scratch_dir)
+  return path
+
+
+class WriteSortedJsonLines(beam.PTransform):
+  """Writes dicts as one JSON object a line into the file `path`, in the order
+  of `key(dict)` (bytes; `row_key` builds one), then of the line; an empty file when
+  there are none. `scratch_dir`: a folder for the sorted runs, reachable by every worker,
+  removed once the file is written. Returns the file's path, once written."""
+
+  def __init__(self, path: str, key: Callable[[Dict[str, Any]], bytes], scratch_dir: str,
+               run_lines: int = RUN_LINES):
+    super().__init__()
+    self._path = path
+    self._key = key
+    self._scratch_dir = scratch_dir
+    self._run_lines = run_lines
+
+  def expand(self, dicts):
+    return (dicts
+            | 'SpillSortedRuns' >> beam.ParDo(_SpillLines(self._scratch_dir, self._key,
+                                                          self._run_lines))
+            | 'AllRuns' >> beam.combiners.ToList()
+            | 'Merge' >> beam.Map(_merge_runs, self._path, self._scratch_dir))
