@@ -5,10 +5,11 @@
 
 Images are distinct 4x4 PNGs (so nothing but the row count grows; generated once under
 benchmarks/out/tiny). `--sizes 20000,200000,2000000` adds the long 2,000,000-row run
-(about 8 GB of small files, made once). Each conversion runs `convert()` in its own process, with the
-default settings (every core from 8,000 rows) and in memory with one worker, and reports
-the peak resident memory of the whole process tree, of the runner process and of the
-largest worker. The COCO file has 8 annotations per image, each with a 40-point polygon
+(about 8 GB of small files, made once). Each conversion runs `convert()` in its own
+process, with the default settings (every core from 8,000 rows) and in memory with one
+worker, from a cold file cache where the OS lets the benchmark empty it (as root), and
+reports the time a row and the peak resident memory of the whole process tree, of the
+runner process and of the largest worker. The COCO file has 8 annotations per image, each with a 40-point polygon
 (about 1 GB for 200,000 images); it is converted with the default settings. Writes
 benchmarks/results/memory.md.
 """
@@ -87,15 +88,40 @@ def write_coco(root: str, images: int) -> str:
   return path
 
 
+def drop_file_cache() -> bool:
+  """Empties the OS page cache (Linux, as root), then reads the code a conversion imports
+  back into it, so that a conversion reads its images from disk and nothing else; False
+  where it cannot. 2,000,000 small files take about 10 GB of page cache and inodes: they
+  do not stay cached between runs where 200,000 do, so without this the time a row would
+  compare a cold disk with a warm cache."""
+  os.sync()
+  try:
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+      f.write('3\n')
+  except OSError:
+    return False
+  procs.run(procs.python('-c', WARM_IMPORTS))
+  return True
+
+
+WARM_IMPORTS = '''
+import tfrecorder_component as trc
+from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
+from apache_beam.runners.worker import sdk_worker_main
+from tfrecorder_component.beam import pipeline
+'''
+
+
 def _convert(manifest: str, out: str, args: List[str]) -> Dict[str, float]:
   shutil.rmtree(out, ignore_errors=True)
+  cold = drop_file_cache()
   r = procs.run(procs.python('-c', CHILD, manifest, out, json.dumps(args)))
   with open(os.path.join(out, 'report', 'summary.json')) as f:
     summary = json.load(f)
   shutil.rmtree(out, ignore_errors=True)
   return {'wall_s': r['wall_s'], 'peak_mb': r['peak_mb'], 'runner_mb': r['process_mb'],
           'worker_mb': r['child_mb'], 'records': summary['records_written'],
-          'objects': summary.get('objects_written', 0)}
+          'objects': summary.get('objects_written', 0), 'cold_cache': cold}
 
 
 def measure(root: str, sizes: List[int], coco_images: int) -> Dict[str, List[Dict]]:
@@ -123,11 +149,15 @@ def measure(root: str, sizes: List[int], coco_images: int) -> Dict[str, List[Dic
 
 def markdown(results: Dict[str, List[Dict]]) -> str:
   rows = results['rows']
-  lines = ['| rows | settings | seconds | peak MB, process tree | runner MB | largest worker MB |',
-           '|---:|---|---:|---:|---:|---:|']
+  lines = ['| rows | settings | seconds | µs a row | peak MB, process tree | runner MB | '
+           'largest worker MB |', '|---:|---|---:|---:|---:|---:|---:|']
   for r in rows:
-    lines.append(f'| {r["n"]:,} | {r["mode"]} | {r["wall_s"]:.0f} | {r["peak_mb"]:,.0f} | '
+    lines.append(f'| {r["n"]:,} | {r["mode"]} | {r["wall_s"]:.0f} | '
+                 f'{r["wall_s"] / r["n"] * 1e6:.0f} | {r["peak_mb"]:,.0f} | '
                  f'{r["runner_mb"]:,.0f} | {r["worker_mb"]:,.0f} |')
+  if rows and all(r.get('cold_cache') for r in rows):
+    lines += ['', 'Every conversion started with the OS file cache emptied: each size read '
+              'its images from disk alike.']
   sizes = sorted({r['n'] for r in rows})
   if len(sizes) > 1:
     lines += ['', '| target | measured | holds |', '|---|---:|---|']

@@ -178,7 +178,8 @@ class Summarize(beam.PTransform):
 class WriteReport(beam.PTransform):
   """Writes a run's report into `report_dir`: errors.jsonl and box_issues.jsonl in
   manifest row order, duplicates.jsonl in hash order (each an external sort, in
-  `report_dir/.work`), then summary.json and report.html once everything is counted.
+  `report_dir/.work`), then summary.json and report.html once everything is counted
+  and those files are written.
 
   Input: a dict of PCollections: 'summary' (from Summarize) and 'held' (`held_labels`),
   one element each; 'errors', 'box_issues' (dicts), 'stats' (RecordStat lists) and
@@ -195,14 +196,15 @@ class WriteReport(beam.PTransform):
     write_lines = lambda name, key: WriteSortedJsonLines(
         FileSystems.join(self._report_dir, name + layout.JSON_LINES), key,
         layout.work_dir(self._report_dir, name))
-    _ = errors | 'WriteErrors' >> write_lines(
-        layout.ERRORS, lambda e: row_key(e['source'], e['row']))
     duplicates = pcolls['stats'] | 'FindDuplicates' >> FindDuplicates(
         layout.work_dir(self._report_dir, layout.DUPLICATE_INDEX_DIR))
-    _ = duplicates | 'WriteDuplicates' >> write_lines(
-        layout.DUPLICATES, lambda d: bytes.fromhex(d['sha256']))
-    _ = box_issues | 'WriteBoxIssues' >> write_lines(
-        layout.BOX_ISSUES, lambda b: row_key(b['source'], b['row'], b['index']))
+    written = ((errors | 'WriteErrors' >> write_lines(
+                    layout.ERRORS, lambda e: row_key(e['source'], e['row'])),
+                duplicates | 'WriteDuplicates' >> write_lines(
+                    layout.DUPLICATES, lambda d: bytes.fromhex(d['sha256'])),
+                box_issues | 'WriteBoxIssues' >> write_lines(
+                    layout.BOX_ISSUES, lambda b: row_key(b['source'], b['row'], b['index'])))
+               | 'JsonLinesWritten' >> beam.Flatten())
     duplicate_counts = (duplicates
                         | 'CountDuplicates' >> beam.CombineGlobally(_DuplicateCountsFn()))
     first = lambda pcoll, label: beam.pvalue.AsSingleton(pcoll | label >> beam.combiners.Top.Of(
@@ -213,14 +215,16 @@ class WriteReport(beam.PTransform):
         samples=beam.pvalue.AsDict(
             pcolls['samples']
             | 'SamplesPerLabel' >> beam.combiners.Top.SmallestPerKey(SAMPLES_PER_LABEL)),
-        errors=first(errors, 'FirstErrors'), box_issues=first(box_issues, 'FirstBoxIssues'))
+        errors=first(errors, 'FirstErrors'), box_issues=first(box_issues, 'FirstBoxIssues'),
+        unused_written=beam.pvalue.AsList(written))  # the summary comes last
 
 
 def _write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any],
                    duplicates: Dict[str, Any], samples: Dict[str, List[Tuple[str, bytes]]],
-                   errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]]) -> None:
+                   errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]],
+                   unused_written: List[str]) -> None:
   """summary.json, and report.html: the same counts with a contact sheet and the first
-  failed rows, for people."""
+  failed rows, for people. Written once the JSON-lines files are (`unused_written`)."""
   summary = dict(summary, vocabulary=held['labels'], labels_left_out=held['left_out'],
                  duplicates=duplicates)
   files.write_text(FileSystems.join(report_dir, layout.SUMMARY_FILE),
