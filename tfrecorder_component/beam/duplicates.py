@@ -4,7 +4,7 @@ Finding equal content hashes needs every record's hash and where it came from; h
 one place that grows with the rows (about 100 bytes a record, and a sixteenth of the
 data set on one Dataflow worker when merged by key). Instead:
 
-1. `_SpillRuns`: each worker sorts its records' (SHA-256, URI, split) entries, packed,
+1. `runs.SpillRuns`: each worker sorts its records' (SHA-256, URI, split) entries, packed,
    in runs of at most `RUN_ENTRIES` and writes each run to a file under the index
    folder, with the offsets of its 256 first-byte buckets in a header. Only the paths
    of runs from bundles that succeeded go on, so a retried bundle counts once.
@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import heapq
 import struct
-import uuid
 from typing import Any, Dict, Iterator, List, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from tfrecorder_component import files
 from tfrecorder_component.beam import runs
@@ -97,37 +93,8 @@ def _entry_size(buffer: bytes, at: int) -> int:
   return _ENTRY.size + uri_length + split_length
 
 
-class _SpillRuns(beam.DoFn):
-  """RecordStat lists in; the paths and sizes of sorted run files out, at the end of
-  each bundle."""
-
-  def __init__(self, index_dir: str, run_entries: int):
-    super().__init__()
-    self._index_dir = index_dir
-    self._run_entries = run_entries
-
-  def start_bundle(self):
-    self._entries: List[bytes] = []
-    self._runs: List[Tuple[str, int]] = []
-
-  def process(self, stats: List[RecordStat]):
-    for stat in stats:
-      self._entries.append(entry(stat))
-      if len(self._entries) >= self._run_entries:
-        self._spill()
-    return []
-
-  def _spill(self) -> None:
-    path = FileSystems.join(self._index_dir, f'run-{uuid.uuid4().hex}')
-    self._runs.append((path, write_run(path, self._entries)))
-    self._entries = []
-
-  def finish_bundle(self):
-    if self._entries:
-      self._spill()
-    for run in self._runs:
-      yield WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()])
-    self._runs = []
+def _write_run(path: str, entries: List[bytes]) -> Tuple[str, int]:
+  return path, write_run(path, entries)
 
 
 def _ranges(runs: List[Tuple[str, int]],
@@ -192,14 +159,16 @@ class FindDuplicates(beam.PTransform):
     self._range_bytes = range_bytes
 
   def expand(self, stats):
-    runs = (stats
-            | 'SpillSortedRuns' >> beam.ParDo(_SpillRuns(self._index_dir, self._run_entries))
-            | 'AllRuns' >> beam.combiners.ToList())
-    repeated = (runs
+    spilled = (stats
+               | 'SpillSortedRuns' >> beam.ParDo(runs.SpillRuns(
+                   self._index_dir, self._run_entries, lambda batch: map(entry, batch),
+                   _write_run))
+               | 'AllRuns' >> beam.combiners.ToList())
+    repeated = (spilled
                 | 'HashRanges' >> beam.FlatMap(_ranges, self._range_bytes)
                 | 'SpreadRanges' >> beam.Reshuffle()
                 | 'MergeRange' >> beam.ParDo(_MergeRange()).with_output_types(Dict[str, Any]))
     merged = repeated | 'Merged' >> beam.combiners.Count.Globally()
-    _ = runs | 'RemoveIndex' >> beam.Map(lambda _, n, d=self._index_dir: _remove(d, n),
-                                         beam.pvalue.AsSingleton(merged))
+    _ = spilled | 'RemoveIndex' >> beam.Map(lambda _, n, d=self._index_dir: _remove(d, n),
+                                            beam.pvalue.AsSingleton(merged))
     return repeated

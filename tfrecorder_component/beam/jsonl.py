@@ -12,15 +12,11 @@ from __future__ import annotations
 import heapq
 import json
 import struct
-import uuid
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from tfrecorder_component import files
 from tfrecorder_component.beam import runs
@@ -55,41 +51,18 @@ def _line(entry: bytes) -> bytes:
   return entry[_LENGTHS.size + key_length:]
 
 
-class _SpillLines(beam.DoFn):
-  """Dicts in; the paths of sorted run files out, at the end of each bundle."""
+def _entry(record: Dict[str, Any], key: Callable[[Dict[str, Any]], bytes]) -> bytes:
+  """A dict's run entry: the lengths, its key (`key(record)`) and its JSON line."""
+  sort_key = key(record)
+  line = json.dumps(record, ensure_ascii=False, sort_keys=True).encode('utf-8') + b'\n'
+  return _LENGTHS.pack(len(sort_key), len(line)) + sort_key + line
 
-  def __init__(self, scratch_dir: str, key: Callable[[Dict[str, Any]], bytes],
-               run_lines: int):
-    self._scratch_dir = scratch_dir
-    self._key = key
-    self._run_lines = run_lines
 
-  def start_bundle(self):
-    self._entries: List[bytes] = []
-    self._runs: List[str] = []
-
-  def process(self, record: Dict[str, Any]):
-    key = self._key(record)
-    line = json.dumps(record, ensure_ascii=False, sort_keys=True).encode('utf-8') + b'\n'
-    self._entries.append(_LENGTHS.pack(len(key), len(line)) + key + line)
-    if len(self._entries) >= self._run_lines:
-      self._spill()
-    return []
-
-  def _spill(self) -> None:
-    path = FileSystems.join(self._scratch_dir, f'run-{uuid.uuid4().hex}')
-    self._entries.sort(key=_sort_key)
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-      f.write(b''.join(self._entries))
-    self._runs.append(path)
-    self._entries = []
-
-  def finish_bundle(self):
-    if self._entries:
-      self._spill()
-    for path in self._runs:
-      yield WindowedValue(path, MIN_TIMESTAMP, [GlobalWindow()])
-    self._runs = []
+def _write_run(path: str, entries: List[bytes]) -> str:
+  entries.sort(key=_sort_key)
+  with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    f.write(b''.join(entries))
+  return path
 
 
 def _read_run(path: str) -> Iterator[bytes]:
@@ -122,7 +95,8 @@ class WriteSortedJsonLines(beam.PTransform):
 
   def expand(self, dicts):
     return (dicts
-            | 'SpillSortedRuns' >> beam.ParDo(_SpillLines(self._scratch_dir, self._key,
-                                                          self._run_lines))
+            | 'SpillSortedRuns' >> beam.ParDo(runs.SpillRuns(
+                self._scratch_dir, self._run_lines,
+                lambda record, key=self._key: (_entry(record, key),), _write_run))
             | 'AllRuns' >> beam.combiners.ToList()
             | 'Merge' >> beam.Map(_merge_runs, self._path, self._scratch_dir))
