@@ -2,7 +2,8 @@
 
 It lets a test kill a pipeline while ImageExampleGen is in the middle of reading
 images. `slow:///abs/path` reads `/abs/path`; each open() sleeps SLOW_FS_SECONDS
-(environment variable, default 0) and the first one touches SLOW_FS_MARKER if set.
+(environment variable, default 0) and the first one touches SLOW_FS_MARKER if set;
+while the file SLOW_FS_HOLD names exists, every open() waits.
 """
 import os
 import time
@@ -21,6 +22,9 @@ class SlowFileSystem(FileSystem):
     if marker and not os.path.exists(marker):
       open(marker, 'w').close()
     time.sleep(float(os.environ.get('SLOW_FS_SECONDS', '0')))
+    hold = os.environ.get('SLOW_FS_HOLD')
+    while hold and os.path.exists(hold):
+      time.sleep(0.05)
     return open(path[len('slow://'):], 'rb')
 
   def _unsupported(self, *args, **kwargs):

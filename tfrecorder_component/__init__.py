@@ -16,6 +16,14 @@ TensorFlow until a name is used):
   (image, label) batches for Keras or a Trainer's `run_fn`.
 """
 import importlib
+import os
+import sys
+
+if os.path.basename(sys.argv[0] if sys.argv else '') == 'tfrecorder-component':
+  # The command takes Ctrl-C and SIGTERM before any library starts a thread (numpy's
+  # BLAS starts some when pandas is imported below): see `interrupt`.
+  from tfrecorder_component import interrupt as _interrupt
+  _interrupt.install()
 
 __version__ = '0.1.0'
 

@@ -10,7 +10,8 @@ folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
 Exit status: 0 done; 1 the data failed (more failed rows than --max-error-ratio allows,
 a manifest that cannot be read as given, rows that `validate` found failing); 2 what was
 asked cannot be done (a usage error, an unknown option value, a missing source, an
-output folder in use).
+output folder in use, a disk full or a folder that cannot be written); 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM): what the run had written is removed.
 """
 from __future__ import annotations
 
@@ -249,6 +250,11 @@ def _quiet_third_party_notices() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+  """The command; `argv` None (the command line itself) also takes Ctrl-C and SIGTERM
+  for the process (`interrupt`): one line, exit 130 or 143, nothing left behind."""
+  if argv is None:
+    from tfrecorder_component import interrupt  # pylint: disable=g-import-not-at-top
+    interrupt.install()
   _quiet_third_party_notices()
   parser = argparse.ArgumentParser(prog='tfrecorder-component', description=__doc__.splitlines()[0])
   commands = parser.add_subparsers(dest='command', required=True)
@@ -300,8 +306,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     print('error: ' + re.sub(r" \[while running '[^']*'\]\Z", '', str(e)), file=sys.stderr)
     return 1
   except (ValueError, RuntimeError, OSError) as e:  # what was asked cannot be done: exit 2
-    print(f'error: {e}', file=sys.stderr)
+    from tfrecorder_component.output_swap import describe_os_error  # pylint: disable=g-import-not-at-top
+    line = describe_os_error(e, getattr(args, 'output_dir', None)) or str(e)
+    print(f'error: {line}', file=sys.stderr)
     return 2
+  except KeyboardInterrupt:  # main() called from Python, without the signal thread
+    print('error: interrupted (Ctrl-C)', file=sys.stderr)
+    return 130
   finally:
     if given is None:
       os.environ.pop('PYTHONWARNINGS', None)

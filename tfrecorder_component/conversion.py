@@ -93,8 +93,11 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   columns as features), a manifest file of any supported format, a folder of manifests,
   or an image folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
 
-  `output_dir` must be new or empty unless `overwrite=True`; the run is written beside
-  it and moved in only when it succeeds, so the folder never holds two runs' files.
+  `output_dir` must be new or empty unless `overwrite=True` (a mount point, a symbolic
+  link or a folder in a parent you cannot write are fine). The run locks it, writes
+  into a staging folder inside it and moves its files in only when it succeeds, then
+  writes `_SUCCESS` last: the folder never holds two runs' files, and what is not
+  finished has no `_SUCCESS`. What a killed run left there is removed by the next run.
 
   Options (all keyword): `splits` (hash buckets for rows without a split, default
   train 8, eval 1, test 1, as a dict or pairs), and ImageExampleGen's `manifest_format`,
@@ -110,10 +113,10 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   them (default 0: any) raise, naming the first ones and where the report was kept (no
   records are left then).
   """
-  output_dir = output_folder(output_dir, overwrite)
-  swap = OutputSwap(output_dir)
-  work_report = local_folder(posixpath.join(swap.work, layout.REPORT_DIR))
+  output_dir = output_folder(output_dir)
+  swap = OutputSwap(output_dir, overwrite)
   try:
+    work_report = local_folder(posixpath.join(swap.work, layout.REPORT_DIR))
     manifests, conversion_options, pipeline, sources = _conversion(source, work_report,
                                                                    **options)
     split_names = splits_lib.output_split_names(conversion_options.buckets)

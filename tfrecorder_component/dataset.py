@@ -27,7 +27,16 @@ def shard_patterns(examples: Union[str, Sequence[str]], split: Optional[str]) ->
   if isinstance(examples, str):
     if split is None:
       raise ValueError('give the split to read, e.g. split="train"')
-    return [os.path.join(layout.split_dir(examples, split), '*')]
+    why = layout.unfinished(examples, tf.io.gfile.exists)
+    if why:
+      raise ValueError(why)
+    pattern = os.path.join(layout.split_dir(examples, split), '*')
+    if not tf.io.gfile.glob(pattern):
+      splits = sorted(os.path.basename(p.rstrip('/'))[len(layout.SPLIT_PREFIX):]
+                      for p in tf.io.gfile.glob(layout.split_dir(examples, '*')))
+      raise ValueError(f'{examples} has no records in split {split!r}; its splits: '
+                       f'{", ".join(splits) or "none"}')
+    return [pattern]
   return [os.path.join(p, '*') if tf.io.gfile.isdir(p) else p for p in examples]
 
 

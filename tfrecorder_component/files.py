@@ -173,6 +173,9 @@ def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEF
       if kind == 'transient':
         raise RowError('unreadable', f'still failing after {attempts} attempts: '
                        f'{type(e).__name__}: {_one_line(e)}') from None
+      if isinstance(e, storage.NotARegularFile):  # a FIFO, a device, a dangling link
+        raise RowError('missing' if e.errno == errno.ENOENT else 'not_a_file',
+                       f'{e.strerror}; only regular files are read') from None
       bucket = storage.missing_bucket(uri) if kind == 'missing' else None
       if bucket:
         raise RowError('missing', f'the bucket {bucket!r} does not exist, or these '

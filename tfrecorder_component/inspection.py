@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from tfrecorder_component import layout
+from tfrecorder_component import storage
 from tfrecorder_component.beam.sink import read_shard
 from tfrecorder_component.example_proto import Example
 from tfrecorder_component.images.thumbnail import draw_boxes, tint_masks
@@ -23,6 +24,10 @@ def split_names(examples_dir: str) -> List[str]:
   if '://' not in examples_dir and not os.path.isdir(examples_dir):
     raise ValueError(f'{examples_dir} does not exist' if not os.path.exists(examples_dir)
                      else f'{examples_dir} is not a folder')
+  storage.prepare_file_systems(examples_dir)
+  why = layout.unfinished(examples_dir, FileSystems.exists)
+  if why:
+    raise ValueError(why)
   matches = FileSystems.match([FileSystems.join(layout.split_dir(examples_dir, '*'), '*.gz')])[0]
   names = {m.path.rstrip('/').split('/')[-2][len(layout.SPLIT_PREFIX):]
            for m in matches.metadata_list}

@@ -6,14 +6,14 @@ TFX ExampleGen lays them out (`write_split.py`), plus the report beside them:
     <report>/summary.json, errors.jsonl, duplicates.jsonl, box_issues.jsonl, report.html
 
 `convert()` puts the report in `<output>/report`; the component in its own artifact.
-On object storage (gs://, s3://), where a folder cannot be renamed into place,
-`convert()` writes `<output>/_SUCCESS` last: an output without it is unfinished.
+Both write `<output>/_SUCCESS` last, on every file system: an output without it is
+unfinished, and `load_dataset` and `inspect` refuse it (`unfinished`).
 """
 from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Dict, Iterable
+from typing import Any, Callable, Dict, Iterable, Optional
 
 SPLIT_PREFIX = 'Split-'
 TFRECORD_FILE_NAME = 'data_tfrecord'
@@ -24,7 +24,7 @@ DUPLICATES = 'duplicates'  # duplicates.jsonl
 BOX_ISSUES = 'box_issues'  # box_issues.jsonl
 REPORT_PAGE = 'report.html'
 JSON_LINES = '.jsonl'
-SUCCESS_MARKER = '_SUCCESS'  # written last into a finished remote output
+SUCCESS_MARKER = '_SUCCESS'  # written last into a finished output
 WORK_DIR = '.work'  # in the report folder while a run works; removed when it ends
 CHUNK_DIR = 'chunks'  # in WORK_DIR: the manifest rows, a file per chunk
 DUPLICATE_INDEX_DIR = 'duplicate-index'  # in WORK_DIR: the duplicate index's sorted runs
@@ -58,3 +58,22 @@ def read_summary(report_dir: str) -> Dict[str, Any]:
   with FileSystems.open(posixpath.join(report_dir, SUMMARY_FILE),
                         compression_type='uncompressed') as f:
     return json.loads(f.read())
+
+
+def unfinished(output_dir: str, exists: Callable[[str], bool]) -> Optional[str]:
+  """Why `output_dir` (an output folder of `convert` or an Examples artifact of the
+  component, both finished by `_SUCCESS`) cannot be read, in one line; None if it can.
+  `exists` answers for a path on its file system (Beam's or TensorFlow's)."""
+  if not exists(output_dir) and '://' not in output_dir:
+    return f'{output_dir} does not exist'
+  if exists(posixpath.join(output_dir, SUCCESS_MARKER)):
+    return None
+  if exists(posixpath.join(output_dir, REPORT_DIR, SUMMARY_FILE)) and not exists(
+      posixpath.join(output_dir, 'labels.txt')):
+    return (f'{output_dir} holds only the report of a failed run, no records: see '
+            f'{errors_path(posixpath.join(output_dir, REPORT_DIR))}')
+  if exists(posixpath.join(output_dir, 'labels.txt')):
+    return (f'{output_dir} is not a finished output (no {SUCCESS_MARKER}): a run is still '
+            'writing it, or ended before it finished; convert again')
+  return (f'{output_dir} is not an output of convert or an Examples artifact of '
+          f'ImageExampleGen (no {SUCCESS_MARKER}, no labels.txt)')

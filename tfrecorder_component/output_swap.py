@@ -1,16 +1,56 @@
-"""`convert()`'s output folder: checked before a run, written beside and moved in only
-when the run succeeded."""
+"""`convert()`'s output folder: locked, written inside, finished by `_SUCCESS`.
+
+A run writes into the folder the user named, whatever it is: new, existing and empty, a
+mount point, a symbolic link, a folder whose parent the user cannot write. Locally:
+
+- The folder is created with the user's umask (a prepared one keeps its mode and
+  group), then locked (`flock` on the folder) for the whole run: a second run into it
+  is refused in one line.
+- The run writes into `<output>/.tfrecorder-partial-<id>/`. When it succeeded, the old
+  `_SUCCESS` is removed, what the run replaces (with `overwrite`, the old output) is
+  moved into `.tfrecorder-old-<id>/`, the new entries are moved in, and `_SUCCESS` is
+  written last: an output is finished when, and only when, `_SUCCESS` is there. What
+  appeared in the folder during the run (without `overwrite`) is never touched.
+- A run killed at any point (SIGKILL, the OOM killer) leaves its staging folder; the
+  next run into the folder, holding the lock, removes it and, if the killed run had
+  started moving its files in (`.tfrecorder-commit` in the staging folder, the plan of
+  the move), undoes that move first: a run that never said it finished leaves the
+  folder as it was, and the same command can simply run again.
+
+On object storage (gs://, s3://), where nothing can be locked or renamed at once, a run
+into a new, empty or unfinished folder (no `_SUCCESS`, only this layout's names) writes
+in place; an `overwrite` of a finished output writes under
+`<output>/.tfrecorder-partial-<id>/` and, once complete, removes the old objects, copies
+its own into place and writes `_SUCCESS` last, so a failed run leaves the old output as
+it was.
+
+A failed run (the error policy) keeps its report and no record: at `<output>/report`
+when the folder held no output before, else at `<output>.failed/report` (an old output
+stays as it was) or, where the parent cannot be written, `<output>/report.failed`.
+"""
 from __future__ import annotations
 
+import errno
+import fcntl
+import json
+import logging
 import os
 import posixpath
 import shutil
-import tempfile
+import uuid
+from typing import List, Optional, Sequence
 
 from tfrecorder_component import files
+from tfrecorder_component import interrupt
 from tfrecorder_component import layout
 from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
+
+PARTIAL = '.tfrecorder-partial-'  # a run's staging folder inside the output
+OLD = '.tfrecorder-old-'  # what a finishing run replaces, until it is removed
+COMMIT = '.tfrecorder-commit'  # in a staging folder: complete, being moved into place
+FAILED_SUFFIX = '.failed'
+FAILED_REPORT_INSIDE = 'report.failed'
 
 
 def local_folder(path: str) -> str:
@@ -22,117 +62,345 @@ def local_folder(path: str) -> str:
   return path
 
 
-def output_folder(output_dir: str, overwrite: bool) -> str:
-  """`output_dir`, absolute if local, after checking it can take a conversion: not a
-  file, and empty or absent unless `overwrite`. A folder holding only the report that a
-  failed run left there (no record) counts as empty: the next run replaces it."""
+def output_folder(output_dir: str) -> str:
+  """`output_dir`, absolute if local, after checking it is not a file."""
   if '://' in output_dir:
-    output_dir = output_dir.rstrip('/')
-    storage.prepare_file_systems(output_dir)
-    listed = files.list_objects(output_dir)  # an object store has no folder to test for
-    used = bool(listed) and not (
-        all(p.startswith(layout.REPORT_DIR + '/') for p in listed)
-        and f'{layout.REPORT_DIR}/{layout.SUMMARY_FILE}' in listed)
-  else:
-    output_dir = os.path.abspath(output_dir)
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-      raise UsageError(f'{output_dir} is a file; the output must be a folder')
-    used = (os.path.isdir(output_dir) and bool(os.listdir(output_dir))
-            and not _only_a_failed_report(output_dir))
-  if used and not overwrite:
-    raise UsageError(f'{output_dir} is not empty: convert into a new or empty folder, or '
-                     'pass overwrite=True (--overwrite) to replace what is there')
+    return output_dir.rstrip('/')
+  output_dir = os.path.abspath(output_dir)
+  if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+    raise UsageError(f'{output_dir} is a file; the output must be a folder')
   return output_dir
 
 
-def _only_a_failed_report(folder: str) -> bool:
-  return os.listdir(folder) == [layout.REPORT_DIR] and os.path.isfile(
-      os.path.join(folder, layout.REPORT_DIR, layout.SUMMARY_FILE))
+def _staging(name: str) -> bool:
+  return name.startswith((PARTIAL, OLD))
+
+
+def _is_failed_report(entries: Sequence[str], has_summary) -> bool:
+  return list(entries) == [layout.REPORT_DIR] and has_summary()
+
+
+def _not_empty(output_dir: str) -> UsageError:
+  return UsageError(f'{output_dir} is not empty: convert into a new or empty folder, or '
+                    'pass overwrite=True (--overwrite) to replace what is there')
+
+
+class _Lock:
+  """An exclusive `flock` on a local folder, held until `release`; a file system that
+  has no flock (some network file systems) runs unlocked, with a warning."""
+
+  def __init__(self, folder: str):
+    self.fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+      fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      os.close(self.fd)
+      raise UsageError(f'{folder} is in use by another run: wait for it to end, or convert '
+                       'into another folder') from None
+    except OSError as e:
+      logging.warning('Cannot lock %s (%s): a second run into it would not be detected.',
+                      folder, e)
+
+  def release(self) -> None:
+    if self.fd is not None:
+      os.close(self.fd)  # closing the only descriptor releases the flock
+      self.fd = None
+
+
+def _roll_forward(output_dir: str, partial: str, old: str, plan: dict) -> None:
+  """Moves a complete run (`partial`) into `output_dir` by `plan` ({'replace': names of
+  the old output, 'new': the run's names}); safe to repeat after it was cut anywhere."""
+  success = os.path.join(output_dir, layout.SUCCESS_MARKER)
+  if os.path.lexists(success):
+    os.remove(success)  # from here the folder is unfinished
+  os.makedirs(old, exist_ok=True)
+  new = set(plan['new'])
+  for name in plan['replace']:
+    if name in new and not os.path.lexists(os.path.join(partial, name)):
+      continue  # already the new one
+    if os.path.lexists(os.path.join(output_dir, name)):
+      os.rename(os.path.join(output_dir, name), os.path.join(old, name))
+  for name in plan['new']:
+    if os.path.lexists(os.path.join(partial, name)):
+      os.rename(os.path.join(partial, name), os.path.join(output_dir, name))
+  with open(success, 'wb'):
+    pass
+  shutil.rmtree(partial, ignore_errors=True)
+  shutil.rmtree(old, ignore_errors=True)
+
+
+def _roll_back(output_dir: str, partial: str, old: str, plan: dict) -> None:
+  """Undoes a move into place that was cut (`_roll_forward`'s steps in reverse): the
+  run's entries that were moved in are removed, the old ones moved back, and the old
+  output's `_SUCCESS` written again if it had one."""
+  for name in plan['new']:
+    if not os.path.lexists(os.path.join(partial, name)):
+      files.remove(os.path.join(output_dir, name))  # moved in: the killed run's
+  for name in plan['replace']:
+    if os.path.lexists(os.path.join(old, name)):
+      os.rename(os.path.join(old, name), os.path.join(output_dir, name))
+  if plan.get('finished'):
+    with open(os.path.join(output_dir, layout.SUCCESS_MARKER), 'wb'):
+      pass
+
+
+def _recover(output_dir: str) -> None:
+  """What killed runs left in `output_dir` (the lock is held): a run killed while it
+  moved its files into place is undone (it never said it finished) unless the move was
+  complete; every staging folder is removed. The folder is then as it was before the
+  killed run, so the same command can run again."""
+  for name in sorted(os.listdir(output_dir)):
+    path = os.path.join(output_dir, name)
+    if not name.startswith(PARTIAL):
+      continue
+    journal = os.path.join(path, COMMIT)
+    if os.path.isfile(journal):
+      with open(journal, encoding='utf-8') as f:
+        plan = json.load(f)
+      moved = not any(os.path.lexists(os.path.join(path, n)) for n in plan['new'])
+      if not (moved and os.path.exists(os.path.join(output_dir, layout.SUCCESS_MARKER))):
+        logging.warning('Undoing the move into place of a run that was killed in it: %s',
+                        output_dir)
+        _roll_back(output_dir, path, os.path.join(output_dir, OLD + name[len(PARTIAL):]),
+                   plan)
+    else:
+      logging.info('Removing what a killed run left: %s', path)
+    shutil.rmtree(path, ignore_errors=True)
+  for name in os.listdir(output_dir):
+    if name.startswith(OLD):
+      shutil.rmtree(os.path.join(output_dir, name), ignore_errors=True)
 
 
 class OutputSwap:
-  """Writes a conversion next to `output_dir` and moves it in only when it succeeded, so
-  the folder never mixes two runs nor looks complete when it is not.
+  """A run's place in `output_dir` (see the module); `work` is where it writes."""
 
-  Local: the run writes into a hidden sibling, `.<name>.partial-*`; on success it
-  replaces `output_dir` (an old output is renamed away, then deleted). On failure no
-  record remains; the run's report is kept at `<output_dir>/report` if `output_dir` was
-  empty or absent, else (an old output stays as it was) at `<output_dir>.failed/report`.
-  Remote (gs://, s3://): an object store cannot rename a folder, so the run writes in
-  place, after `overwrite` deleted the old output (its `_SUCCESS` marker first), and
-  `commit` writes `<output_dir>/_SUCCESS` last: an output is finished when, and only
-  when, that marker is there. A failed run's shards are deleted and its report kept.
-  """
-
-  def __init__(self, output_dir: str):
+  def __init__(self, output_dir: str, overwrite: bool = False):
     self.output_dir = output_dir
+    self.overwrite = overwrite
     self.local = '://' not in output_dir
+    self._lock: Optional[_Lock] = None
+    self._key = None
+    run_id = uuid.uuid4().hex[:12]
     if self.local:
-      parent, name = os.path.split(output_dir)
-      os.makedirs(parent, exist_ok=True)
-      self.work = tempfile.mkdtemp(prefix=f'.{name}.partial-', dir=parent)
+      self._created = not os.path.lexists(output_dir)
+      try:
+        os.makedirs(output_dir, exist_ok=True)
+      except OSError as e:
+        raise UsageError(f'cannot create the output folder {output_dir}: '
+                         f'{e.strerror or e}') from None
+      self._lock = _Lock(output_dir)
+      try:
+        _recover(output_dir)
+        entries = self._entries()
+        self._had_output = bool(entries) and not _is_failed_report(
+            entries, lambda: os.path.isfile(os.path.join(
+                output_dir, layout.REPORT_DIR, layout.SUMMARY_FILE)))
+        if self._had_output and not overwrite:
+          raise _not_empty(output_dir)
+        self._replace = entries  # the old output, or an earlier failed run's report
+        self.work = os.path.join(output_dir, PARTIAL + run_id)
+        try:
+          os.mkdir(self.work)
+        except OSError as e:
+          raise UsageError(f'cannot write into the output folder {output_dir}: '
+                           f'{e.strerror or e}') from None
+      except BaseException:
+        self._release()
+        raise
     else:
-      files.remove(posixpath.join(output_dir, layout.SUCCESS_MARKER))  # unfinished from now
-      files.remove(output_dir)
-      self.work = output_dir
+      storage.prepare_file_systems(output_dir)
+      listed = files.list_objects(output_dir)  # an object store has no folder to test for
+      finished = layout.SUCCESS_MARKER in listed
+      # A run writes its report's scratch files first: objects of this layout, some
+      # under report/ and no _SUCCESS are what a killed or failed run left.
+      self._had_output = bool(listed) and (
+          finished or not all(_layout_object(p) for p in listed)
+          or not any(p.startswith(layout.REPORT_DIR + '/') for p in listed))
+      if self._had_output and not overwrite:
+        raise _not_empty(output_dir)
+      if listed and not self._had_output:
+        files.remove(output_dir)  # a killed or failed run's leftovers: unfinished
+      self.work = (posixpath.join(output_dir, PARTIAL + run_id) if self._had_output
+                   else output_dir)
+    self._key = interrupt.on_interrupt(self._interrupted)
+
+  def _entries(self) -> List[str]:
+    return sorted(n for n in os.listdir(self.output_dir) if not _staging(n))
+
+  def _release(self) -> None:
+    if self._lock:
+      self._lock.release()
+      self._lock = None
+    if self._key is not None:
+      interrupt.done(self._key)
+      self._key = None
+
+  def _interrupted(self) -> str:
+    if self._key is None:
+      return ''
+    self.abandon()
+    return f'{self.output_dir} is as it was before the run'
 
   def failed_report_dir(self) -> str:
-    """Where the report of a failed run is kept (see the class)."""
-    if not self.local:
+    """Where the report of a failed run is kept (see the module)."""
+    if not self._had_output:
       return posixpath.join(self.output_dir, layout.REPORT_DIR)
-    if os.path.isdir(self.output_dir) and os.listdir(self.output_dir):
-      return os.path.join(self.output_dir + '.failed', layout.REPORT_DIR)
-    return os.path.join(self.output_dir, layout.REPORT_DIR)
+    sibling = self.output_dir + FAILED_SUFFIX
+    if self.local and not os.access(os.path.dirname(self.output_dir), os.W_OK | os.X_OK):
+      return os.path.join(self.output_dir, FAILED_REPORT_INSIDE)
+    return posixpath.join(sibling, layout.REPORT_DIR)
 
-  @staticmethod
-  def _retarget(report: str, old: str, new: str) -> None:
-    """Rewrites the report's mentions of `old` (the run's own folder: a DataFrame's or
-    image folder's generated manifest is cited from there) to `new`, where it will be."""
-    for name in os.listdir(report):
-      if name.endswith(('.json', '.jsonl', '.html')):
-        path = os.path.join(report, name)
-        with open(path, encoding='utf-8') as f:
-          text = f.read()
+  def _retarget(self, report: str, new: str) -> None:
+    """Rewrites the report's mentions of the run's own folder (a DataFrame's or image
+    folder's generated manifest is cited from there) to `new`, where it will be."""
+    old = posixpath.join(self.work, layout.REPORT_DIR)
+    if old == new:
+      return
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+    for path in (m.path for m in FileSystems.match([posixpath.join(report, '*')])[0]
+                 .metadata_list):
+      if path.endswith(('.json', '.jsonl', '.html')):
+        with FileSystems.open(path, compression_type='uncompressed') as f:
+          text = f.read().decode('utf-8')
         if old in text:
-          with open(path, 'w', encoding='utf-8') as f:
-            f.write(text.replace(old, new))
+          files.write_text(path, text.replace(old, new))
 
   def keep_failed_report(self) -> str:
     """Removes the failed run's records and keeps its report; returns where."""
-    kept = self.failed_report_dir()
-    report = posixpath.join(self.work, layout.REPORT_DIR)
-    if self.local:
-      files.remove(os.path.dirname(kept) if kept.endswith('.failed/' + layout.REPORT_DIR)
-                   else kept)
-      os.makedirs(os.path.dirname(kept), exist_ok=True)
-      if os.path.isdir(report):
-        self._retarget(report, report, kept)
-        os.replace(report, kept)
-      shutil.rmtree(self.work, ignore_errors=True)
-    else:
-      from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-      others = [m.path for m in FileSystems.match([self.work + '/**'])[0].metadata_list
-                if not m.path.startswith(report + '/')]
-      if others:
-        FileSystems.delete(others)
+    with interrupt.guarded():
+      kept = self.failed_report_dir()
+      report = posixpath.join(self.work, layout.REPORT_DIR)
+      if self.local:
+        if kept == os.path.join(self.output_dir, layout.REPORT_DIR):
+          if os.path.lexists(kept) and layout.REPORT_DIR not in self._replace:
+            kept = os.path.join(self.output_dir + FAILED_SUFFIX, layout.REPORT_DIR)  # appeared
+          else:
+            files.remove(kept)  # an earlier failed run's report
+        if kept.endswith(FAILED_SUFFIX + '/' + layout.REPORT_DIR):
+          files.remove(os.path.dirname(kept))
+        else:
+          files.remove(kept)
+        os.makedirs(os.path.dirname(kept), exist_ok=True)
+        if os.path.isdir(report):
+          self._retarget(report, kept)
+          os.rename(report, kept)
+        shutil.rmtree(self.work, ignore_errors=True)
+        self._finish_local()
+      elif self.work == self.output_dir:
+        self._remove_remote(keep=report)
+      else:
+        files.remove(posixpath.dirname(kept))
+        self._retarget(report, kept)
+        _move_objects(report, kept)
+        files.remove(self.work)
+      self._release()
     return kept
 
   def commit(self) -> None:
-    if not self.local:
-      files.write_text(posixpath.join(self.output_dir, layout.SUCCESS_MARKER), '')
-      return
-    self._retarget(os.path.join(self.work, layout.REPORT_DIR), self.work, self.output_dir)
-    old = None
-    if os.path.lexists(self.output_dir):
-      old = tempfile.mkdtemp(prefix=f'.{os.path.basename(self.output_dir)}.old-',
-                             dir=os.path.dirname(self.output_dir))
-      os.replace(self.output_dir, os.path.join(old, 'output'))
-    os.replace(self.work, self.output_dir)
-    if old:
-      shutil.rmtree(old, ignore_errors=True)
-    files.remove(self.output_dir + '.failed')  # an earlier failure's report is out of date
+    """Moves the finished run into place and writes `_SUCCESS` last."""
+    with interrupt.guarded():
+      final_report = posixpath.join(self.output_dir, layout.REPORT_DIR)
+      self._retarget(posixpath.join(self.work, layout.REPORT_DIR), final_report)
+      if not self.local:
+        if self.work != self.output_dir:
+          files.remove(posixpath.join(self.output_dir, layout.SUCCESS_MARKER))
+          self._remove_remote(keep=self.work)  # the old output and any killed run's
+          _move_objects(self.work, self.output_dir)
+        files.write_text(posixpath.join(self.output_dir, layout.SUCCESS_MARKER), '')
+        self._release()
+        return
+      new = sorted(os.listdir(self.work))
+      appeared = set(self._entries()) - set(self._replace)
+      clash = sorted(appeared & set(new + [layout.SUCCESS_MARKER]))
+      if clash:
+        self.abandon()
+        raise UsageError(f'{", ".join(clash)} appeared in {self.output_dir} while the run '
+                         'worked; nothing there was replaced and the run\'s output is '
+                         'removed: convert again into an empty folder')
+      plan = {'replace': [n for n in self._replace if n != layout.SUCCESS_MARKER],
+              'new': new, 'finished': layout.SUCCESS_MARKER in self._replace}
+      with open(os.path.join(self.work, COMMIT), 'w', encoding='utf-8') as f:
+        json.dump(plan, f)
+      old = os.path.join(self.output_dir, OLD + os.path.basename(self.work)[len(PARTIAL):])
+      _roll_forward(self.output_dir, self.work, old, plan)
+      try:
+        files.remove(self.output_dir + FAILED_SUFFIX)  # an earlier failure's: out of date
+      except OSError as e:
+        logging.warning('Cannot remove an earlier failed run\'s report %s: %s',
+                        self.output_dir + FAILED_SUFFIX, e)
+      self._release()
 
   def abandon(self) -> None:
-    """After a crash (no summary): nothing of the run is worth keeping."""
-    if self.local:
-      shutil.rmtree(self.work, ignore_errors=True)
+    """After a crash or an interrupt: nothing of the run is kept, and the folder is as
+    it was before (removed if the run created it)."""
+    with interrupt.guarded():
+      if self._key is None and self._lock is None:
+        return  # already ended
+      if self.local:
+        shutil.rmtree(self.work, ignore_errors=True)
+        self._finish_local()
+      elif self.work != self.output_dir:
+        files.remove(self.work)
+      else:
+        files.remove(self.output_dir)
+      self._release()
+
+  def _finish_local(self) -> None:
+    """A folder this run created and left empty is removed."""
+    if self._created:
+      try:
+        os.rmdir(self.output_dir)
+      except OSError:
+        pass
+
+  def _remove_remote(self, keep: str) -> None:
+    """Removes every object under the output except those under `keep`."""
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+    others = [posixpath.join(self.output_dir, p) for p in files.list_objects(self.output_dir)]
+    others = [p for p in others if not p.startswith(keep.rstrip('/') + '/')]
+    if others:
+      FileSystems.delete(others)
+
+
+def _layout_object(path: str) -> bool:
+  """Whether an object (relative to an output prefix) is one a run writes."""
+  top = path.split('/', 1)[0]
+  return (top.startswith((layout.SPLIT_PREFIX, PARTIAL)) or top == layout.REPORT_DIR
+          or path in ('labels.txt', 'label_map.pbtxt'))
+
+
+def _move_objects(source: str, target: str) -> None:
+  """Moves every object under the `source` prefix to the same place under `target`
+  (a server-side copy and a delete each)."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  names = files.list_objects(source)
+  if names:
+    FileSystems.rename([posixpath.join(source, n) for n in names],
+                       [posixpath.join(target, n) for n in names])
+
+
+def describe_os_error(error: BaseException, output_dir: Optional[str] = None
+                      ) -> Optional[str]:
+  """One line for a file system error anywhere in `error` (a worker's error reaches the
+  command as text): what happened, and the path, or the output folder when the error
+  names none. None if there is none."""
+  import re  # pylint: disable=g-import-not-at-top
+  for cause in files._causes(error):  # pylint: disable=protected-access
+    if isinstance(cause, OSError) and cause.errno in _NAMED_ERRNOS:
+      return _os_line(cause.errno, cause.filename, output_dir)
+  found = re.search(r'\[Errno (\d+)\] [^:\n\]]+(?:: \'([^\'\n]+)\')?', str(error))
+  if found and int(found.group(1)) in _NAMED_ERRNOS:
+    return _os_line(int(found.group(1)), found.group(2), output_dir)
+  return None
+
+
+_NAMED_ERRNOS = {errno.ENOSPC: 'no space left on device', errno.EDQUOT: 'disk quota exceeded',
+                 errno.EACCES: 'permission denied', errno.EPERM: 'operation not permitted',
+                 errno.EROFS: 'read-only file system', errno.EIO: 'input/output error'}
+
+
+def _os_line(number: int, path: Optional[str], output_dir: Optional[str]) -> str:
+  what = _NAMED_ERRNOS[number]
+  if path:
+    return f'{what}: {path}'
+  return f'{what} while writing {output_dir}' if output_dir else what

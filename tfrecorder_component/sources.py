@@ -32,7 +32,9 @@ def folder_manifest(root: str) -> str:
   def add(relative: str, split: str, label: str) -> None:
     for name in sorted(os.listdir(os.path.join(root, relative))):
       path = posixpath.join(relative, name)
-      if os.path.isfile(os.path.join(root, path)) and name.lower().endswith(IMAGE_EXTENSIONS):
+      # Anything but a folder: a dangling link or a FIFO fails its row with the reason.
+      if not os.path.isdir(os.path.join(root, path)) and name.lower().endswith(
+          IMAGE_EXTENSIONS):
         lines.append(','.join(_csv_field(v) for v in (split, path, label)))
 
   for entry in entries:

@@ -21,8 +21,10 @@ Credentials and endpoints are the clients' usual ones:
 from __future__ import annotations
 
 import datetime
+import errno
 import logging
 import os
+import stat
 import threading
 import urllib.parse
 from typing import Any, BinaryIO, Dict, Optional, Tuple
@@ -203,8 +205,42 @@ def open_object(uri: str) -> BinaryIO:
     client = _client(uri[:2])
     if client is not None:
       return client.open_input_stream(_arrow_path(uri))
+  if '://' not in uri or uri.startswith('file://'):
+    return _open_local(uri[len('file://'):] if uri.startswith('file://') else uri)
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   return FileSystems.open(uri, compression_type='uncompressed')
+
+
+class NotARegularFile(OSError):
+  """A local path that names a FIFO, a device, a socket or a dangling link: reading it
+  could block forever or never end, so it is not read."""
+
+
+def _open_local(path: str) -> BinaryIO:
+  """A local file opened for reading, only if it is a regular file: opened without
+  blocking (a FIFO with no writer would block `open` itself), checked, then read as
+  usual."""
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+  except FileNotFoundError:
+    if os.path.islink(path):
+      raise NotARegularFile(errno.ENOENT, 'a symbolic link to '
+                            f'{os.readlink(path)!r}, which does not exist', path) from None
+    raise
+  try:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+      raise IsADirectoryError(errno.EISDIR, 'Is a directory', path)
+    if not stat.S_ISREG(mode):
+      kind = ('a FIFO' if stat.S_ISFIFO(mode) else 'a character device' if stat.S_ISCHR(mode)
+              else 'a block device' if stat.S_ISBLK(mode) else 'a socket' if stat.S_ISSOCK(mode)
+              else 'not a regular file')
+      raise NotARegularFile(errno.EINVAL, f'{kind}, not a regular file', path)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, 'rb')
+  except BaseException:
+    os.close(fd)
+    raise
 
 
 def missing_bucket(uri: str) -> Optional[str]:

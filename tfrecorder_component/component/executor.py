@@ -215,4 +215,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       logging.warning('%d image(s) appear in more than one split (test data leaking into '
                       'training); see %s.', duplicates['cross_split_groups'],
                       os.path.join(report_dir, layout.DUPLICATES + layout.JSON_LINES))
+    # Last, as convert() does: load_dataset and inspect read only a finished output.
+    with fileio.open(os.path.join(examples.uri, layout.SUCCESS_MARKER), 'w'):
+      pass
     logging.info('ImageExampleGen wrote %s records per split.', counts)

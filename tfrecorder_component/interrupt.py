@@ -1,0 +1,118 @@
+"""Ctrl-C and SIGTERM for the command: one line, exit 130 (143), nothing left behind.
+
+A run of the command owns its process. `install()` makes SIGINT and SIGTERM reach one
+thread of this process instead of every process of the run: both are ignored (so the
+DirectRunner's worker processes, which inherit that, print no traceback of their own)
+and blocked in every thread (Linux keeps a blocked signal pending even while it is
+ignored), and a thread waits for them with `sigwait`. When one comes it stops the run's
+worker processes, runs the clean-ups registered with `on_interrupt` (an unfinished
+output's staging folder is removed, its lock released), prints one line, kills the
+workers and ends the process. The package installs it on import when the process is
+the `tfrecorder-component` command, before pandas starts BLAS threads that would not
+block the signals. `convert()` called from Python keeps Python's own KeyboardInterrupt.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from typing import Callable, Dict, List
+
+_SIGNALS = {signal.SIGINT: 'interrupted (Ctrl-C)', signal.SIGTERM: 'terminated (SIGTERM)'}
+_cleanups: Dict[int, Callable[[], str]] = {}
+_lock = threading.RLock()
+_installed = False
+
+
+def on_interrupt(cleanup: Callable[[], str]) -> int:
+  """Registers `cleanup` (returning what it left, for the line printed); returns a key
+  for `done`."""
+  with _lock:
+    key = id(cleanup)
+    _cleanups[key] = cleanup
+    return key
+
+
+def done(key: int) -> None:
+  with _lock:
+    _cleanups.pop(key, None)
+
+
+def guarded() -> threading.RLock:
+  """Held while a step must not be cut in half by a signal's clean-up (moving a finished
+  output into place): the clean-up waits for it."""
+  return _lock
+
+
+def _descendants(pid: int) -> List[int]:
+  """Every process below `pid`, from /proc (Linux)."""
+  children: Dict[int, List[int]] = {}
+  try:
+    names = os.listdir('/proc')
+  except OSError:
+    return []
+  for name in names:
+    if not name.isdigit():
+      continue
+    try:
+      with open(f'/proc/{name}/stat', 'rb') as f:
+        stat = f.read()
+    except OSError:
+      continue
+    parent = int(stat[stat.rindex(b')') + 2:].split()[1])
+    children.setdefault(parent, []).append(int(name))
+  found, stack = [], [pid]
+  while stack:
+    for child in children.get(stack.pop(), ()):
+      found.append(child)
+      stack.append(child)
+  return found
+
+
+def _signal_all(pids: List[int], sig: int) -> None:
+  for pid in pids:
+    try:
+      os.kill(pid, sig)
+    except OSError:
+      pass
+
+
+def _wait() -> None:
+  sig = signal.sigwait(set(_SIGNALS))
+  # Worker processes are stopped first (stopping tells the runner's threads nothing, so
+  # they print nothing), the clean-ups run, the line is printed, and only then are the
+  # workers killed, with this process's output closed.
+  workers = _descendants(os.getpid())
+  _signal_all(workers, signal.SIGSTOP)
+  with _lock:
+    left = []
+    for cleanup in list(_cleanups.values()):
+      try:
+        left.append(cleanup())
+      except Exception as e:  # pylint: disable=broad-except
+        left.append(f'clean-up failed: {e}')
+  said = '; '.join(s for s in left if s)
+  try:
+    sys.stderr.write(f'error: {_SIGNALS[sig]}' + (f'; {said}' if said else '') + '\n')
+    sys.stderr.flush()
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+  finally:
+    _signal_all(workers + _descendants(os.getpid()), signal.SIGKILL)
+    os._exit(128 + sig)  # pylint: disable=protected-access
+
+
+def install() -> None:
+  """Takes SIGINT and SIGTERM for the process (see the module); call before any thread or
+  worker process starts. Once."""
+  global _installed
+  if _installed or threading.current_thread() is not threading.main_thread():
+    return
+  for sig in _SIGNALS:
+    signal.signal(sig, signal.SIG_IGN)
+  signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))
+  threading.Thread(target=_wait, name='tfrecorder-signals', daemon=True).start()
+  _installed = True
