@@ -412,3 +412,42 @@ def test_s3_missing_object_missing_bucket_and_faults(dataset, s3, tmp_path):
   assert errors[f's3://{BUCKET}/data/images/nope.jpg']['reason'] == 'missing'
   assert "the bucket 'no-such-bucket' does not exist" in errors[
       's3://no-such-bucket/img0.jpg']['message']
+
+
+def test_s3_overwrite_keeps_the_old_output_until_the_new_one_is_complete(dataset, s3,
+                                                                         tmp_path):
+  """On s3:// an --overwrite run writes beside the old output (under a staging prefix)
+  and replaces it only once complete: a run that fails leaves every old object as it
+  was (its report beside, in OUT.failed/); a run that succeeds leaves only its own."""
+  server, _, env = s3
+  out = f's3://{BUCKET}/kept'
+  done = cli('convert', f's3://{BUCKET}/data/manifest.csv', out, env=env)
+  assert done.returncode == 0, done.stderr
+  before = {n: server.read(BUCKET, n) for n in server.list(BUCKET, 'kept/')}
+  assert 'kept/_SUCCESS' in before and any(n.startswith('kept/Split-') for n in before)
+  write_text(str(tmp_path / 'bad.csv'), f'TRAIN,s3://{BUCKET}/data/images/gone.jpg,cat\n')
+  done = cli('convert', str(tmp_path / 'bad.csv'), out, '--overwrite', env=env)
+  assert done.returncode == 1, done.stderr
+  assert f'All failed rows: {out}.failed/report/errors.jsonl' in done.stderr
+  assert {n: server.read(BUCKET, n) for n in server.list(BUCKET, 'kept/')} == before
+  assert 'kept.failed/report/errors.jsonl' in server.list(BUCKET, 'kept.failed/')
+  # inspect reads s3:// outputs.
+  done = cli('inspect', out, env=env)
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.startswith('Records per split: ')
+  # A successful overwrite: only the new run's objects, no staging prefix left.
+  small = ''.join(open(os.path.join(dataset, 'data', 'manifest.csv'),
+                       encoding='utf-8').readlines()[:4])
+  write_text(str(tmp_path / 'small.csv'), small.replace(',images/',
+                                                        f',s3://{BUCKET}/data/images/'))
+  done = cli('convert', str(tmp_path / 'small.csv'), out, '--overwrite', env=env)
+  assert done.returncode == 0, done.stderr
+  after = server.list(BUCKET, 'kept/')
+  assert 'kept/_SUCCESS' in after and not [n for n in after if '.tfrecorder-' in n]
+  local = download(server, BUCKET, 'kept', str(tmp_path / 'kept'))
+  fresh = trc.convert(str(tmp_path / 'small.csv'), str(tmp_path / 'fresh'))
+  assert split_records(local) == split_records(fresh.output_dir)
+  assert sorted(os.path.relpath(os.path.join(d, n), local) for d, _, ns in os.walk(local)
+                for n in ns if '/report' not in d) == sorted(
+      os.path.relpath(os.path.join(d, n), fresh.output_dir)
+      for d, _, ns in os.walk(fresh.output_dir) for n in ns if '/report' not in d)

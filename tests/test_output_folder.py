@@ -230,7 +230,7 @@ def test_sigkill_while_reading_then_a_rerun_gives_a_clean_runs_files(tmp_path):
 
 
 # Kills the command at its n-th rename while it moves a finished run into place.
-_KILL_AT_RENAME = '''
+_KILL_AT_RENAME = """
 import os, sys
 from tfrecorder_component import output_swap
 n = int(os.environ['KILL_AT_RENAME'])
@@ -244,33 +244,95 @@ def rename(a, b):
 output_swap.os.rename = rename
 from tfrecorder_component.cli import main
 sys.exit(main(sys.argv[1:]))
-'''
+"""
 
 
-@pytest.mark.parametrize('overwrite', [False, True])
-def test_sigkill_at_every_step_of_the_move_into_place(tmp_path, overwrite):
+def test_sigkill_in_the_move_into_place_then_a_rerun_gives_a_clean_runs_files(tmp_path):
+  """A real process killed halfway through replacing an old output (--overwrite): the
+  old output's entries are partly moved away, the new ones partly in."""
   manifest = dataset(str(tmp_path / 'data'))
   other = write_text(str(tmp_path / 'data' / 'other.csv'),
                      open(manifest).read().replace(',l1', ',l2'))
   clean = _clean_run(tmp_path, manifest)
-  renames = 0
+  out = tmp_path / 'out'
+  trc.convert(other, str(out))
+  old = tree(str(out))
+  done = subprocess.run([sys.executable, '-c', _KILL_AT_RENAME, 'convert', manifest, str(out),
+                         '--overwrite'], capture_output=True, text=True, timeout=600,
+                        env=env(KILL_AT_RENAME='8'))
+  assert done.returncode == 137, done.stderr
+  assert not (out / '_SUCCESS').exists()
+  assert [n for n in os.listdir(out) if n.startswith('.tfrecorder-old-')]
+  # Only undone: the old output is back.
+  trc.convert(manifest, str(tmp_path / 'elsewhere'))
+  from tfrecorder_component.output_swap import OutputSwap  # pylint: disable=g-import-not-at-top
+  OutputSwap(str(out), overwrite=True).abandon()
+  assert tree(str(out)) == old
+  # The same command again gives exactly a clean run's files.
+  trc.convert(manifest, str(out), overwrite=True)
+  assert tree(str(out)) == clean
+
+
+class _Killed(BaseException):
+  """Stands for the process dying at that point."""
+
+
+def _fake_run(work, tag):
+  """What a finished run leaves in its staging folder (its names, made-up contents)."""
+  for name in ('Split-eval', 'Split-train', 'report'):
+    os.makedirs(os.path.join(work, name))
+    write_text(os.path.join(work, name, 'data'), tag)
+  write_text(os.path.join(work, 'report', 'summary.json'), '{}')
+  for name in ('labels.txt', 'label_map.pbtxt'):
+    write_text(os.path.join(work, name), tag)
+
+
+@pytest.mark.parametrize('overwrite', [False, True])
+def test_a_move_into_place_cut_at_any_rename_is_undone_by_the_next_run(tmp_path, monkeypatch,
+                                                                        overwrite):
+  """Every rename of the move into place, cut in turn (the lock released as a dying
+  process releases it): the next run finds the folder as it was before the cut run, and
+  its own move then gives exactly its files."""
+  from tfrecorder_component import output_swap  # pylint: disable=g-import-not-at-top
+  real = os.rename
+  cuts = 0
   while True:
-    out = tmp_path / f'out{renames}'
+    out = str(tmp_path / f'out{cuts}')
     if overwrite:
-      trc.convert(other, str(out))
-    done = subprocess.run([sys.executable, '-c', _KILL_AT_RENAME, 'convert', manifest,
-                           str(out)] + (['--overwrite'] if overwrite else []),
-                          capture_output=True, text=True, timeout=600,
-                          env=env(KILL_AT_RENAME=str(renames)))
-    if done.returncode == 0:
+      first = output_swap.OutputSwap(out)
+      _fake_run(first.work, 'old')
+      first.commit()
+    before = tree(out) if os.path.isdir(out) else {}
+    swap = output_swap.OutputSwap(out, overwrite)
+    _fake_run(swap.work, 'new')
+    left = [cuts]
+
+    def rename(a, b, left=left):
+      if left[0] == 0:
+        raise _Killed()
+      left[0] -= 1
+      real(a, b)
+
+    monkeypatch.setattr(os, 'rename', rename)
+    try:
+      swap.commit()
       break
-    assert done.returncode == 137, done.stderr
-    assert [n for n in os.listdir(out) if n.startswith('.tfrecorder-partial-')]
-    # The next run, with the same arguments, undoes the cut move and runs afresh.
-    trc.convert(manifest, str(out), overwrite=overwrite)
-    assert tree(str(out)) == clean, renames
-    renames += 1
-  assert renames >= 6  # old entries out (with --overwrite) and new entries in
+    except _Killed:
+      pass
+    finally:
+      monkeypatch.setattr(os, 'rename', real)
+    swap._release()  # pylint: disable=protected-access
+    assert not os.path.exists(os.path.join(out, '_SUCCESS')) or overwrite and cuts == 0
+    again = output_swap.OutputSwap(out, overwrite=True)
+    staging = os.path.basename(again.work)  # the new run's, empty: nothing else is left
+    assert {k: v for k, v in tree(out).items() if k != staging} == before, cuts
+    _fake_run(again.work, 'new')
+    again.commit()
+    assert sorted(os.listdir(out)) == [
+        'Split-eval', 'Split-train', '_SUCCESS', 'label_map.pbtxt', 'labels.txt', 'report']
+    assert open(os.path.join(out, 'labels.txt')).read() == 'new'
+    cuts += 1
+  assert cuts == (10 if overwrite else 5)  # old entries out, new ones in
 
 
 @pytest.mark.parametrize('workers', [0, 2])

@@ -217,8 +217,8 @@ _WORKER_WARNINGS = 'ignore::FutureWarning:google.api_core._python_version_suppor
 class _DropNoticesTheCommandReplaces(logging.Filter):
   """Beam without its GCP extra logs, when imported, that BigQuery's client is missing
   (the command never uses BigQuery); its worker processes log start-up notices; and
-  Beam logs a traceback for the manifest error that the command then states in one
-  line."""
+  Beam logs a traceback for the manifest or file system error (a full disk) that the
+  command then states in one line."""
 
   def filter(self, record: logging.LogRecord) -> bool:
     try:
@@ -231,6 +231,9 @@ class _DropNoticesTheCommandReplaces(logging.Filter):
         notice in message for notice in _WORKER_NOTICES):
       return False
     error = record.exc_info[1] if record.exc_info else None
+    if isinstance(error, OSError):  # a full disk, a folder that cannot be written
+      from tfrecorder_component.files import describe_os_error  # pylint: disable=g-import-not-at-top
+      return describe_os_error(error) is None
     return not isinstance(error, ManifestError)
 
 
@@ -306,7 +309,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print('error: ' + re.sub(r" \[while running '[^']*'\]\Z", '', str(e)), file=sys.stderr)
     return 1
   except (ValueError, RuntimeError, OSError) as e:  # what was asked cannot be done: exit 2
-    from tfrecorder_component.output_swap import describe_os_error  # pylint: disable=g-import-not-at-top
+    from tfrecorder_component.files import describe_os_error  # pylint: disable=g-import-not-at-top
     line = describe_os_error(e, getattr(args, 'output_dir', None)) or str(e)
     print(f'error: {line}', file=sys.stderr)
     return 2

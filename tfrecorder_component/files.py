@@ -9,9 +9,10 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import shutil
 import time
-from typing import Callable, Iterable, List
+from typing import Callable, Iterable, List, Optional
 
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
@@ -186,3 +187,29 @@ def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEF
                      f'max_bytes if it is genuine')
     return data
   raise AssertionError('unreachable')
+
+
+def describe_os_error(error: BaseException, output_dir: Optional[str] = None
+                      ) -> Optional[str]:
+  """One line for a file system error anywhere in `error` (a worker's error reaches the
+  command as text): what happened, and the path, or the output folder when the error
+  names none. None if there is none."""
+  for cause in _causes(error):
+    if isinstance(cause, OSError) and cause.errno in _NAMED_ERRNOS:
+      return _os_line(cause.errno, cause.filename, output_dir)
+  found = re.search(r'\[Errno (\d+)\] [^:\n\]]+(?:: \'([^\'\n]+)\')?', str(error))
+  if found and int(found.group(1)) in _NAMED_ERRNOS:
+    return _os_line(int(found.group(1)), found.group(2), output_dir)
+  return None
+
+
+_NAMED_ERRNOS = {errno.ENOSPC: 'no space left on device', errno.EDQUOT: 'disk quota exceeded',
+                 errno.EACCES: 'permission denied', errno.EPERM: 'operation not permitted',
+                 errno.EROFS: 'read-only file system', errno.EIO: 'input/output error'}
+
+
+def _os_line(number: int, path: Optional[str], output_dir: Optional[str]) -> str:
+  what = _NAMED_ERRNOS[number]
+  if path:
+    return f'{what}: {path}'
+  return f'{what} while writing {output_dir}' if output_dir else what

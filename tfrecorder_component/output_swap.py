@@ -30,7 +30,6 @@ stays as it was) or, where the parent cannot be written, `<output>/report.failed
 """
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import logging
@@ -271,19 +270,17 @@ class OutputSwap:
       kept = self.failed_report_dir()
       report = posixpath.join(self.work, layout.REPORT_DIR)
       if self.local:
-        if kept == os.path.join(self.output_dir, layout.REPORT_DIR):
-          if os.path.lexists(kept) and layout.REPORT_DIR not in self._replace:
-            kept = os.path.join(self.output_dir + FAILED_SUFFIX, layout.REPORT_DIR)  # appeared
-          else:
-            files.remove(kept)  # an earlier failed run's report
-        if kept.endswith(FAILED_SUFFIX + '/' + layout.REPORT_DIR):
-          files.remove(os.path.dirname(kept))
-        else:
-          files.remove(kept)
+        if (kept == os.path.join(self.output_dir, layout.REPORT_DIR) and os.path.lexists(kept)
+            and layout.REPORT_DIR not in self._replace):
+          # A report folder appeared while the run worked: not this run's to replace.
+          kept = os.path.join(self.output_dir + FAILED_SUFFIX, layout.REPORT_DIR)
+        # An earlier failed run's report goes (`<output>.failed` as a whole).
+        files.remove(os.path.dirname(kept) if kept.endswith(FAILED_SUFFIX + '/'
+                                                            + layout.REPORT_DIR) else kept)
         os.makedirs(os.path.dirname(kept), exist_ok=True)
         if os.path.isdir(report):
           self._retarget(report, kept)
-          os.rename(report, kept)
+          shutil.move(report, kept)  # `<output>.failed` may be on another file system
         shutil.rmtree(self.work, ignore_errors=True)
         self._finish_local()
       elif self.work == self.output_dir:
@@ -377,30 +374,3 @@ def _move_objects(source: str, target: str) -> None:
   if names:
     FileSystems.rename([posixpath.join(source, n) for n in names],
                        [posixpath.join(target, n) for n in names])
-
-
-def describe_os_error(error: BaseException, output_dir: Optional[str] = None
-                      ) -> Optional[str]:
-  """One line for a file system error anywhere in `error` (a worker's error reaches the
-  command as text): what happened, and the path, or the output folder when the error
-  names none. None if there is none."""
-  import re  # pylint: disable=g-import-not-at-top
-  for cause in files._causes(error):  # pylint: disable=protected-access
-    if isinstance(cause, OSError) and cause.errno in _NAMED_ERRNOS:
-      return _os_line(cause.errno, cause.filename, output_dir)
-  found = re.search(r'\[Errno (\d+)\] [^:\n\]]+(?:: \'([^\'\n]+)\')?', str(error))
-  if found and int(found.group(1)) in _NAMED_ERRNOS:
-    return _os_line(int(found.group(1)), found.group(2), output_dir)
-  return None
-
-
-_NAMED_ERRNOS = {errno.ENOSPC: 'no space left on device', errno.EDQUOT: 'disk quota exceeded',
-                 errno.EACCES: 'permission denied', errno.EPERM: 'operation not permitted',
-                 errno.EROFS: 'read-only file system', errno.EIO: 'input/output error'}
-
-
-def _os_line(number: int, path: Optional[str], output_dir: Optional[str]) -> str:
-  what = _NAMED_ERRNOS[number]
-  if path:
-    return f'{what}: {path}'
-  return f'{what} while writing {output_dir}' if output_dir else what
