@@ -403,18 +403,19 @@ def test_a_full_disk_is_one_line_naming_the_path_and_leaves_nothing(tmp_path):
     write_image(str(data / f'{i}.png'), 'PNG', height=256, width=256, seed=i)
     rows.append(f'TRAIN,{i}.png,a\n')
   manifest = write_text(str(data / 'm.csv'), ''.join(rows))
-  out = tmp_path / 'small'
-  out.mkdir()
-  subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', str(out)], check=True)
+  disk = tmp_path / 'small'
+  disk.mkdir()
+  subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', str(disk)], check=True)
+  out = disk / 'out'
   try:
     done = run('convert', manifest, str(out))
     assert done.returncode == 2
     assert done.stderr == f'error: no space left on device while writing {out}\n' or (
         done.stderr.startswith(f'error: no space left on device: {out}/')
         and done.stderr.count('\n') == 1), done.stderr
-    assert os.listdir(out) == []
+    assert os.listdir(disk) == []
   finally:
-    subprocess.run(['umount', str(out)], check=True)
+    subprocess.run(['umount', str(disk)], check=True)
 
 
 def test_load_dataset_and_inspect_say_what_is_missing_in_one_line(tmp_path):

@@ -66,6 +66,8 @@ def test_importer_to_schema_gen_from_another_working_directory(tmp_path, monkeyp
   assert splits == ['eval', 'test', 'train']
   records = by_source_id(examples.uri, splits)
   assert sorted(records) == sorted(files)  # each image exactly once
+  # Finished last, as convert()'s output is: load_dataset and inspect read it.
+  assert os.path.exists(os.path.join(examples.uri, '_SUCCESS'))
   ids = read_label_map(examples)
   assert ids == {'cat': 0, 'dog': 1, 'fox': 2}
   for uri, (split, ex) in records.items():

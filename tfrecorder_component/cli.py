@@ -173,6 +173,8 @@ def cmd_validate(args) -> int:
       os.path.abspath(args.report_dir))
   if not args.no_report and os.path.isdir(report_dir):
     shutil.rmtree(report_dir)  # the report of an earlier validation: replaced
+  from tfrecorder_component import interrupt  # pylint: disable=g-import-not-at-top
+  key = interrupt.on_interrupt(lambda: shutil.rmtree(report_dir, ignore_errors=True) or '')
   try:
     summary = validate(args.source, report_dir, progress_every_s=PROGRESS_EVERY_S,
                        **_options(args))
@@ -188,6 +190,7 @@ def cmd_validate(args) -> int:
       print(f'Report: {os.path.join(report_dir, layout.REPORT_PAGE)}')
     return 1 if failed or not rows else 0
   finally:
+    interrupt.done(key)
     if args.no_report:
       shutil.rmtree(report_dir, ignore_errors=True)
 
