@@ -268,8 +268,9 @@ def test_a_failed_dataframe_conversion_cites_a_manifest_that_exists(tmp_path, mo
                      'label': ['cat', 'dog\non two lines', 'dog']}, index=['p1', 'p2', 'p3'])
   with pytest.raises(RuntimeError) as failure:
     trc.convert(df, 'out')
-  # Failed rows are cited by the DataFrame's index, not the generated manifest's lines.
-  assert "DataFrame index 'p2': 'missing.png': missing:" in str(failure.value)
+  # Failed rows are cited by the DataFrame's index, not the generated manifest's lines;
+  # a label over two lines is refused (labels.txt gives each label one line).
+  assert "DataFrame index 'p2': 'missing.png': bad_label:" in str(failure.value)
   assert "DataFrame index 'p3': 'gone.png': missing:" in str(failure.value)
   errors_path = str(failure.value).split('All failed rows: ')[1].split('\n')[0]
   errors = sorted((json.loads(line) for line in open(errors_path, encoding='utf-8')),

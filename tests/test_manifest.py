@@ -238,6 +238,13 @@ def test_a_large_manifest_is_read_as_it_is_parsed_with_the_same_rows(tmp_path, k
                                    spec.name))
   same = lambda items: [(str(r), vars(r)) if isinstance(r, RowError) else r for r in items]
   assert same(streamed) == same(whole)
-  assert len([r for r in streamed if isinstance(r, ManifestRow)]) == 7998
-  assert [r.reason for r in streamed if isinstance(r, RowError)] == ['bad_row', 'bad_row']
+  if kind == 'csv':  # the 16 labels over two lines are read whole, and refused
+    assert len([r for r in streamed if isinstance(r, ManifestRow)]) == 7982
+    assert sorted(r.reason for r in streamed if isinstance(r, RowError)) == [
+        'bad_label'] * 16 + ['bad_row', 'bad_row']
+    assert "the label 'two\\r\\nlines 0' holds '\\r'" in str(
+        next(r for r in streamed if isinstance(r, RowError) and r.reason == 'bad_label'))
+  else:
+    assert len([r for r in streamed if isinstance(r, ManifestRow)]) == 7998
+    assert [r.reason for r in streamed if isinstance(r, RowError)] == ['bad_row', 'bad_row']
   assert abs(lines - data.count(b'\n') - 1) < 400  # estimated from the first 64 KiB

@@ -255,7 +255,35 @@ def _quiet_third_party_notices() -> None:
       handler.addFilter(_DropNoticesTheCommandReplaces())
 
 
+# C0 and C1 control characters but line feed and tab, as escapes: a manifest's labels,
+# URIs and messages reach the terminal, and must not move the cursor, retitle the window
+# or erase a line.
+_ESCAPED = {c: f'\\x{c:02x}' for c in [*range(0x20), *range(0x7f, 0xa0)] if c not in (9, 10)}
+
+
+class _EscapingStream:
+  """A text stream that writes control characters as escapes (see `_ESCAPED`)."""
+
+  def __init__(self, stream):
+    self._stream = stream
+
+  def write(self, text: str) -> int:
+    return self._stream.write(text.translate(_ESCAPED))
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+  streams = sys.stdout, sys.stderr
+  sys.stdout, sys.stderr = _EscapingStream(sys.stdout), _EscapingStream(sys.stderr)
+  try:
+    return _main(argv)
+  finally:
+    sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Optional[List[str]] = None) -> int:
   """The command; `argv` None (the command line itself) also takes Ctrl-C and SIGTERM
   for the process (`interrupt`): one line, exit 130 or 143, nothing left behind."""
   if argv is None:

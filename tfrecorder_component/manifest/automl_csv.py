@@ -61,22 +61,61 @@ def has_ml_use_column(first_row: List[str]) -> bool:
                                    'TEST', 'UNASSIGNED', '') or not looks_like_path(first)
 
 
+class _Lines:
+  """The physical lines a csv reader takes, kept while it reads one row, so that a row
+  with bad syntax fails alone and reading resumes on the line after its first."""
+
+  def __init__(self, lines: Iterable[str]):
+    self._source = iter(lines)
+    self._replay: List[str] = []
+    self.taken: List[str] = []  # the lines of the row being read
+    self.count = 0  # lines taken so far
+
+  def __iter__(self):
+    return self
+
+  def __next__(self) -> str:
+    line = self._replay.pop() if self._replay else next(self._source)
+    self.taken.append(line)
+    self.count += 1
+    return line
+
+  def resume_after_first(self) -> None:
+    """Reads again every line of the failed row but its first."""
+    rest = self.taken[1:]
+    self._replay.extend(reversed(rest))
+    self.count -= len(rest)
+    self.taken = []
+
+
 def csv_rows(path: str, text: Union[str, Iterable[str]]
              ) -> Iterator[Union[Tuple[int, List[str]], RowError]]:
   """The non-blank rows of a CSV text (or of its lines as a text file opened with
-  newline='' gives them) with their line numbers, or RowErrors for bad syntax."""
-  lines = io.StringIO(text, newline='') if isinstance(text, str) else text
-  reader = csv.reader(lines, skipinitialspace=False)
+  newline='' gives them) with their (last) line numbers, or RowErrors for bad syntax.
+
+  Read strictly: a quote that is never closed, text after a closing quote, or a field
+  over csv's size limit (what an unbalanced quote runs into) fails the row it starts on,
+  naming that line, and reading resumes on the next line, so no row after it is lost
+  or swallowed into a field. A quoted field may still span lines."""
+  lines = _Lines(io.StringIO(text, newline='') if isinstance(text, str) else text)
+  reader = csv.reader(lines, skipinitialspace=False, strict=True)
   while True:
+    lines.taken = []
+    start = lines.count + 1
     try:
       fields = next(reader)
     except StopIteration:
       return
     except csv.Error as e:
-      yield RowError('bad_row', f'CSV syntax error: {e}', source=path, row=reader.line_num)
+      quoted = len(lines.taken) > 1 or 'end of data' in str(e) or 'field limit' in str(e)
+      yield RowError('bad_row', f'CSV syntax error: {e}' + (
+          '; a quote opened on this line is not closed where the field ends (a quote '
+          'inside a field is written "")' if quoted else ''), source=path, row=start)
+      lines.resume_after_first()
+      reader = csv.reader(lines, skipinitialspace=False, strict=True)
       continue
     if any(f.strip() for f in fields):
-      yield reader.line_num, fields
+      yield lines.count, fields
 
 
 def feature_columns(path: str, fields: List[str], used: List[int]) -> List[Tuple[int, str]]:

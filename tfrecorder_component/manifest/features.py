@@ -15,6 +15,8 @@ from tfrecorder_component.manifest.rows import FeatureValue, ManifestRow, Parsed
 FEATURE_TYPES = ('int', 'float', 'string')
 RESERVED_FEATURE_PREFIX = 'image/'
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+_INT64_DIGITS = 19  # more digits than this is out of int64's range: not even converted
+_FLOAT32_MAX = 3.4028234663852886e38  # a finite float beyond it would be written as inf
 _INT = re.compile(r'[+-]?\d+\Z', re.ASCII)
 _DECIMAL = re.compile(r'[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z', re.ASCII)
 _NUMBER = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|nan|inf|infinity)\Z',
@@ -70,13 +72,18 @@ def convert_feature(value: Union[FeatureValue, bool], type_: str) -> FeatureValu
   if isinstance(value, str):
     text = value.strip()
     if type_ == 'int' and _INT.match(text):
+      if len(text.lstrip('+-').lstrip('0')) > _INT64_DIGITS:
+        raise ValueError(value)
       value = int(text)
     elif _NUMBER.match(text):
       value = float(text)
     else:
       raise ValueError(value)
   if type_ == 'float':
-    return float(value)
+    number = float(value)
+    if math.isfinite(number) and abs(number) > _FLOAT32_MAX:
+      raise ValueError(value)  # float32 would make it inf, a value the input did not give
+    return number
   if isinstance(value, float):
     if not math.isfinite(value) or value != int(value):
       raise ValueError(value)
@@ -103,7 +110,11 @@ class _TypeInference:
       state = self._seen.setdefault(name, [True, False, True])
       if self._from_text:
         text = value.strip() if isinstance(value, str) else None
-        as_int = int(text) if text is not None and _INT.match(text) else None
+        as_int = None
+        if text is not None and _INT.match(text):
+          # So many digits are out of range; int() would refuse past 4,300 of them.
+          as_int = (_INT64_MAX + 1 if len(text.lstrip('+-').lstrip('0')) > _INT64_DIGITS
+                    else int(text))
         number = text is not None and bool(_DECIMAL.match(text))
       else:
         as_int = int(value) if isinstance(value, int) else None
@@ -144,18 +155,23 @@ def typed_items(path: str, parse: Callable[[], Iterable[ParsedItem]],
     return
   types = inference.types(feature_types)
   for item in itertools.islice(parse(), passed, None):
-    yield _typed(path, item, types, what) if isinstance(item, ManifestRow) else item
+    yield (_typed(path, item, types, what, feature_types) if isinstance(item, ManifestRow)
+           else item)
 
 
-def _typed(path: str, item: ManifestRow, types: Mapping[str, str], what: str) -> ParsedItem:
+def _typed(path: str, item: ManifestRow, types: Mapping[str, str], what: str,
+           declared: Mapping[str, str]) -> ParsedItem:
   features, bad = [], []
   for name, value in item.features:
     try:
       features.append((name, convert_feature(value, types[name])))
     except (ValueError, OverflowError):
-      bad.append(f'{what} {name!r}: {_format_value(value)!r} is not a valid {types[name]}')
+      why = ('declared in feature_types' if name in declared else
+             "inferred from the file's other values")
+      bad.append(f'{what} {name!r}: {_format_value(value)!r} is not a valid {types[name]} '
+                 f'({why})')
   if bad:
     return RowError(
-        'bad_feature', '; '.join(bad) + ' (declared in feature_types); fix the value or '
-        f"declare the {what} as 'string'", source=path, row=item.row, uri=item.image_uri)
+        'bad_feature', '; '.join(bad) + f"; fix the value or declare the {what} as 'string'",
+        source=path, row=item.row, uri=item.image_uri)
   return dataclasses.replace(item, features=tuple(sorted(features)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+import unicodedata
 from typing import AbstractSet, Iterator, List, Mapping, NamedTuple, Optional
 
 from tfrecorder_component.errors import ManifestError, RowError
@@ -45,18 +46,52 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
   for item in spec.parse(path, text, image_root=image_root, feature_types=declared, **extra):
     if isinstance(item, ManifestRow):
       if _has_undecodable_bytes(item):
-        item = RowError('bad_row', 'the row is not valid UTF-8; save the manifest as UTF-8',
-                        source=path, row=item.row,
-                        uri=item.image_uri.encode('utf-8', 'surrogateescape').decode(
-                            'utf-8', 'backslashreplace'))
-      elif split_override is not None:
-        item = dataclasses.replace(item, split=split_override)
+        item = RowError('bad_row', 'the row is not valid UTF-8 (or, in JSON, holds a lone '
+                        'surrogate escape such as \\ud800); save the manifest as UTF-8',
+                        source=path, row=item.row, uri=_shown(item.image_uri))
+      else:
+        item = _checked_labels(item)
+        if split_override is not None and isinstance(item, ManifestRow):
+          item = dataclasses.replace(item, split=split_override)
     yield item
+
+
+def _shown(text: str) -> str:
+  """A text holding undecodable bytes or lone surrogates, with them as escapes."""
+  try:
+    return text.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')
+  except UnicodeEncodeError:
+    return text.encode('utf-8', 'backslashreplace').decode('utf-8')
+
+
+# A label becomes a line of labels.txt (its id is its line) and a string of
+# label_map.pbtxt: line breaks and control characters have no place there.
+_NOT_IN_A_LABEL = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029]')
+
+
+def _checked_labels(row: ManifestRow) -> ParsedItem:
+  """`row` with its labels in Unicode NFC (so `café` typed two ways is one class), or
+  a `bad_label` RowError for a label holding a line break or a control character."""
+  labels = [*row.labels, *(o.label for o in row.objects or ())]
+  for label in labels:
+    bad = _NOT_IN_A_LABEL.search(label)
+    if bad:
+      return RowError('bad_label', f'the label {label!r} holds {bad.group()!r}: a label may '
+                      'not hold a line break or a control character (labels.txt gives each '
+                      'label one line, its id); fix the label', source=row.source,
+                      row=row.row, uri=row.image_uri)
+  if all(unicodedata.is_normalized('NFC', label) for label in labels):
+    return row
+  nfc = lambda text: unicodedata.normalize('NFC', text)  # pylint: disable=unnecessary-lambda-assignment
+  objects = row.objects if row.objects is None else tuple(
+      dataclasses.replace(o, label=nfc(o.label)) for o in row.objects)
+  return dataclasses.replace(row, labels=tuple(nfc(l) for l in row.labels), objects=objects)
 
 
 def _has_undecodable_bytes(row: ManifestRow) -> bool:
   # read_manifest_file decodes with 'surrogateescape': invalid bytes become lone
-  # surrogates, so one bad row fails alone instead of the whole manifest.
+  # surrogates, so one bad row fails alone instead of the whole manifest; JSON's
+  # \ud800 escapes give lone surrogates too.
   texts = [row.image_uri, *row.labels, *(o.label for o in row.objects or ()),
            *(n for o in row.objects or () for n in o.keypoint_names), row.mask_uri or '']
   for name, value in row.features:
@@ -66,7 +101,7 @@ def _has_undecodable_bytes(row: ManifestRow) -> bool:
   return any(_SURROGATE.search(text) for text in texts)
 
 
-_SURROGATE = re.compile('[\udc80-\udcff]')
+_SURROGATE = re.compile('[\ud800-\udfff]')
 
 
 def iter_manifest_file(path: str, fmt: Optional[str] = None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Iterator, Mapping, Optional, Tuple, Union
+from typing import Iterable, Iterator, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
@@ -32,8 +32,7 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
 
   def untyped() -> Iterator[ParsedItem]:
-    for number, line in enumerate(io.StringIO(text) if isinstance(text, str) else text,
-                                  start=1):
+    for number, line in enumerate(lf_lines(text), start=1):
       if line.strip():
         yield _parse_line(path, number, line, image_root)
 
@@ -44,11 +43,33 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
 _LABEL_KEYS = ('label', 'labels', 'class', 'category', 'displayname')
 
 
+def lf_lines(text: Union[str, Iterable[str]]) -> Iterator[str]:
+  """The lines of a JSON Lines text, split at LF only (a CRLF line keeps its CR, which
+  JSON reads as white space), the same for a small file's text and for a large file's
+  lines as a text file opened with newline='' gives them (split at CR too)."""
+  if isinstance(text, str):
+    yield from io.StringIO(text, newline='\n')
+    return
+  pending = ''
+  for piece in text:
+    pending += piece
+    if pending.endswith('\n'):
+      yield pending
+      pending = ''
+  if pending:
+    yield pending
+
+
 def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None) -> ParsedItem:
   try:
     obj = json.loads(line)
   except json.JSONDecodeError as e:
-    return RowError('bad_row', f'invalid JSON: {e}', source=path, row=row)
+    hint = ('; the line holds CR characters: JSON Lines ends each row with LF (or CRLF)'
+            if '\r' in line.rstrip('\r\n') and e.msg == 'Extra data' else '')
+    return RowError('bad_row', f'invalid JSON: {e}{hint}', source=path, row=row)
+  except ValueError:  # a number of more digits than Python converts (4,300)
+    return RowError('bad_row', 'invalid JSON: a number of more than 4,300 digits',
+                    source=path, row=row)
   except RecursionError:
     return RowError('bad_row', 'invalid JSON: nested too deeply', source=path, row=row)
   if not isinstance(obj, dict):
