@@ -46,7 +46,8 @@ def test_a_field_over_the_size_limit_does_not_turn_its_tail_into_a_row(tmp_path)
   images(data, ['a.png', 'b.png'])
   huge = 'x' * 200_000
   manifest = write_text(os.path.join(data, 'm.csv'),
-                        f'TRAIN,a.png,cat\nTRAIN,b.png,"{huge}\nTRAIN,b.png,dog\n')
+                        f'TRAIN,a.png,cat\nTRAIN,b.png,"{huge}",TRAIN,a.png,x\n'
+                        'TRAIN,b.png,dog\n')
   result = trc.convert(manifest, str(tmp_path / 'out'), max_error_ratio=0.5)
   assert (result.rows_read, result.rows_failed) == (3, 1)
   assert result.records_per_label == {'cat': 1, 'dog': 1}
