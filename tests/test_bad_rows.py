@@ -136,3 +136,37 @@ def test_nothing_from_the_data_reaches_the_terminal_unescaped(tmp_path):
   for stream in (done.stdout, done.stderr):
     assert '\x1b' not in stream and '\x07' not in stream and '\r' not in stream
   assert '\\x1b]0;owned\\x07' in done.stdout
+
+
+_UNDER_4_GIB = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+import tfrecorder_component as trc
+result = trc.convert(sys.argv[1], sys.argv[2], include_masks=True)
+print(result.summary['box_issues'], result.summary['objects_written'])
+"""
+
+
+def test_a_hostile_polygon_converts_with_masks_under_4_gib(tmp_path):
+  """Polygons are clipped to the image before pycocotools draws them (it walks every
+  edge at 5 times its length); a coordinate that is not finite drops its mask's object
+  with a reason."""
+  data = str(tmp_path / 'data')
+  images(data, ['a.png'])  # 16 x 12
+  far, nan = 1e10, float('nan')
+  polygons = [[[1, 1, far, 1, far, far, 1, 10]], [[1, 1, 8, 1, 8, nan]],
+              [[1, 1, 1e8, 2, 3, 9]], [[2, 2, 10, 2, 10, 9, 2, 9]]]
+  coco = {'images': [{'id': 1, 'file_name': 'a.png', 'width': 16, 'height': 12}],
+          'categories': [{'id': 7, 'name': 'thing'}],
+          'annotations': [{'id': i + 1, 'image_id': 1, 'category_id': 7,
+                           'bbox': [1, 1, 5, 5], 'segmentation': p, 'area': 25, 'iscrowd': 0}
+                          for i, p in enumerate(polygons)]}
+  manifest = write_text(os.path.join(data, 'coco.json'), json.dumps(coco).replace(
+      'NaN', 'NaN'))
+  done = subprocess.run([sys.executable, '-c', _UNDER_4_GIB, manifest, str(tmp_path / 'out')],
+                        capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  issues, written = done.stdout.strip().rsplit(' ', 1)
+  assert written == '3'
+  assert eval(issues) == {'clipped:mask_outside_image': 2,  # pylint: disable=eval-used
+                          'dropped:mask_not_finite': 1}

@@ -34,7 +34,8 @@ class BoxIssue:
   box: Box       # as annotated (pixels for COCO and Pascal VOC)
   action: str     # 'dropped', 'clipped' or (a keypoint) 'hidden'
   # boxes: 'not_finite', 'empty', 'outside_image', 'clipped', 'outside_after_transform';
-  # masks: 'empty_mask', 'mask_outside_image', 'mask_size_mismatch', 'bad_mask';
+  # masks: 'empty_mask', 'mask_outside_image', 'mask_size_mismatch', 'mask_not_finite',
+  # 'bad_mask';
   # keypoints: 'keypoint_outside', 'keypoint_outside_after_transform'
   reason: str
   keypoint: Optional[str] = None  # the keypoint's name, for a keypoint issue

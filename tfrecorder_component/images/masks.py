@@ -9,7 +9,8 @@ index (0 where a colour mask paints no listed colour).
 from __future__ import annotations
 
 import io
-from typing import Any, Dict, NamedTuple, Optional, Sequence
+import math
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 from PIL import Image
@@ -31,17 +32,26 @@ def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
   """An object's segmentation at the stored image's size, with pycocotools: polygon
   parts merged into one mask, run-length encodings as given.
 
-  Reasons: 'mask_size_mismatch' (an RLE of another size: no mask), 'mask_outside_image'
-  (a polygon reaching outside the image, clipped to it), 'empty_mask' (no pixel).
+  Reasons: 'mask_size_mismatch' (an RLE of another size: no mask), 'mask_not_finite'
+  (a polygon coordinate is NaN or infinite: no mask), 'mask_outside_image' (a polygon
+  reaching outside the image, clipped to it before it is drawn), 'empty_mask' (no
+  pixel).
   """
   from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
   reason = ''
   if mask.polygons:
+    if not all(math.isfinite(v) for part in mask.polygons for v in part):
+      return Raster(None, 'mask_not_finite')
     if any(not (0 <= v <= limit) for part in mask.polygons
            for v, limit in zip(part, (width, height) * (len(part) // 2))):
       reason = 'mask_outside_image'
-    rle = coco_mask.merge(coco_mask.frPyObjects([list(p) for p in mask.polygons],
-                                                height, width))
+    # Clipped before pycocotools draws them: it walks every edge at 5 times its length,
+    # so one far-away vertex (1e7, 1e10) would take gigabytes.
+    parts = [clipped for clipped in (clip_polygon(p, width, height) for p in mask.polygons)
+             if len(clipped) >= 6]
+    if not parts:
+      return Raster(None, 'empty_mask')
+    rle = coco_mask.merge(coco_mask.frPyObjects(parts, height, width))
   else:
     if tuple(mask.rle_size) != (height, width):
       return Raster(None, 'mask_size_mismatch')
@@ -53,6 +63,26 @@ def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
   if not coco_mask.area(rle):  # nothing drawn, also when a polygon lay wholly outside
     reason = 'empty_mask'
   return Raster(rle, reason)
+
+
+def clip_polygon(flat: Sequence[float], width: float, height: float) -> List[float]:
+  """A polygon (x0, y0, x1, y1, ...) cut to the rectangle [0, width] x [0, height]
+  (Sutherland-Hodgman: exact, as the rectangle is convex); flat, possibly empty."""
+  points = list(zip(flat[0::2], flat[1::2]))
+  for axis, limit, keep_below in ((0, 0.0, False), (0, float(width), True),
+                                  (1, 0.0, False), (1, float(height), True)):
+    inside = (lambda p, a=axis, l=limit, b=keep_below: p[a] <= l if b else p[a] >= l)
+    cut, previous = [], points[-1] if points else None
+    for point in points:
+      if inside(point) != inside(previous):
+        t = (limit - previous[axis]) / (point[axis] - previous[axis])
+        cut.append(tuple(previous[i] + t * (point[i] - previous[i]) if i != axis else limit
+                         for i in (0, 1)))
+      if inside(point):
+        cut.append(point)
+      previous = point
+    points = cut
+  return [v for point in points for v in point]
 
 
 def decode(rle: Dict[str, Any]) -> Optional[np.ndarray]:
