@@ -170,3 +170,32 @@ def test_a_hostile_polygon_converts_with_masks_under_4_gib(tmp_path):
   assert written == '3'
   assert eval(issues) == {'clipped:mask_outside_image': 2,  # pylint: disable=eval-used
                           'dropped:mask_not_finite': 1}
+
+
+def test_coco_area_and_iscrowd_are_checked_and_objects_keep_annotation_order(tmp_path):
+  data = str(tmp_path / 'data')
+  images(data, ['a.png'])  # 16 x 12
+  objects = [  # (x, area, iscrowd): the boxes differ by x only
+      (9.5, 4, 0), (1.25, -5, 0), (3.0, 'NaN', 0), (4.0, 1e300, 0), (5.0, '7', 0),
+      (6.0, 4, 'yes'), (7.0, 4, 0.5), (2.0, 4, 1), (8.0, None, None), (0.5, 4, True)]
+  coco = {'images': [{'id': 1, 'file_name': 'a.png', 'width': 16, 'height': 12}],
+          'categories': [{'id': 1, 'name': 'thing'}],
+          'annotations': [dict({'id': i + 1, 'image_id': 1, 'category_id': 1,
+                                'bbox': [x, 1, 2, 2]},
+                               **({'area': area} if area is not None else {}),
+                               **({'iscrowd': crowd} if crowd is not None else {}))
+                          for i, (x, area, crowd) in enumerate(objects)]}
+  manifest = write_text(os.path.join(data, 'coco.json'),
+                        json.dumps(coco).replace('"NaN"', 'NaN'))
+  result = trc.convert(manifest, str(tmp_path / 'out'))
+  assert result.summary['box_issues'] == {'dropped:bad_area': 4, 'dropped:bad_iscrowd': 2}
+  from tfrecord_digest import read_records  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component import example_proto  # pylint: disable=g-import-not-at-top
+  (record,) = [r for split in ('train', 'eval', 'test')
+               for r in read_records(os.path.join(result.output_dir, f'Split-{split}'))]
+  feature = example_proto.Example.FromString(record).features.feature
+  xmins = [round(v * 16, 4) for v in feature['image/object/bbox/xmin'].float_list.value]
+  assert xmins == [9.5, 2.0, 8.0, 0.5]  # annotation order, not sorted by value
+  assert list(feature['image/object/is_crowd'].int64_list.value) == [0, 1, 0, 1]
+  assert [round(v, 3) for v in feature['image/object/area'].float_list.value] == [
+      4.0, 4.0, 4.0, 4.0]

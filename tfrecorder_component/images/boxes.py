@@ -33,7 +33,8 @@ class BoxIssue:
   label: str
   box: Box       # as annotated (pixels for COCO and Pascal VOC)
   action: str     # 'dropped', 'clipped' or (a keypoint) 'hidden'
-  # boxes: 'not_finite', 'empty', 'outside_image', 'clipped', 'outside_after_transform';
+  # boxes: 'not_finite', 'empty', 'outside_image', 'clipped', 'outside_after_transform',
+  # 'bad_area', 'bad_iscrowd' (COCO);
   # masks: 'empty_mask', 'mask_outside_image', 'mask_size_mismatch', 'mask_not_finite',
   # 'bad_mask';
   # keypoints: 'keypoint_outside', 'keypoint_outside_after_transform'
@@ -54,6 +55,9 @@ def normalize_boxes(objects: Tuple[ObjectBox, ...], width: int, height: int
   issues: List[BoxIssue] = []
   for index, obj in enumerate(objects):
     raw = (obj.xmin, obj.ymin, obj.xmax, obj.ymax)
+    if obj.invalid:  # a COCO area or iscrowd that is not a valid one
+      issues.append(BoxIssue(index, obj.label, raw, 'dropped', obj.invalid))
+      continue
     box, reason = _normalize(raw, obj.normalized, width, height)
     if box is None:
       issues.append(BoxIssue(index, obj.label, raw, 'dropped', reason))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from array import array
+import math
 from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
@@ -193,8 +194,7 @@ def _annotation_row(path: str, index: int, annotation: object,
   if bbox is None or len(bbox) != 4:
     return RowError('bad_row', f'{name}: "bbox" must be 4 numbers [x, y, width, height] in '
                     f'pixels, got {annotation.get("bbox")!r}', **where)
-  area = _numbers([annotation.get('area')])
-  crowd = _numbers([annotation.get('iscrowd')])
+  area, crowd, invalid = _area_and_crowd(annotation)
   x, y, width, height = bbox
   mask = keypoints = names = None
   if read.masks:
@@ -208,11 +208,32 @@ def _annotation_row(path: str, index: int, annotation: object,
       return RowError('bad_row', f'{name}: {keypoints}', **where)
     pad = read.width - len(names)
     keypoints, names = keypoints + ((0.0, 0.0, 0),) * pad, names + ('',) * pad
-  box = ObjectBox(label, x, y, x + width, y + height, normalized=False,
-                  is_crowd=bool(crowd and crowd[0]), area=area[0] if area else None,
-                  mask=mask, keypoints=keypoints or (), keypoint_names=names or ())
+  box = ObjectBox(label, x, y, x + width, y + height, normalized=False, is_crowd=crowd,
+                  area=area, mask=mask, keypoints=keypoints or (), keypoint_names=names or (),
+                  invalid=invalid)
   return ManifestRow(source=path, row=image.row, image_uri=image.image_uri,
                      resolved_uri=image.resolved_uri, labels=(label,), objects=(box,))
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _area_and_crowd(annotation: dict) -> Tuple[Optional[float], bool, str]:
+  """(area, is_crowd, what is invalid: '' or 'bad_area' / 'bad_iscrowd') of an
+  annotation. An area is a finite number of pixels, 0 or more, that float32 holds
+  (absent: the box's own); iscrowd is 0 or 1 (or false / true; absent: 0). Nothing
+  else is guessed at: the object is dropped, with the reason in box_issues."""
+  area = annotation.get('area')
+  if area is not None:
+    area = as_number(area) if not isinstance(area, str) else None
+    if area is None or not math.isfinite(area) or not 0 <= area <= _FLOAT32_MAX:
+      return None, False, 'bad_area'
+  crowd = annotation.get('iscrowd', 0)
+  if crowd is None:
+    crowd = 0
+  if crowd not in (0, 1) or isinstance(crowd, str):  # True == 1, False == 0
+    return area, False, 'bad_iscrowd'
+  return area, bool(crowd), ''
 
 
 def _instance_mask(segmentation: object) -> Union[InstanceMask, str]:

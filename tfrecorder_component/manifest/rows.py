@@ -4,7 +4,6 @@ objects or segmentation mask, split and extra features), `ObjectBox` (with its
 AI ML_USE values."""
 from __future__ import annotations
 
-import collections
 import dataclasses
 import enum
 import posixpath
@@ -62,6 +61,9 @@ class ObjectBox:
   # `keypoint_names` (padded with (0, 0, 0) and '' to the file's longest list).
   keypoints: Tuple[Tuple[float, float, int], ...] = ()
   keypoint_names: Tuple[str, ...] = ()
+  # Why the object cannot be written as annotated ('bad_area', 'bad_iscrowd'), else '':
+  # it is dropped with that reason in box_issues.
+  invalid: str = ''
 
 
 FeatureValue = Union[int, float, str]
@@ -111,33 +113,24 @@ class ManifestRow:
 
 def merge_image_rows(rows: Sequence[ManifestRow]) -> Union[ManifestRow, RowError]:
   """The rows of one detection image (one per box in AutoML CSV, one per annotation in
-  COCO) as one row. Objects are ordered by manifest row, then by value: the same record
-  whatever order the rows arrive in. Rows that give different splits are a RowError."""
+  COCO) as one row. Objects keep annotation order: by manifest file and row, and within
+  one row (COCO's annotations of an image) in the order given, so the record is the
+  same whatever order a runner brings the rows in. Rows that give different splits are
+  a RowError."""
   if len(rows) == 1:
     return rows[0]
-  rows = sorted(rows, key=lambda r: (r.row, r.split or ''))
+  rows = sorted(rows, key=lambda r: (r.source, r.row))  # stable: COCO's order kept
   if len({r.split for r in rows}) > 1:
     listed = ', '.join(f'{r.row} ({r.split or "unassigned"})' for r in rows)
     return RowError('conflicting_split', f'the rows of this image give different ML_USE '
                     f'values: rows {listed}; give every row of an image the same ML_USE',
                     source=rows[0].source, row=rows[0].row, uri=rows[0].image_uri)
-  # By the box's own fields; the mask and keypoints (long) only between equal boxes.
-  keyed = [(r.row, _box_key(o), i, o) for r in rows for i, o in enumerate(r.objects)]
-  ties = collections.Counter(t[:2] for t in keyed)
-  keyed.sort(key=lambda t: (t[0], t[1], repr(dataclasses.astuple(t[3]))
-                            if ties[t[:2]] > 1 else '', t[2]))
-  boxes = tuple(t[3] for t in keyed)
+  boxes = tuple(o for r in rows for o in r.objects)
   return dataclasses.replace(
       rows[0], objects=boxes, labels=tuple(dict.fromkeys(o.label for o in boxes)),
       features=tuple(sorted(dict(f for r in rows for f in r.features).items())))
 
 
-_BOX_FIELDS = tuple(f.name for f in dataclasses.fields(ObjectBox)
-                    if f.name not in ('mask', 'keypoints', 'keypoint_names'))
-
-
-def _box_key(obj: ObjectBox) -> str:
-  return repr(tuple(getattr(obj, name) for name in _BOX_FIELDS))
 
 
 def split_for_ml_use(value: str) -> Optional[str]:
