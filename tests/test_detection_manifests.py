@@ -203,11 +203,18 @@ def test_an_annotation_of_no_known_image_is_printed_without_a_row(tmp_path):
       'the id of an entry of "images"')
 
 
-def test_coco_boxes_merge_in_the_same_order_whatever_the_annotation_order(tmp_path):
+def test_coco_objects_keep_annotation_order(tmp_path):
+  """Objects are in the file's annotation order (as Model Garden's COCO readers and
+  pycocotools give them), masks and keypoints with them: reversed annotations give
+  reversed objects."""
   shuffled = dict(COCO, annotations=COCO['annotations'][::-1])
   rows = rows_of(read_manifest_file(write_text(str(tmp_path / 'a.json'), json.dumps(COCO))))
   again = rows_of(read_manifest_file(write_text(str(tmp_path / 'b.json'), json.dumps(shuffled))))
-  assert [r.objects for r in again] == [r.objects for r in rows]
+  assert any(len(r.objects) > 1 for r in rows)
+  assert [r.objects[::-1] for r in again] == [r.objects for r in rows]
+  first = next(r for r in rows if len(r.objects) > 1)
+  in_file = [a for a in COCO['annotations'] if a['image_id'] == 10]
+  assert [o.xmin for o in first.objects] == [float(a['bbox'][0]) for a in in_file]
 
 
 def test_coco_custom_image_root_and_split(tmp_path):
