@@ -105,12 +105,23 @@ def _wait() -> None:
     os._exit(128 + sig)  # pylint: disable=protected-access
 
 
+def _other_threads() -> bool:
+  """Whether this process runs any thread but this one (native ones included, such as
+  a BLAS library's), or cannot tell."""
+  try:
+    return len(os.listdir('/proc/self/task')) > 1
+  except OSError:
+    return True
+
+
 def install() -> None:
-  """Takes SIGINT and SIGTERM for the process (see the module); call before any thread or
-  worker process starts. Once."""
+  """Takes SIGINT and SIGTERM for the process (see the module), if no other thread runs
+  yet (a thread that does not block them would take and drop them): the command's
+  import of the package does it first thing. Once."""
   global _installed
-  if _installed or threading.current_thread() is not threading.main_thread():
-    return
+  if (_installed or threading.current_thread() is not threading.main_thread()
+      or not hasattr(signal, 'sigwait') or _other_threads()):
+    return  # Python's own KeyboardInterrupt: a thread already started would swallow them
   for sig in _SIGNALS:
     signal.signal(sig, signal.SIG_IGN)
   signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))

@@ -30,7 +30,6 @@ stays as it was) or, where the parent cannot be written, `<output>/report.failed
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -44,6 +43,11 @@ from tfrecorder_component import interrupt
 from tfrecorder_component import layout
 from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
+
+try:
+  import fcntl
+except ImportError:  # not POSIX: runs are not locked
+  fcntl = None
 
 PARTIAL = '.tfrecorder-partial-'  # a run's staging folder inside the output
 OLD = '.tfrecorder-old-'  # what a finishing run replaces, until it is removed
@@ -89,6 +93,9 @@ class _Lock:
   has no flock (some network file systems) runs unlocked, with a warning."""
 
   def __init__(self, folder: str):
+    if fcntl is None:
+      self.fd = None
+      return
     self.fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
       fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
