@@ -19,6 +19,7 @@ from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, proto_utils
 
+from tfrecorder_component import files
 from tfrecorder_component import layout
 from tfrecorder_component import policy
 from tfrecorder_component import run
@@ -216,6 +217,5 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                       'training); see %s.', duplicates['cross_split_groups'],
                       os.path.join(report_dir, layout.DUPLICATES + layout.JSON_LINES))
     # Last, as convert() does: load_dataset and inspect read only a finished output.
-    with fileio.open(os.path.join(examples.uri, layout.SUCCESS_MARKER), 'w'):
-      pass
+    files.write_text(os.path.join(examples.uri, layout.SUCCESS_MARKER), '')
     logging.info('ImageExampleGen wrote %s records per split.', counts)
