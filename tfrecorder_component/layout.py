@@ -15,6 +15,8 @@ import json
 import posixpath
 from typing import Any, Callable, Dict, Iterable, Optional
 
+from tfrecorder_component.labels import LABELS_FILE
+
 SPLIT_PREFIX = 'Split-'
 TFRECORD_FILE_NAME = 'data_tfrecord'
 REPORT_DIR = 'report'
@@ -68,12 +70,11 @@ def unfinished(output_dir: str, exists: Callable[[str], bool]) -> Optional[str]:
     return f'{output_dir} does not exist'
   if exists(posixpath.join(output_dir, SUCCESS_MARKER)):
     return None
-  if exists(posixpath.join(output_dir, REPORT_DIR, SUMMARY_FILE)) and not exists(
-      posixpath.join(output_dir, 'labels.txt')):
-    return (f'{output_dir} holds only the report of a failed run, no records: see '
-            f'{errors_path(posixpath.join(output_dir, REPORT_DIR))}')
-  if exists(posixpath.join(output_dir, 'labels.txt')):
+  if exists(posixpath.join(output_dir, LABELS_FILE)):
     return (f'{output_dir} is not a finished output (no {SUCCESS_MARKER}): a run is still '
             'writing it, or ended before it finished; convert again')
+  if exists(posixpath.join(output_dir, REPORT_DIR, SUMMARY_FILE)):
+    return (f'{output_dir} holds only the report of a failed run, no records: see '
+            f'{errors_path(posixpath.join(output_dir, REPORT_DIR))}')
   return (f'{output_dir} is not an output of convert or an Examples artifact of '
           f'ImageExampleGen (no {SUCCESS_MARKER}, no labels.txt)')

@@ -36,10 +36,11 @@ import os
 import posixpath
 import shutil
 import uuid
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 from tfrecorder_component import files
 from tfrecorder_component import interrupt
+from tfrecorder_component import labels
 from tfrecorder_component import layout
 from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
@@ -77,10 +78,6 @@ def output_folder(output_dir: str) -> str:
 
 def _staging(name: str) -> bool:
   return name.startswith((PARTIAL, OLD))
-
-
-def _is_failed_report(entries: Sequence[str], has_summary) -> bool:
-  return list(entries) == [layout.REPORT_DIR] and has_summary()
 
 
 def _not_empty(output_dir: str) -> UsageError:
@@ -182,7 +179,6 @@ class OutputSwap:
 
   def __init__(self, output_dir: str, overwrite: bool = False):
     self.output_dir = output_dir
-    self.overwrite = overwrite
     self.local = '://' not in output_dir
     self._lock: Optional[_Lock] = None
     self._key = None
@@ -198,9 +194,9 @@ class OutputSwap:
       try:
         _recover(output_dir)
         entries = self._entries()
-        self._had_output = bool(entries) and not _is_failed_report(
-            entries, lambda: os.path.isfile(os.path.join(
-                output_dir, layout.REPORT_DIR, layout.SUMMARY_FILE)))
+        # An earlier failed run's report alone counts as empty: this run replaces it.
+        self._had_output = bool(entries) and not (entries == [layout.REPORT_DIR] and (
+            os.path.isfile(os.path.join(output_dir, layout.REPORT_DIR, layout.SUMMARY_FILE))))
         if self._had_output and not overwrite:
           raise _not_empty(output_dir)
         self._replace = entries  # the old output, or an earlier failed run's report
@@ -370,7 +366,7 @@ def _layout_object(path: str) -> bool:
   """Whether an object (relative to an output prefix) is one a run writes."""
   top = path.split('/', 1)[0]
   return (top.startswith((layout.SPLIT_PREFIX, PARTIAL)) or top == layout.REPORT_DIR
-          or path in ('labels.txt', 'label_map.pbtxt'))
+          or path in (labels.LABELS_FILE, labels.LABEL_MAP_FILE))
 
 
 def _move_objects(source: str, target: str) -> None:

@@ -18,7 +18,7 @@ from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple, 
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
-from tfrecorder_component.manifest.features import as_number
+from tfrecorder_component.manifest.features import FLOAT32_MAX, as_number
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
                                                 ParsedItem, merge_image_rows, resolve_uri)
 
@@ -215,9 +215,6 @@ def _annotation_row(path: str, index: int, annotation: object,
                      resolved_uri=image.resolved_uri, labels=(label,), objects=(box,))
 
 
-_FLOAT32_MAX = 3.4028234663852886e38
-
-
 def _area_and_crowd(annotation: dict) -> Tuple[Optional[float], bool, str]:
   """(area, is_crowd, what is invalid: '' or 'bad_area' / 'bad_iscrowd') of an
   annotation. An area is a finite number of pixels, 0 or more, that float32 holds
@@ -226,7 +223,7 @@ def _area_and_crowd(annotation: dict) -> Tuple[Optional[float], bool, str]:
   area = annotation.get('area')
   if area is not None:
     area = as_number(area) if not isinstance(area, str) else None
-    if area is None or not math.isfinite(area) or not 0 <= area <= _FLOAT32_MAX:
+    if area is None or not math.isfinite(area) or not 0 <= area <= FLOAT32_MAX:
       return None, False, 'bad_area'
   crowd = annotation.get('iscrowd', 0)
   if crowd is None:

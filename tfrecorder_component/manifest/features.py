@@ -16,11 +16,17 @@ FEATURE_TYPES = ('int', 'float', 'string')
 RESERVED_FEATURE_PREFIX = 'image/'
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _INT64_DIGITS = 19  # more digits than this is out of int64's range: not even converted
-_FLOAT32_MAX = 3.4028234663852886e38  # a finite float beyond it would be written as inf
+FLOAT32_MAX = 3.4028234663852886e38  # a finite float beyond it would be written as inf
 _INT = re.compile(r'[+-]?\d+\Z', re.ASCII)
 _DECIMAL = re.compile(r'[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z', re.ASCII)
 _NUMBER = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|nan|inf|infinity)\Z',
                      re.ASCII | re.IGNORECASE)
+
+
+def _past_int64(digits: str) -> bool:
+  """Whether an integer's text has more digits than int64 holds (checked before
+  `int()`, which refuses texts of over 4,300 digits)."""
+  return len(digits.lstrip('+-').lstrip('0')) > _INT64_DIGITS
 
 
 def parse_number(text: str) -> Optional[float]:
@@ -72,7 +78,7 @@ def convert_feature(value: Union[FeatureValue, bool], type_: str) -> FeatureValu
   if isinstance(value, str):
     text = value.strip()
     if type_ == 'int' and _INT.match(text):
-      if len(text.lstrip('+-').lstrip('0')) > _INT64_DIGITS:
+      if _past_int64(text):
         raise ValueError(value)
       value = int(text)
     elif _NUMBER.match(text):
@@ -81,7 +87,7 @@ def convert_feature(value: Union[FeatureValue, bool], type_: str) -> FeatureValu
       raise ValueError(value)
   if type_ == 'float':
     number = float(value)
-    if math.isfinite(number) and abs(number) > _FLOAT32_MAX:
+    if math.isfinite(number) and abs(number) > FLOAT32_MAX:
       raise ValueError(value)  # float32 would make it inf, a value the input did not give
     return number
   if isinstance(value, float):
@@ -112,9 +118,7 @@ class _TypeInference:
         text = value.strip() if isinstance(value, str) else None
         as_int = None
         if text is not None and _INT.match(text):
-          # So many digits are out of range; int() would refuse past 4,300 of them.
-          as_int = (_INT64_MAX + 1 if len(text.lstrip('+-').lstrip('0')) > _INT64_DIGITS
-                    else int(text))
+          as_int = _INT64_MAX + 1 if _past_int64(text) else int(text)
         number = text is not None and bool(_DECIMAL.match(text))
       else:
         as_int = int(value) if isinstance(value, int) else None
