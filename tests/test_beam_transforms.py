@@ -17,6 +17,7 @@ from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
 from images import write_image, write_text
 from tfrecorder_component import example_proto
+from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import record as record_lib
 from tfrecorder_component.beam import duplicates
 from tfrecorder_component.beam import jsonl
@@ -29,7 +30,7 @@ from tfrecorder_component.beam.duplicates import FindDuplicates
 from tfrecorder_component.beam.read import ReadManifestRows
 from tfrecorder_component.beam.report import Summarize
 from tfrecorder_component.beam import write as write_lib
-from tfrecorder_component.beam.write import (RenumberLabels, WriteLabelFiles, WriteSplits,
+from tfrecorder_component.beam.write import (WriteLabelFiles, WriteSplits,
                                              plan_shards)
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.boxes import BoxIssue
@@ -164,8 +165,39 @@ def test_label_vocabulary_orders_integer_labels_numerically_else_as_text(tmp_pat
         ('failed rows', with_failed, {'labels': ['cat'], 'task': 'classification'}),
         ('empty', [], {'labels': [], 'task': 'classification'})):
       vocabulary = (p | f'Create[{name}]' >> beam.Create(chunks)
-                    | f'Vocabulary[{name}]' >> LabelVocabulary())
+                    | f'Vocabulary[{name}]' >> LabelVocabulary()
+                    | f'Ids[{name}]' >> beam.Map(lambda v: {k: v[k] for k in ('labels', 'task')}))
       assert_that(vocabulary, equal_to([expected]), label=name)
+
+
+def test_label_vocabulary_keeps_given_and_source_ids(tmp_path):
+  """A given map's ids stay (new labels appended after, or failing their rows when the
+  map is closed); COCO category ids stay, moved up by one for a source numbering from 0
+  in detection."""
+  d = str(tmp_path)
+  span2 = [chunk_of(d, row(d, 'a.jpg', ['cat']), row(d, 'b.jpg', ['aardvark']))]
+  given = labels_lib.GivenLabelMap('span1', (('cat', 0), ('dog', 1), ('emu', 2)))
+  box = lambda label, i: ObjectBox(label, 0, 0, 1, 1, source_id=i)
+  coco = [chunk_of(d, row(d, 'a.jpg', objects=(box('person', 1), box('car', 3)))),
+          chunk_of(d, row(d, 'b.jpg', objects=(box('zebra', 24),)))]
+  from_zero = [chunk_of(d, row(d, 'a.jpg', objects=(box('bg-thing', 0), box('car', 2))))]
+  with BeamTestPipeline() as p:
+    for name, chunks, vocabulary, expected in (
+        ('appended', span2, LabelVocabulary(given, append_new_labels=True),
+         {'labels': ['cat', 'dog', 'emu', 'aardvark'], 'ids': [0, 1, 2, 3],
+          'appended': ['aardvark'], 'unknown': []}),
+        ('closed', span2, LabelVocabulary(given),
+         {'labels': ['cat', 'dog', 'emu'], 'ids': [0, 1, 2], 'appended': [],
+          'unknown': ['aardvark']}),
+        ('coco', coco, LabelVocabulary(),
+         {'labels': ['person', 'car', 'zebra'], 'ids': [1, 3, 24], 'appended': [],
+          'unknown': []}),
+        ('from zero', from_zero, LabelVocabulary(),
+         {'labels': ['bg-thing', 'car'], 'ids': [1, 3], 'appended': [], 'unknown': []})):
+      out = (p | f'Create[{name}]' >> beam.Create(chunks) | f'Vocabulary[{name}]' >> vocabulary
+             | f'Ids[{name}]' >> beam.Map(lambda v: {k: v[k] for k in ('labels', 'ids',
+                                                                       'appended', 'unknown')}))
+      assert_that(out, equal_to([expected]), label=name)
 
 
 def test_label_vocabulary_refuses_classification_and_detection_together(tmp_path):
@@ -198,7 +230,7 @@ def test_convert_batches_classification_records_errors_and_stats(tmp_path):
                    row(d, 'b.png', ['dog', 'cat'], 'test', number=2),
                    row(d, 'gone.jpg', ['cat'], number=3), unparsed,
                    row(d, 'u.jpg', ['dog'], None, number=4))
-  p, out = convert([chunk], {'labels': ['cat', 'dog'], 'task': 'classification'})
+  p, out = convert([chunk], {'labels': ['cat', 'dog'], 'ids': [0, 1], 'task': 'classification'})
   assert_that(out.records | beam.FlatMap(lambda kv: [(kv[0], classes(r)) for r in kv[1]]),
               equal_to([('train', ('a.jpg', [0], ['cat'])),
                         ('test', ('b.png', [1, 0], ['dog', 'cat'])),
@@ -221,7 +253,7 @@ def test_convert_batches_detection_reports_dropped_boxes(tmp_path):
   write_image(os.path.join(d, 'a.jpg'), height=12, width=16)
   objects = (ObjectBox('dog', 0.1, 0.1, 0.5, 0.5), ObjectBox('cat', 0.3, 0.1, 0.3, 0.9))
   p, out = convert([chunk_of(d, row(d, 'a.jpg', ['dog', 'cat'], objects=objects, number=7))],
-                   {'labels': ['cat', 'dog'], 'task': 'detection'})
+                   {'labels': ['cat', 'dog'], 'ids': [1, 2], 'task': 'detection'})
   assert_that(out.records | beam.FlatMap(lambda kv: [(kv[0], features(r)) for r in kv[1]]),
               equal_to([('train', ('a.jpg', [], [], [2], ['dog']))]), label='records')
   assert_that(out['box_issues'], equal_to([{
@@ -415,41 +447,15 @@ def test_write_splits_with_num_shards_spreads_records_and_leaves_no_temporary_fi
   assert sorted(os.listdir(tmp_path / 'out')) == [f'Split-{s}' for s in sorted(SPLIT_NAMES)]
 
 
-def test_renumber_labels_rewrites_ids_only_when_a_label_was_left_out(tmp_path):
-  d = str(tmp_path)
-  a, b = (classification_record(d, f'{n}.jpg', 'dog', 1, seed) for seed, n in enumerate('ab'))
-  _, split_dirs = write_splits(tmp_path, [('train', [a, b])])
-  shards = sorted(os.path.join(d, n) for d in split_dirs.values() for n in os.listdir(d))
-  before = {s: (open(s, 'rb').read(), os.stat(s).st_ino) for s in shards}
-
-  def renumber(held):
-    with BeamTestPipeline() as p:
-      # Only the first shard is reported: every shard in the split folders is renumbered.
-      _ = p | 'Shards' >> beam.Create(shards[:1]) | RenumberLabels(
-          beam.pvalue.AsSingleton(p | 'Held' >> beam.Create([held])), split_dirs)
-
-  renumber({'labels': ['dog'], 'task': 'classification', 'ids': {}})
-  assert {s: (open(s, 'rb').read(), os.stat(s).st_ino) for s in shards} == before
-  renumber({'labels': ['dog'], 'task': 'classification', 'ids': {1: 0}})
-  got = [classes(r) for s in shards for r in sink.read_shard(s)]
-  assert got == [('a.jpg', [0], ['dog']), ('b.jpg', [0], ['dog'])]
-  renumbered = {s: open(s, 'rb').read() for s in shards}
-  renumber({'labels': ['dog'], 'task': 'classification', 'ids': {1: 0}})  # a retry
-  assert {s: open(s, 'rb').read() for s in shards} == renumbered  # changes nothing
-  # Only the id changed: the rest of each record is the same.
-  rewritten = [example_proto.Example.FromString(r) for s in shards for r in sink.read_shard(s)]
-  for original, new in zip((a, b), rewritten):
-    new.features.feature['image/class/label'].int64_list.value[:] = [1]
-    assert new.SerializeToString(deterministic=True) == original
-
-
-def test_write_label_files_writes_the_held_vocabulary(tmp_path):
+def test_write_label_files_writes_the_vocabulary_one_line_per_id(tmp_path):
+  """labels.txt line k is id first + k, an empty line an id no label has (a COCO map
+  with gaps), so TextFileInitializer's line numbers are ids."""
   with BeamTestPipeline() as p:
-    _ = (p | beam.Create([{'labels': ['dog', 'cat'], 'task': 'detection', 'ids': {}}])
+    _ = (p | beam.Create([{'labels': ['dog', 'cat'], 'ids': [1, 3], 'task': 'detection'}])
          | WriteLabelFiles(str(tmp_path)))
-  assert (tmp_path / 'labels.txt').read_text() == 'dog\ncat\n'
+  assert (tmp_path / 'labels.txt').read_text() == 'dog\n\ncat\n'
   assert (tmp_path / 'label_map.pbtxt').read_text() == (
-      'item {\n  name: "dog"\n  id: 1\n}\nitem {\n  name: "cat"\n  id: 2\n}\n')
+      'item {\n  name: "dog"\n  id: 1\n}\nitem {\n  name: "cat"\n  id: 3\n}\n')
 
 
 # --- record.convert_row, without Beam -------------------------------------------------

@@ -473,35 +473,6 @@ def test_cli_takes_splits_feature_types_limits_and_compression(tmp_path):
   assert done.returncode == 2 and 'invalid choice' in done.stderr
 
 
-def test_a_label_whose_every_row_failed_leaves_the_vocabulary(tmp_path):
-  """'ant' sorts first and none of its images exists: the run that skips failed rows
-  writes the records, labels.txt and label_map.pbtxt of the manifest without it, and
-  says which label it left out."""
-  data = tmp_path / 'data'
-  rows = ['split,image_uri,label']
-  for i in range(4):
-    solid(str(data / f'cat{i}.png'), COLOURS['cat'], size=(10 + i, 8))
-    solid(str(data / f'dog{i}.png'), COLOURS['dog'], size=(10, 8 + i))
-    rows += [f'TRAIN,cat{i}.png,cat', f'TEST,dog{i}.png,dog']
-  clean = write_text(str(data / 'clean.csv'), '\n'.join(rows) + '\n')
-  rows += ['TRAIN,ant0.png,ant', 'TEST,ant1.png,ant']
-  with_ant = write_text(str(data / 'with_ant.csv'), '\n'.join(rows) + '\n')
-
-  run = run_cli('convert', with_ant, str(tmp_path / 'with_ant'), '--max-error-ratio', '0.5')
-  assert run.returncode == 0, run.stderr
-  assert ('Labels with no record, left out of labels.txt and label_map.pbtxt: ant'
-          in run.stdout)
-  assert (tmp_path / 'with_ant' / 'labels.txt').read_text() == 'cat\ndog\n'
-  assert trc.read_label_map(str(tmp_path / 'with_ant')) == {'cat': 0, 'dog': 1}
-  summary = json.loads((tmp_path / 'with_ant' / 'report' / 'summary.json').read_text())
-  assert summary['labels_left_out'] == ['ant'] and summary['vocabulary'] == ['cat', 'dog']
-  assert 'ant' in (tmp_path / 'with_ant' / 'report' / 'report.html').read_text()
-
-  trc.convert(clean, str(tmp_path / 'clean'))
-  assert tfrecord_digest.digest(str(tmp_path / 'with_ant')) == tfrecord_digest.digest(
-      str(tmp_path / 'clean'))
-
-
 def test_cli_num_shards_spreads_the_same_records_over_that_many_shards(tmp_path):
   data = tmp_path / 'data'
   rows = []

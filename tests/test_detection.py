@@ -14,7 +14,6 @@ from PIL import Image
 
 from test_beam import SPLITS, convert
 from records import by_source_id, feature
-import tfrecord_digest
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.labels import read_label_map
 from tfrecorder_component.images.transform import ImageTransform
@@ -80,8 +79,8 @@ def objects_of(example):
                     feature(example, 'image/object/area')))
 
 
-def expected_objects(name):
-  return sorted((label, EXPECTED_IDS[label], (x / W, y / H, (x + w) / W, (y + h) / H))
+def expected_objects(name, ids=EXPECTED_IDS):
+  return sorted((label, ids[label], (x / W, y / H, (x + w) / W, (y + h) / H))
                 for label, x, y, w, h in OBJECTS[name])
 
 
@@ -90,7 +89,7 @@ def assert_records_match_annotations(out, coco):
   assert sorted(records) == sorted(OBJECTS)
   for name, (_, example) in records.items():
     got = objects_of(example)
-    want = expected_objects(name)
+    want = expected_objects(name, CATEGORIES if coco else EXPECTED_IDS)
     assert [(g[0], g[1]) for g in got] == [(w[0], w[1]) for w in want], name
     for g, w in zip(got, want):
       np.testing.assert_allclose(g[2], w[2], atol=1e-3)
@@ -103,11 +102,13 @@ def assert_records_match_annotations(out, coco):
     else:
       areas = sorted(a for *_, a in got)
       assert areas == pytest.approx(sorted(w * h for *_, w, h in OBJECTS[name]), rel=1e-3)
-  assert read_label_map(out) == EXPECTED_IDS
+  assert read_label_map(out) == (CATEGORIES if coco else EXPECTED_IDS)
   return records
 
 
-def test_coco_and_automl_csv_give_the_same_boxes_and_ids(tmp_path, photos):
+def test_coco_keeps_its_category_ids_and_automl_csv_gives_the_same_boxes(tmp_path, photos):
+  """COCO category ids (3, 17, 90) are the records' class ids, as COCO-pretrained
+  checkpoints and Model Garden's COCO readers expect; a CSV has none: sorted, 1-based."""
   coco = write_coco(photos / 'instances.json')
   csv = write_automl_csv(photos / 'boxes.csv')
   out_coco, summary_coco, errors_coco = convert(tmp_path / 'coco', [ManifestSource(coco)])
@@ -127,7 +128,10 @@ def test_coco_and_automl_csv_give_the_same_boxes_and_ids(tmp_path, photos):
     assert summary['box_issues'] == {}
   assert set(summary_csv['records_per_split']) == {'train'}
   with open(os.path.join(out_coco, 'label_map.pbtxt')) as f:
-    assert 'name: "flower"\n  id: 1' in f.read()
+    assert 'name: "flower"\n  id: 90' in f.read()
+  with open(os.path.join(out_coco, 'labels.txt')) as f:  # line k: id k + 1
+    lines = f.read().split('\n')
+  assert (lines[2], lines[16], lines[89], len(lines)) == ('pagoda', 'tree', 'flower', 91)
 
 
 def test_pascal_voc_and_vertex_jsonl_give_the_same_boxes(tmp_path, photos):
@@ -186,7 +190,7 @@ def test_model_garden_decoder_reads_the_records(tmp_path, photos):
                      decoded['groundtruth_boxes'].numpy().tolist(),
                      decoded['groundtruth_is_crowd'].numpy().tolist(),
                      decoded['groundtruth_area'].numpy().tolist()))
-    want = sorted((EXPECTED_IDS[label], [y / H, x / W, (y + h) / H, (x + w) / W],
+    want = sorted((CATEGORIES[label], [y / H, x / W, (y + h) / H, (x + w) / W],
                    (label, x) in CROWD, w * h * 0.8) for label, x, y, w, h in OBJECTS[name])
     assert [g[0] for g in got] == [w[0] for w in want], name
     for g, w in zip(got, want):
@@ -230,26 +234,21 @@ def test_invalid_boxes_are_clipped_or_dropped_and_reported(tmp_path, photos):
       ('dropped', 'not_finite', 'tree'), ('dropped', 'outside_image', 'tree')]
 
 
-def test_a_class_whose_every_box_was_dropped_leaves_the_vocabulary(tmp_path, photos):
-  """'ant' sorts first, so every other id moves down by one: the records, labels.txt and
-  label_map.pbtxt are those of the manifest without it."""
+def test_a_class_whose_every_box_was_dropped_keeps_its_id(tmp_path, photos):
+  """'ant' sorts first and its one box is dropped: it keeps id 1 in label_map.pbtxt and
+  labels.txt, so no other id moves, and the run names it."""
   csv = photos / 'dropped_class.csv'
   csv.write_text('china.jpg,pagoda,0.4,0.1,,,0.6,0.5,,\n'
                  'china.jpg,ant,0.3,0.1,,,0.3,0.2,,\n'    # zero width: dropped
                  'flower.jpg,tree,0.1,0.1,,,0.5,0.5,,\n')
   out, summary, _ = convert(tmp_path / 'with', [ManifestSource(str(csv))])
   assert summary['labels_left_out'] == ['ant']
-  assert summary['vocabulary'] == ['pagoda', 'tree']
-  assert read_label_map(out) == {'pagoda': 1, 'tree': 2}
+  assert summary['vocabulary'] == ['ant', 'pagoda', 'tree']
+  assert read_label_map(out) == {'ant': 1, 'pagoda': 2, 'tree': 3}
+  assert open(os.path.join(out, 'labels.txt')).read() == 'ant\npagoda\ntree\n'
   records = by_source_id(out, SPLITS)
-  assert [(l, i) for l, i, *_ in objects_of(records['china.jpg'][1])] == [('pagoda', 1)]
-  assert [(l, i) for l, i, *_ in objects_of(records['flower.jpg'][1])] == [('tree', 2)]
-
-  clean = photos / 'without_the_class.csv'
-  clean.write_text(''.join(l + '\n' for l in csv.read_text().splitlines() if ',ant,' not in l))
-  out_clean, summary_clean, _ = convert(tmp_path / 'without', [ManifestSource(str(clean))])
-  assert summary_clean['labels_left_out'] == []
-  assert tfrecord_digest.digest(out) == tfrecord_digest.digest(out_clean)
+  assert [(l, i) for l, i, *_ in objects_of(records['china.jpg'][1])] == [('pagoda', 2)]
+  assert [(l, i) for l, i, *_ in objects_of(records['flower.jpg'][1])] == [('tree', 3)]
 
 
 def test_rows_of_one_image_with_different_splits_fail_that_image(tmp_path, photos):
@@ -325,7 +324,7 @@ def test_coco_folder_through_tfx_with_a_transform(tmp_path, photos):
     assert tuple(pixels.shape) == (214, 320, 3)
     assert (feature(example, 'image/height'), feature(example, 'image/width')) == ([214], [320])
     got = objects_of(example)
-    for g, w in zip(got, expected_objects(name)):  # normalised boxes survive the resize
+    for g, w in zip(got, expected_objects(name, CATEGORIES)):  # boxes survive the resize
       assert g[:2] == w[:2]
       np.testing.assert_allclose(g[2], w[2], atol=2e-3)
   schema_uri = latest_output(config, 'coco', 'SchemaGen', 'schema').uri

@@ -348,7 +348,7 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   names = {t.unique_name for t in job.proto_pipeline.components.transforms.values()}
   for step in ('ConvertManifests/ReadManifestRows/Parse', 'ConvertManifests/Convert',
                'ConvertManifests/WriteSplits/WriteBundles',
-               'ConvertManifests/WriteSplits/WriteShards', 'ConvertManifests/RenumberLabels',
+               'ConvertManifests/WriteSplits/WriteShards', 'ConvertManifests/WriteLabelFiles',
                'ConvertManifests/WriteReport/FindDuplicates/MergeRange',
                'ConvertManifests/Summarize'):
     assert any(n == step or n.startswith(step + '/') for n in names), step

@@ -73,7 +73,7 @@ def test_report_html_shows_tables_and_images_in_headless_chromium(tmp_path):
   tables = parsed.tables
   assert tables['totals'][1] == ['7', '6', '1']
   assert ['train', '6'] in tables['splits']
-  assert tables['labels'][1:] == [['cat', '3', '3'], ['dog', '3', '3']]
+  assert tables['labels'][1:] == [['cat', '0', '3', '3'], ['dog', '1', '3', '3']]  # label, id, ...
   assert tables['formats'][1:] == [['png', '6', '']]
   assert tables['sizes'][1:] == [['< 64 px', '6', '']]
   [error] = tables['errors'][1:]

@@ -26,6 +26,7 @@ import tempfile
 import warnings
 from typing import List, Optional
 
+from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import policy
 from tfrecorder_component.errors import ManifestError
@@ -95,6 +96,12 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--concurrent-reads', type=int, metavar='N',
                       help='reads in flight per worker for images on gs://, s3:// and other '
                       'remote storage (default 64; local files are read in line)')
+  parser.add_argument('--label-map', metavar='PATH',
+                      help='keep the ids of this label map: a label_map.pbtxt, a labels.txt '
+                      'or an earlier output folder; a label it lacks fails its rows')
+  parser.add_argument('--append-new-labels', action='store_true',
+                      help='with --label-map: give labels it lacks the next free ids '
+                      '(continuous training: every earlier id stays)')
   parser.add_argument('--transform', help='image transform as JSON, e.g. '
                       '\'{"longest_side": 512, "encode": "jpeg"}\'')
   parser.add_argument('--runner', default='DirectRunner',
@@ -113,11 +120,12 @@ def _options(args) -> dict:
   from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
   given = {name: getattr(args, name, None) for name in (
       'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level', 'num_shards',
-      'shard_size_mb', 'concurrent_reads')
+      'shard_size_mb', 'concurrent_reads', 'label_map')
            if getattr(args, name, None) is not None}
   return dict(manifest_format=args.manifest_format, image_root=args.image_root,
               verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,
               include_masks=args.include_masks, include_keypoints=args.include_keypoints,
+              append_new_labels=args.append_new_labels,
               image_transform=ImageTransform.from_json(args.transform),
               runner=args.runner, project=args.project, region=args.region,
               temp_location=args.temp_location, beam_args=args.beam_args, **given)
@@ -129,6 +137,12 @@ def _print_errors(report_dir: str, failed: int, show_path: bool = True) -> None:
     print(line)
   if show_path:
     print(f'All failed rows: {layout.errors_path(report_dir)}')
+
+
+def _print_label_notes(summary) -> None:
+  """What became of the run's labels, where anything is worth saying."""
+  for line in labels_lib.label_notes(summary):
+    print(line)
 
 
 def cmd_convert(args) -> int:
@@ -143,9 +157,7 @@ def cmd_convert(args) -> int:
   if result.rows_failed:
     print(f'{result.rows_failed:,} rows failed: {result.errors_per_reason}')
     _print_errors(result.report_dir, result.rows_failed)
-  if result.summary.get('labels_left_out'):
-    print('Labels with no record, left out of labels.txt and label_map.pbtxt: '
-          + ', '.join(result.summary['labels_left_out']))
+  _print_label_notes(result.summary)
   _print_box_issues(result.summary, result.report_dir)
   print(f'Report: {os.path.join(result.report_dir, layout.REPORT_PAGE)}')
   return 0
@@ -183,9 +195,7 @@ def cmd_validate(args) -> int:
     if failed:
       print(f'Failed rows by reason: {summary["errors_per_reason"]}')
       _print_errors(report_dir, failed, show_path=not args.no_report)
-    if summary.get('labels_left_out'):
-      print('Labels with no valid row (convert leaves them out of the vocabulary): '
-            + ', '.join(summary['labels_left_out']))
+    _print_label_notes(summary)
     if not args.no_report:
       print(f'Report: {os.path.join(report_dir, layout.REPORT_PAGE)}')
     return 1 if failed or not rows else 0

@@ -15,6 +15,7 @@ import posixpath
 from typing import Any, Dict, Mapping, Tuple
 
 from tfrecorder_component import files
+from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import policy
 from tfrecorder_component import run
@@ -56,7 +57,7 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
                 max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
                 progress_every_s=None, num_shards=0, shard_size_mb=0.0, include_masks=False,
                 include_keypoints=False, concurrent_reads=DEFAULT_CONCURRENT_READS,
-                runner='DirectRunner',
+                label_map=None, append_new_labels=False, runner='DirectRunner',
                 project=None, region=None, temp_location=None, beam_args=()):
   """(manifests, options, a Beam pipeline, ManifestSources) of a conversion, every option
   checked before anything runs."""
@@ -75,7 +76,8 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       compression_level=compression_level, transform=image_transform,
       progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb,
       include_masks=bool(include_masks), include_keypoints=bool(include_keypoints),
-      concurrent_reads=concurrent_reads)
+      concurrent_reads=concurrent_reads, label_map=labels_lib.given_label_map(label_map),
+      append_new_labels=bool(append_new_labels))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index = sources_lib.manifests_for(source, report_dir)
   args = run.with_default_parallelism(args, manifests)
@@ -104,7 +106,11 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   `image_root`, `feature_types`, `image_transform`, `verify_decode`,
   `convert_unsupported`, `compression_level`, `max_pixels`, `max_bytes`, `num_shards`,
   `shard_size_mb`, `include_masks`, `include_keypoints`, `concurrent_reads` (reads in
-  flight per worker for images on gs://, s3:// and other remote storage, default 64); Beam's `runner` (default DirectRunner: every core from 8,000 rows,
+  flight per worker for images on gs://, s3:// and other remote storage, default 64),
+  `label_map` (ids to keep: a label_map.pbtxt or labels.txt path, an earlier output
+  folder, a {label: id} dict or a list of labels in id order; a label it lacks fails its
+  rows unless `append_new_labels=True` gives it the next free id); Beam's `runner`
+  (default DirectRunner: every core from 8,000 rows,
   else one worker in memory, unless `beam_args` say how), `project`,
   `region`, `temp_location` and extra `beam_args`; `progress_every_s` to print rows
   done, rate and failures.

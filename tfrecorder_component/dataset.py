@@ -11,7 +11,7 @@ after the first epoch.
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
@@ -57,15 +57,30 @@ OBJECT_LABEL_KEY = 'image/object/class/label'
 _SNIFF_RECORDS = 1000
 
 
-def _label_folder(examples: Union[str, Sequence[str]]) -> Optional[str]:
-  """The folder holding label_map.pbtxt: the output folder, or the parent of the first
-  split folder or shard pattern (a Trainer's `train_files`)."""
+def _label_folders(examples: Union[str, Sequence[str]]) -> List[str]:
+  """The folders holding label_map.pbtxt: the output folder, or the parents of the
+  split folders or shard patterns (a Trainer's `train_files`, one per span)."""
   if isinstance(examples, str):
-    return examples
-  first = examples[0].rstrip('/')
-  if not tf.io.gfile.isdir(first):
-    first = os.path.dirname(first)
-  return os.path.dirname(first)
+    return [examples]
+  folders = []
+  for path in examples:
+    path = path.rstrip('/')
+    if not tf.io.gfile.isdir(path):
+      path = os.path.dirname(path)
+    folder = os.path.dirname(path)
+    if folder not in folders:
+      folders.append(folder)
+  return folders
+
+
+def label_map(examples: Union[str, Sequence[str]]) -> Dict[str, int]:
+  """{label: id} of what `load_dataset(examples)` reads: one output's label map, or for
+  several (a window of spans) their union; ValueError in one line when their maps
+  disagree (a label with two ids, or an id with two labels), so ids are never mixed."""
+  from tfrecorder_component import labels as labels_lib  # pylint: disable=g-import-not-at-top
+  maps = [(folder, labels_lib.read_label_map(folder)) for folder in _label_folders(examples)
+          if tf.io.gfile.exists(os.path.join(folder, labels_lib.LABEL_MAP_FILE))]
+  return labels_lib.merged_label_maps(maps)
 
 
 def _sniff_mode(patterns: List[str], label_key: str) -> str:
@@ -90,7 +105,9 @@ def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'tr
   """(image, label) batches of one split of converted records, whatever they hold.
 
   `examples`: an output folder of `convert` or an Examples artifact URI (with `split`),
-  or a list of shard patterns or split folders (a Trainer's `fn_args.train_files`).
+  or a list of shard patterns or split folders (a Trainer's `fn_args.train_files`,
+  several spans' when a resolver gives it a window: their label maps must agree, as
+  they do when each span kept the ids of the one before; see `label_map`).
   Images come as float32 in [0, 1], resized to `image_size` with `channels` channels.
   The label part of each element, by `labels`:
 
@@ -112,11 +129,11 @@ def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'tr
   if labels not in LABEL_MODES:
     raise ValueError(f'labels must be one of {", ".join(LABEL_MODES)}, got {labels!r}')
   patterns = shard_patterns(examples, split)
+  ids = label_map(examples)  # several label maps: refused unless they agree
   if labels == 'auto':
     labels = _sniff_mode(patterns, label_key)
   if labels == 'multi_hot' and num_classes is None:
-    from tfrecorder_component.labels import read_label_map  # pylint: disable=g-import-not-at-top
-    num_classes = max(read_label_map(_label_folder(examples)).values()) + 1
+    num_classes = max(ids.values(), default=-1) + 1
   files = tf.data.Dataset.list_files(patterns, shuffle=shuffle_buffer > 0)
   dataset = files.interleave(
       lambda f: tf.data.TFRecordDataset(f, compression_type='GZIP'),

@@ -8,6 +8,7 @@ import operator
 from typing import Any, FrozenSet, Optional, Tuple
 
 from tfrecorder_component import files
+from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.beam import sink as sink_lib
 from tfrecorder_component.images import probe as image_lib
@@ -87,6 +88,10 @@ class ConversionOptions:
   # latency hides behind the conversion of what has arrived; local files are read in
   # line. At most this many twice over are held read ahead, each up to max_bytes.
   concurrent_reads: int = DEFAULT_CONCURRENT_READS
+  # Ids to keep (`labels.assign_ids`): a label the map lacks fails its rows
+  # (`unknown_label`), or with `append_new_labels` takes the next free id.
+  label_map: Optional[labels_lib.GivenLabelMap] = None
+  append_new_labels: bool = False
 
   @property
   def annotations(self) -> FrozenSet[str]:

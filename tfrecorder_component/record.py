@@ -55,6 +55,11 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
                 read: Read = files.read_bytes) -> ConvertedRow:
   """The record of one row, its split and what the report needs of it; raises RowError
   naming why the row cannot become a record. `ids`: the run's {label: class id}."""
+  for label in (*row.labels, *(o.label for o in row.objects or ())):
+    if label not in ids:  # a label a given label map lacks
+      raise RowError('unknown_label', f'the label {label!r} is not in the given label map; '
+                     'add it there, or let new labels take new ids (append_new_labels, '
+                     '--append-new-labels)')
   data, info, converted = load_image(row, options, read)
   bytes_read = len(data)
   class_mask = None

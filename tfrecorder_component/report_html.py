@@ -8,6 +8,8 @@ import base64
 import html
 from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
+from tfrecorder_component import labels as labels_lib
+
 # Longest-side buckets of the image size histogram: (upper bound, name).
 SIZE_BUCKETS: Tuple[Tuple[float, str], ...] = (
     (64, '< 64 px'), (128, '64-127 px'), (256, '128-255 px'), (512, '256-511 px'),
@@ -71,13 +73,11 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
   per_split = summary.get('labels_per_split', {})
   names = list(splits)
   parts.append('<h2>Records per label</h2>')
-  parts.append(_table(['label', 'all', *names], [
-      (_e(label), n, *(per_split.get(s, {}).get(label, 0) for s in names))
+  ids = summary.get('label_ids', {})
+  parts.append(_table(['label', 'id', 'all', *names], [
+      (_e(label), ids.get(label, ''), n, *(per_split.get(s, {}).get(label, 0) for s in names))
       for label, n in summary['records_per_label'].items()], 'labels'))
-  if summary.get('labels_left_out'):
-    parts.append('<p class="bad">Labels with no record, left out of labels.txt and '
-                 'label_map.pbtxt (every row of them failed, or every box was dropped): '
-                 f'{_e(", ".join(summary["labels_left_out"]))}</p>')
+  parts.extend(f'<p class="bad">{_e(line)}</p>' for line in labels_lib.label_notes(summary))
   if summary.get('objects_per_label'):
     parts.append('<h2>Objects per label</h2>')
     parts.append(_table(['label', 'objects'], [

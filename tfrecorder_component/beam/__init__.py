@@ -2,7 +2,7 @@
 
     read.py      ReadManifestRows: manifest files -> chunks of rows
     convert.py   LabelVocabulary, ConvertBatches: chunks -> records per split
-    write.py     WriteSplits, RenumberLabels, WriteLabelFiles
+    write.py     WriteSplits, WriteLabelFiles
     report.py    Summarize, WriteReport
     duplicates.py  FindDuplicates: the duplicate index, an external sort
     jsonl.py     WriteSortedJsonLines: the report's JSON-lines files, an external sort

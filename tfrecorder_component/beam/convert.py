@@ -143,9 +143,7 @@ class _ConvertBatch(beam.DoFn):
 
   def _label_ids(self, vocabulary: Dict[str, Any]) -> Dict[str, int]:
     if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
-      first = labels_lib.first_label_id(vocabulary['task'])
-      self._ids = (vocabulary, {label: i for i, label in enumerate(vocabulary['labels'],
-                                                                   start=first)})
+      self._ids = (vocabulary, dict(zip(vocabulary['labels'], vocabulary['ids'])))
     return self._ids[1]
 
   def process(self, chunk: Chunk, vocabulary: Dict[str, Any]):
@@ -275,36 +273,59 @@ class ConvertBatches(beam.PTransform):
 
 
 class _LabelSetFn(beam.CombineFn):
-  """The sorted set of labels of Chunks of rows, and the task: classification,
-  detection or segmentation (a run converts one of them)."""
+  """The vocabulary of Chunks of rows (`labels.assign_ids`) and their task:
+  classification, detection or segmentation (a run converts one of them)."""
+
+  def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
+               append_new_labels: bool = False):
+    self._given = given
+    self._append = append_new_labels
 
   def create_accumulator(self):
-    return set(), set()
+    return set(), set(), set()
 
   def add_input(self, acc, chunk: Chunk):
-    labels, tasks, _ = chunk
+    labels, tasks, _, source_ids = chunk
     acc[0].update(labels)
     acc[1].update(t for t in tasks.split(',') if t)  # '': only failed rows
+    acc[2].update(source_ids)
     return acc
 
   def merge_accumulators(self, accumulators):
     accumulators = list(accumulators)
-    return (set().union(*(a[0] for a in accumulators)),
-            set().union(*(a[1] for a in accumulators)))
+    return tuple(set().union(*(a[k] for a in accumulators)) for k in range(3))
 
   def extract_output(self, acc):
-    labels, tasks = acc
+    labels, tasks, source_pairs = acc
     if len(tasks) > 1:
       raise ManifestError(f'the manifests mix {" and ".join(sorted(tasks))} rows; convert '
                           'them in separate runs')
-    return {'labels': labels_lib.vocabulary_order(labels),
-            'task': next(iter(tasks), Task.CLASSIFICATION.value)}
+    task = next(iter(tasks), Task.CLASSIFICATION.value)
+    source_ids: Dict[str, List[int]] = {}
+    for label, i in sorted(source_pairs):
+      source_ids.setdefault(label, []).append(i)
+    vocabulary = labels_lib.assign_ids(labels, labels_lib.first_label_id(task), self._given,
+                                       self._append, source_ids)
+    return {'labels': list(vocabulary.ids), 'ids': list(vocabulary.ids.values()),
+            'task': task, 'seen': labels_lib.vocabulary_order(labels),
+            'appended': list(vocabulary.appended), 'unknown': list(vocabulary.unknown),
+            'conflicts': list(vocabulary.conflicts),
+            'given': self._given.source if self._given else None}
 
 
 class LabelVocabulary(beam.PTransform):
-  """{'labels': the vocabulary in id order (`labels.vocabulary_order`), 'task': ...} of
-  Chunks of rows, one element."""
+  """The run's vocabulary, one element: {'labels': in id order, 'ids': theirs, 'task',
+  'seen': the rows' labels, 'appended' / 'unknown': labels a given label map lacks
+  (given new ids / failing their rows), 'conflicts': source ids not kept, one line each,
+  'given': where the given label map was read from, or None}. See `labels.assign_ids`."""
+
+  def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
+               append_new_labels: bool = False):
+    super().__init__()
+    self._given = given
+    self._append = append_new_labels
 
   def expand(self, chunks):
-    return chunks | beam.CombineGlobally(_LabelSetFn()).with_input_types(
-        Chunk).with_output_types(Dict[str, Any])
+    return chunks | beam.CombineGlobally(_LabelSetFn(self._given, self._append)
+                                         ).with_input_types(Chunk).with_output_types(
+                                             Dict[str, Any])

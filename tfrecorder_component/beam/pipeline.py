@@ -1,10 +1,13 @@
 r"""The whole conversion as one PTransform, `ConvertManifests`; failed rows leave through
 ConvertBatches' tagged `errors` output (those that failed to parse ride in the chunks).
 
-    manifests -> ReadManifestRows -> ConvertBatches -> WriteSplits -> RenumberLabels
+    manifests -> ReadManifestRows -> ConvertBatches -> WriteSplits
                             \-> LabelVocabulary -/ (side input)  |  \
                                                                  |   +-> stats -> Summarize,
                                                       errors  <--+             FindDuplicates
+
+Label ids are fixed by LabelVocabulary before any image is read (`labels.assign_ids`) and
+never renumbered.
 
 By construction: manifest rows = records written + error rows (errors.jsonl). Nothing
 that grows with the rows crosses a stage boundary: chunks are paths, counts are combined
@@ -55,7 +58,8 @@ class ConvertManifests(beam.PTransform):
     chunk_dir = layout.work_dir(self._report_dir, layout.CHUNK_DIR)
     chunks = pbegin | 'ReadManifestRows' >> ReadManifestRows(
         self._sources, chunk_dir, annotations=self._options.annotations)
-    vocabulary = chunks | 'LabelVocabulary' >> LabelVocabulary()
+    vocabulary = chunks | 'LabelVocabulary' >> LabelVocabulary(
+        self._options.label_map, self._options.append_new_labels)
     converted = chunks | 'Convert' >> ConvertBatches(
         beam.pvalue.AsSingleton(vocabulary), self._options)
     errors = converted[ERRORS]  # every failed row, from the manifest or its image
@@ -69,12 +73,9 @@ class ConvertManifests(beam.PTransform):
     if self._label_dir is not None:
       _ = held | 'WriteLabelFiles' >> write.WriteLabelFiles(self._label_dir)
     if self._split_dirs is not None:
-      _ = (converted.records
-           | 'WriteSplits' >> write.WriteSplits(
-               self._split_dirs, level, num_shards=self._options.num_shards,
-               shard_bytes=int(self._options.shard_size_mb * 2**20))
-           | 'RenumberLabels' >> write.RenumberLabels(beam.pvalue.AsSingleton(held),
-                                                      self._split_dirs, level))
+      _ = converted.records | 'WriteSplits' >> write.WriteSplits(
+          self._split_dirs, level, num_shards=self._options.num_shards,
+          shard_bytes=int(self._options.shard_size_mb * 2**20))
     written = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
                 'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES]}
                | 'WriteReport' >> report.WriteReport(self._report_dir))

@@ -145,17 +145,13 @@ class _DuplicateCountsFn(beam.CombineFn):
 
 
 def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str, Any]:
-  """The vocabulary of the records written (`labels.held_vocabulary`): 'labels' in id
-  order, 'task', 'left_out' (labels no record holds) and 'ids' {id set before the run:
-  id now}, empty unless a label was left out. Segmentation keeps every label: its ids
-  are pixel values of the class masks written, which are never renumbered."""
-  task, counts = vocabulary['task'], summary['records_per_label']
-  if task == 'segmentation':
-    return {'labels': vocabulary['labels'], 'task': task, 'ids': {}, 'left_out': []}
-  held, ids = labels_lib.held_vocabulary(vocabulary['labels'], labels_lib.first_label_id(task),
-                                         counts)
-  return {'labels': held, 'task': task, 'ids': ids,
-          'left_out': [l for l in vocabulary['labels'] if not counts.get(l)]}
+  """The run's vocabulary (`convert.LabelVocabulary`) with 'left_out': the rows' labels
+  that no record holds. They keep their ids (nothing is renumbered, `labels`); for
+  segmentation every label counts as held (its ids are pixel values of the masks)."""
+  counts = summary['records_per_label']
+  left_out = [] if vocabulary['task'] == 'segmentation' else [
+      l for l in vocabulary['seen'] if not counts.get(l)]
+  return dict(vocabulary, left_out=left_out)
 
 
 class Summarize(beam.PTransform):
@@ -225,8 +221,11 @@ def _write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any
                    unused_written: List[str]) -> None:
   """summary.json, and report.html: the same counts with a contact sheet and the first
   failed rows, for people. Written once the JSON-lines files are (`unused_written`)."""
-  summary = dict(summary, vocabulary=held['labels'], labels_left_out=held['left_out'],
-                 duplicates=duplicates)
+  summary = dict(summary, vocabulary=held['labels'],
+                 label_ids=dict(zip(held['labels'], held['ids'])),
+                 labels_left_out=held['left_out'], labels_appended=held['appended'],
+                 labels_unknown=held['unknown'], label_id_conflicts=held['conflicts'],
+                 label_map_given=held['given'], duplicates=duplicates)
   files.write_text(FileSystems.join(report_dir, layout.SUMMARY_FILE),
                    json.dumps(summary, indent=2, ensure_ascii=False))
   files.write_text(FileSystems.join(report_dir, layout.REPORT_PAGE),

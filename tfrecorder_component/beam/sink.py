@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import struct
-from typing import Callable, Iterator
+from typing import Iterator
 
 import google_crc32c
 from apache_beam import coders
@@ -65,19 +65,6 @@ class ShardWriter:
 
   def close(self) -> None:
     self._file.close()
-
-
-def rewrite_shard(path: str, change: Callable[[bytes], bytes],
-                  compression_level: int = DEFAULT_COMPRESSION_LEVEL) -> None:
-  """Replaces a shard by one of its records passed through `change`: written beside it,
-  then renamed over it."""
-  temp = ShardWriter(path + '.rewrite', compression_level)
-  try:
-    for record in read_shard(path):
-      temp.write((change(record),))
-  finally:
-    temp.close()
-  FileSystems.rename([temp.path], [path])
 
 
 class _GzipFile:

@@ -1,11 +1,10 @@
 """Writing in Beam: the split shards and the label files."""
 from __future__ import annotations
 
-import functools
 import itertools
 import posixpath
 import uuid
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -13,14 +12,12 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from tfrecorder_component import example_proto as tf_example
 from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component.beam import sink as sink_lib
-from tfrecorder_component.manifest import Task
 
-__all__ = ['RenumberLabels', 'WriteLabelFiles', 'WriteSplits', 'plan_shards']
+__all__ = ['WriteLabelFiles', 'WriteSplits', 'plan_shards']
 
 
 class WriteSplits(beam.PTransform):
@@ -162,55 +159,9 @@ def _write_shard(shard: Tuple[str, List[Tuple[str, int, int]]], level: int) -> s
   return path
 
 
-class RenumberLabels(beam.PTransform):
-  """Gives the records of every shard in `split_dirs` the ids of the held vocabulary (a
-  singleton side input from `report.held_labels`), only when a label was left out.
-
-  Input: the paths WriteSplits wrote, used as a barrier: the split folders are then
-  listed, so a shard a retried write did not report is renumbered too. Ids are set from
-  the label text each record carries, so renumbering a shard twice changes nothing.
-  """
-
-  def __init__(self, held, split_dirs: Mapping[str, str],
-               compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL):
-    super().__init__()
-    self._held = held
-    self._split_dirs = sorted(split_dirs.values())
-    self._level = compression_level
-
-  def expand(self, shards):
-    return (shards
-            | 'AllWritten' >> beam.combiners.ToList()
-            | 'ListShards' >> beam.FlatMap(_list_shards, self._split_dirs, self._held)
-            | 'Spread' >> beam.Reshuffle()
-            | 'Renumber' >> beam.Map(_renumber_shard, self._held, self._level))
-
-
-def _list_shards(_, split_dirs: List[str], held: Dict[str, Any]) -> List[str]:
-  if not held['ids']:
-    return []
-  pattern = [FileSystems.join(d, f'{layout.TFRECORD_FILE_NAME}-*.gz') for d in split_dirs]
-  return sorted(m.path for result in FileSystems.match(pattern) for m in result.metadata_list)
-
-
-def _renumber_shard(shard: str, held: Dict[str, Any], level: int) -> None:
-  detection = held['task'] == Task.DETECTION.value
-  first = labels_lib.first_label_id(held['task'])
-  ids = {label.encode('utf-8'): i for i, label in enumerate(held['labels'], start=first)}
-  sink_lib.rewrite_shard(shard, functools.partial(
-      _renumber, ids=ids, key='image/object/class/label' if detection else 'image/class/label',
-      text_key='image/object/class/text' if detection else 'image/class/text'), level)
-
-
-def _renumber(record: bytes, key: str, text_key: str, ids: Dict[bytes, int]) -> bytes:
-  example = tf_example.Example.FromString(record)
-  feature = example.features.feature
-  feature[key].int64_list.value[:] = [ids[t] for t in feature[text_key].bytes_list.value]
-  return example.SerializeToString(deterministic=True)
-
-
 class WriteLabelFiles(beam.PTransform):
-  """Writes labels.txt and label_map.pbtxt of the held vocabulary (one element)."""
+  """Writes labels.txt and label_map.pbtxt of the run's vocabulary (one element,
+  `report.held_labels`)."""
 
   def __init__(self, directory: str):
     super().__init__()
@@ -218,5 +169,6 @@ class WriteLabelFiles(beam.PTransform):
 
   def expand(self, held):
     return held | beam.Map(lambda h, d: labels_lib.write_label_files(
-        d, h['labels'], labels_lib.first_label_id(h['task'])), self._directory)
+        d, dict(zip(h['labels'], h['ids'])), labels_lib.first_label_id(h['task'])),
+                           self._directory)
 

@@ -43,6 +43,10 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
   Outputs: `examples`, a standard Examples artifact (`Split-<name>/data_tfrecord-*.gz`
   plus `labels.txt` and `label_map.pbtxt`; see `tfrecorder_component.read_label_map`),
   and `report`, a ConversionReport (summary, failed rows, duplicate images).
+
+  Label ids stay put across runs when a `label_map` is given, or when the optional
+  `label_map_examples` input brings the previous run's Examples (see
+  `tfrecorder_component.labels`).
   """
 
   SPEC_CLASS = spec.ImageExampleGenSpec
@@ -79,7 +83,10 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       shard_size_mb: float = 0.0,
       include_masks: bool = False,
       include_keypoints: bool = False,
-      concurrent_reads: int = DEFAULT_CONCURRENT_READS):
+      concurrent_reads: int = DEFAULT_CONCURRENT_READS,
+      label_map: Optional[str] = None,
+      append_new_labels: bool = False,
+      label_map_examples: Optional[channel.BaseChannel] = None):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -125,6 +132,15 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       concurrent_reads: Reads in flight per worker for images on gs://, s3:// and
         other remote storage, so that its latency hides behind the conversion
         (default 64). Local files are read in line.
+      label_map: Ids to keep: a label_map.pbtxt or labels.txt path (any file system
+        Beam reads) or an earlier output folder. A label it lacks fails its rows
+        (`unknown_label`) unless `append_new_labels`. Default: ids the source defines
+        (COCO category ids), else the sorted labels.
+      append_new_labels: With `label_map`: give labels it lacks the next free ids.
+      label_map_examples: Optional channel of an earlier `Examples` (a resolver's latest
+        ImageExampleGen output, for continuous training): its ids are kept and new
+        labels appended after them (closed instead when `label_map` is given without
+        `append_new_labels`). Empty on a pipeline's first run: ids are assigned then.
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -168,6 +184,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         include_masks=int(bool(include_masks)),
         include_keypoints=int(bool(include_keypoints)),
         concurrent_reads=int(concurrent_reads),
+        label_map=label_map,
+        append_new_labels=int(bool(append_new_labels)),
+        label_map_examples=label_map_examples,
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))
 

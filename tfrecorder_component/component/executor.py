@@ -20,6 +20,7 @@ from tfx.types import artifact_utils
 from tfx.utils import io_utils, proto_utils
 
 from tfrecorder_component import files
+from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import policy
 from tfrecorder_component import run
@@ -148,6 +149,22 @@ def _file_fingerprint(split: str, path: str) -> str:
           f'sum_checksum:{sum(mtimes)}')
 
 
+def _label_map_options(input_dict: Dict[str, List[types.Artifact]],
+                       exec_properties: Dict[str, Any]) -> Dict[str, Any]:
+  """ConversionOptions' label_map and append_new_labels: the `label_map_examples`
+  input's map (new labels appended, unless a `label_map` is given without
+  `append_new_labels`), else the `label_map` property's."""
+  path = exec_properties.get(spec.LABEL_MAP_KEY) or None
+  append = bool(exec_properties.get(spec.APPEND_NEW_LABELS_KEY) or 0)
+  earlier = input_dict.get(spec.LABEL_MAP_EXAMPLES_KEY) or []
+  if earlier:
+    uri = max(earlier, key=lambda a: a.id).uri  # a resolver's latest
+    logging.info('Keeping the label ids of %s.', uri)
+    return {'label_map': labels_lib.given_label_map(uri),
+            'append_new_labels': append or not path}
+  return {'label_map': labels_lib.given_label_map(path), 'append_new_labels': append}
+
+
 class Executor(base_beam_executor.BaseBeamExecutor):
   """Runs ConvertManifests and writes the Examples artifact's properties."""
 
@@ -178,7 +195,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         concurrent_reads=int(exec_properties.get(spec.CONCURRENT_READS_KEY)
                              or DEFAULT_CONCURRENT_READS),
         transform=transform_lib.ImageTransform.from_json(
-            exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None))
+            exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None),
+        **_label_map_options(input_dict, exec_properties))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
     given = self._beam_pipeline_args
@@ -209,6 +227,13 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       artifact.set_int_custom_property('duplicate_groups', duplicates['groups'])
       artifact.set_int_custom_property('cross_split_duplicates', duplicates['cross_split_groups'])
     report.set_json_value_custom_property('errors_per_reason', summary['errors_per_reason'])
+    for artifact in (examples, report):
+      artifact.set_json_value_custom_property('labels_left_out', summary['labels_left_out'])
+      artifact.set_json_value_custom_property('labels_appended', summary['labels_appended'])
+      if summary['label_map_given']:
+        artifact.set_string_custom_property('label_map_given', summary['label_map_given'])
+    for line in labels_lib.label_notes(summary):
+      logging.warning('%s', line)
     if summary['objects_written'] or summary['box_issues']:
       examples.set_int_custom_property('objects_written', summary['objects_written'])
       report.set_json_value_custom_property('box_issues', summary['box_issues'])

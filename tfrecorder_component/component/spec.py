@@ -26,6 +26,9 @@ SHARD_SIZE_MB_KEY = 'shard_size_mb'
 INCLUDE_MASKS_KEY = 'include_masks'
 INCLUDE_KEYPOINTS_KEY = 'include_keypoints'
 CONCURRENT_READS_KEY = 'concurrent_reads'
+LABEL_MAP_KEY = 'label_map'
+APPEND_NEW_LABELS_KEY = 'append_new_labels'
+LABEL_MAP_EXAMPLES_KEY = 'label_map_examples'
 REPORT_KEY = 'report'
 
 
@@ -54,9 +57,15 @@ class ImageExampleGenSpec(ComponentSpec):
       # reads in flight per worker for remote images; optional so that pipelines
       # compiled before it existed still run
       CONCURRENT_READS_KEY: ExecutionParameter(type=int, optional=True),
+      # ids to keep: a label_map.pbtxt / labels.txt path or an earlier output folder
+      LABEL_MAP_KEY: ExecutionParameter(type=str, optional=True),
+      APPEND_NEW_LABELS_KEY: ExecutionParameter(type=int, optional=True),  # 0 or 1
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),
+      # an earlier Examples (a resolver's latest): its ids are kept, new labels appended
+      LABEL_MAP_EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples,
+                                               optional=True),
   }
   OUTPUTS = {
       EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),

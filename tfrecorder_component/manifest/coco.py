@@ -126,6 +126,12 @@ def _key(value: object) -> object:
   return value if isinstance(value, (int, float, str)) else ('other', repr(value))
 
 
+def _class_id(category_id: object) -> Optional[int]:
+  """A category id the records can keep as their class id: a whole number, 0 or more."""
+  key = _key(category_id)
+  return key if isinstance(key, int) and not isinstance(key, bool) and key >= 0 else None
+
+
 def _categories(path: str, categories: List[object]) -> Dict[object, str]:
   names: Dict[object, str] = {}
   for index, category in enumerate(categories):
@@ -210,7 +216,7 @@ def _annotation_row(path: str, index: int, annotation: object,
     keypoints, names = keypoints + ((0.0, 0.0, 0),) * pad, names + ('',) * pad
   box = ObjectBox(label, x, y, x + width, y + height, normalized=False, is_crowd=crowd,
                   area=area, mask=mask, keypoints=keypoints or (), keypoint_names=names or (),
-                  invalid=invalid)
+                  invalid=invalid, source_id=_class_id(annotation.get('category_id')))
   return ManifestRow(source=path, row=image.row, image_uri=image.image_uri,
                      resolved_uri=image.resolved_uri, labels=(label,), objects=(box,))
 

@@ -64,6 +64,7 @@ class ObjectBox:
   # Why the object cannot be written as annotated ('bad_area', 'bad_iscrowd'), else '':
   # it is dropped with that reason in box_issues.
   invalid: str = ''
+  source_id: Optional[int] = None  # the class id the source gives (COCO's category_id)
 
 
 FeatureValue = Union[int, float, str]
