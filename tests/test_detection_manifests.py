@@ -180,9 +180,10 @@ def test_coco_one_row_an_image_with_its_boxes_and_non_contiguous_categories(tmp_
   assert [(r.row, r.image_uri, r.labels) for r in rows] == [
       (1, 'a.jpg', ('dog', 'toothbrush')), (2, 'sub/b.jpg', ('person',)), (3, 'empty.jpg', ())]
   assert rows[0].objects == (
-      ObjectBox('dog', 10, 20, 40, 60, normalized=False, area=1000.5),
-      ObjectBox('toothbrush', 0.5, 1.5, 100.5, 51.5, normalized=False, is_crowd=True, area=4000))
-  assert rows[1].objects == (ObjectBox('person', 5, 5, 15, 15, normalized=False),)
+      ObjectBox('dog', 10, 20, 40, 60, normalized=False, area=1000.5, source_id=18),
+      ObjectBox('toothbrush', 0.5, 1.5, 100.5, 51.5, normalized=False, is_crowd=True, area=4000,
+                source_id=90))
+  assert rows[1].objects == (ObjectBox('person', 5, 5, 15, 15, normalized=False, source_id=1),)
   assert rows[2].objects == ()  # an image without annotations: a record without boxes
   assert rows[0].resolved_uri == str(tmp_path / 'ann' / 'a.jpg')
   assert rows[1].resolved_uri == str(tmp_path / 'ann' / 'sub/b.jpg')
@@ -195,12 +196,17 @@ def test_coco_one_row_an_image_with_its_boxes_and_non_contiguous_categories(tmp_
   assert (errors[1].row, errors[1].uri) == (2, 'sub/b.jpg')
 
 
-def test_an_annotation_of_no_known_image_is_printed_without_a_row(tmp_path):
+def test_an_annotation_of_no_known_image_is_named_by_its_place_in_the_file(tmp_path):
+  """It has no image, so no row and no URI: errors.jsonl and every message name its
+  place in "annotations" instead."""
   path = write_text(str(tmp_path / 'instances.json'), json.dumps(COCO))
   unknown = errors_of(read_manifest_file(path))[0]
-  assert format_error(error_record(unknown)) == (
-      f'{path}: bad_row: annotation id 3 (annotations[2]): unknown image_id 99; it must be '
-      'the id of an entry of "images"')
+  record = error_record(unknown)
+  assert (record['row'], record['uri'], record['annotation']) == (None, None, 2)
+  assert format_error(record) == (
+      f'{path} annotations[2]: bad_row: annotation id 3 (annotations[2]): unknown image_id '
+      '99; it must be the id of an entry of "images"')
+  assert str(unknown).startswith(f'{path} annotations[2]: bad_row: ')
 
 
 def test_coco_objects_keep_annotation_order(tmp_path):

@@ -38,7 +38,7 @@ CATEGORIES = [
 K = 4
 LABELS = {c['id']: c['name'] for c in CATEGORIES}
 KEYPOINT_NAMES = {c['name']: tuple(c.get('keypoints', ())) for c in CATEGORIES}
-EXPECTED_IDS = {'flower': 1, 'pagoda': 2, 'tree': 3}  # sorted vocabulary, 1-based
+EXPECTED_IDS = {c['name']: c['id'] for c in CATEGORIES}  # COCO's category ids, kept
 
 PAGODA_POLYGON = [262, 250, 300, 120, 327, 54, 354, 120, 392, 250]  # on china.jpg
 
@@ -459,7 +459,7 @@ def test_malformed_segmentation_and_keypoints_are_error_rows(tmp_path, photos):
   assert result.records_per_split == {'train': 1, 'eval': 0, 'test': 0}
   (_, example), = train_records(result).values()
   (obj,) = objects(example)
-  assert (obj['label'], obj['class_id']) == ('pagoda', 1)  # the vocabulary: pagoda alone
+  assert (obj['label'], obj['class_id']) == ('pagoda', 3)  # its COCO category id
   assert iou(obj['mask'], reference_raster([PAGODA_POLYGON])) >= 0.99
   assert_points(obj['points'], [(327 / W, 56 / H, 2), (327 / W, 248 / H, 1), (0, 0, 0),
                                 (0, 0, 0)])

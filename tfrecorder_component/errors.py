@@ -19,18 +19,24 @@ class RowError(ValueError):
   """
 
   def __init__(self, reason: str, message: str, *, source: Optional[str] = None,
-               row: Optional[int] = None, uri: Optional[str] = None):
+               row: Optional[int] = None, uri: Optional[str] = None,
+               annotation: Optional[int] = None):
     self.reason = reason
     self.message = message
     self.source = source
     self.row = row
     self.uri = uri
+    # COCO: the 0-based index in "annotations" of an annotation that belongs to no image
+    # (so it has no row)
+    self.annotation = annotation
     super().__init__(self.describe())
 
   def describe(self) -> str:
     where = []
     if self.source is not None:
-      where.append(f'{self.source}' + (f' row {self.row}' if self.row is not None else ''))
+      at = (f' row {self.row}' if self.row is not None else
+            f' annotations[{self.annotation}]' if self.annotation is not None else '')
+      where.append(f'{self.source}{at}')
     if self.uri:
       where.append(f'uri {self.uri!r}')
     prefix = ', '.join(where)
@@ -50,10 +56,13 @@ class UsageError(ValueError):
 def error_record(error: RowError, row: Optional[Any] = None) -> Dict[str, Any]:
   """The dead-letter form of a failed row, as written to errors.jsonl; `row` (a
   ManifestRow), when given, says where the row is."""
-  return {
+  record = {
       'source': row.source if row else error.source,
       'row': row.row if row else error.row,
       'uri': row.image_uri if row else error.uri,
       'reason': error.reason,
       'message': error.message,
   }
+  if row is None and error.annotation is not None:
+    record['annotation'] = error.annotation  # COCO: an annotation of no image
+  return record

@@ -26,11 +26,15 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
 
 def format_error(error: Dict[str, Any]) -> str:
   uri = f' {error["uri"]!r}:' if error.get('uri') else ''
-  where = (f'DataFrame index {error["index"]!r}' if 'index' in error
-           else str(error['source']) + (f' row {error["row"]}' if error.get('row') is not None
-                                        else ''))  # a COCO annotation of no known image
+  if 'index' in error:
+    where = f'DataFrame index {error["index"]!r}'
+  elif error.get('row') is not None:
+    where = f'{error["source"]} row {error["row"]}'
+  elif error.get('annotation') is not None:  # a COCO annotation of no known image
+    where = f'{error["source"]} annotations[{error["annotation"]}]'
+  else:
+    where = str(error['source'])
   return f'{where}:{uri} {error["reason"]}: {error["message"]}'
-
 
 
 def failed_rows_lines(errors_path: str, failed: int, limit: int) -> List[str]:

@@ -184,12 +184,14 @@ def _image_row(path: str, number: int, image: object,
 def _annotation_row(path: str, index: int, annotation: object,
                     images: Dict[object, ManifestRow], read: _Read) -> ParsedItem:
   if not isinstance(annotation, dict):
-    return RowError('bad_row', f'annotations[{index}] must be an object', source=path)
+    return RowError('bad_row', f'annotations[{index}] must be an object', source=path,
+                    annotation=index)
   name = f'annotation id {annotation.get("id", "?")!r} (annotations[{index}])'
   image = images.get(_key(annotation.get('image_id')))
   if image is None:
     return RowError('bad_row', f'{name}: unknown image_id {annotation.get("image_id")!r}; '
-                    'it must be the id of an entry of "images"', source=path)
+                    'it must be the id of an entry of "images"', source=path,
+                    annotation=index)
   where = {'source': path, 'row': image.row, 'uri': image.image_uri}
   label = read.categories.get(_key(annotation.get('category_id')))
   if label is None:
