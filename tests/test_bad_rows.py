@@ -127,9 +127,10 @@ def test_nothing_from_the_data_reaches_the_terminal_unescaped(tmp_path):
   data = str(tmp_path / 'data')
   images(data, ['ok.png'])
   title = '\x1b]0;owned\x07\x1b[2K\rall good'
-  manifest = write_text(os.path.join(data, 'm.csv'),
-                        f'TRAIN,ok.png,cat\nTRAIN,missing.png,"{title}"\n'
-                        f'TRAIN,"{title}.png",cat\n')
+  line = lambda uri, label: json.dumps({'imageGcsUri': uri, 'classificationAnnotation': {
+      'displayName': label}})
+  manifest = write_text(os.path.join(data, 'm.jsonl'), '\n'.join(
+      [line('ok.png', 'cat'), line('missing.png', title), line(f'{title}.png', 'cat')]) + '\n')
   done = subprocess.run([CLI, 'convert', manifest, str(tmp_path / 'out'), '--max-error-ratio',
                          '0.7'], capture_output=True, text=True, timeout=600)
   assert done.returncode == 0, done.stderr
