@@ -171,8 +171,11 @@ def run_as_a_run_does(outcomes: collections.Counter, path: str, fmt: str, expect
   assert grown_mb < MEMORY_GROWTH_MB, f'peak memory grew by {grown_mb:.0f} MB'
 
 
-def csv_blank(line: str) -> bool:
-  """A CSV line of empty fields only (`,,""`): not a row."""
+def csv_blank(line: str, first: bool = False) -> bool:
+  """A CSV line of empty fields only (`,,""`): not a row. The file's first line loses a
+  byte-order mark first, as the reader takes it."""
+  if first and line.startswith('\ufeff'):
+    line = line[1:]
   try:
     return not any(f.strip() for f in next(csv.reader([line]), []))
   except csv.Error:
@@ -198,7 +201,8 @@ def test_automl_csv(folder, outcomes, rows, header):
   path = write(folder, 'm.csv', '\n'.join(lines) + '\n')
   first = 2 if header else 1
   run_as_a_run_does(outcomes, path, 'automl_csv', [
-      first + i for i in range(len(rows)) if not csv_blank(lines[first - 1 + i])])
+      first + i for i in range(len(rows))
+      if not csv_blank(lines[first - 1 + i], first=i == 0 and not header)])
 
 
 COORD = st.sampled_from(['0.1', '0.9', '0', '1', '-0.5', '1.5', 'nan', 'inf', '1e400', '',
@@ -213,7 +217,7 @@ def test_automl_detection_csv(folder, outcomes, rows):
       '\r', ' ') for s, u, l, (x1, y1, x2, y2) in rows]
   path = write(folder, 'boxes.csv', '\n'.join(lines) + '\n')
   run_as_a_run_does(outcomes, path, 'automl_detection_csv',
-                    [i + 1 for i, line in enumerate(lines) if not csv_blank(line)])
+                    [i + 1 for i, line in enumerate(lines) if not csv_blank(line, i == 0)])
 
 
 @fuzz(st.lists(st.tuples(st.sampled_from(['TRAIN', '', 'junk']), st.sampled_from(IMAGES),
