@@ -78,8 +78,12 @@ def label_map(examples: Union[str, Sequence[str]]) -> Dict[str, int]:
   several (a window of spans) their union; ValueError in one line when their maps
   disagree (a label with two ids, or an id with two labels), so ids are never mixed."""
   from tfrecorder_component import labels as labels_lib  # pylint: disable=g-import-not-at-top
-  maps = [(folder, labels_lib.read_label_map(folder)) for folder in _label_folders(examples)
-          if tf.io.gfile.exists(os.path.join(folder, labels_lib.LABEL_MAP_FILE))]
+  maps = []
+  for folder in _label_folders(examples):
+    path = os.path.join(folder, labels_lib.LABEL_MAP_FILE)
+    if tf.io.gfile.exists(path):  # read with TensorFlow's file systems: no Beam import
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        maps.append((folder, labels_lib.parse_label_map(f.read().decode('utf-8'), path)))
   return labels_lib.merged_label_maps(maps)
 
 

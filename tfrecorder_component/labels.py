@@ -85,7 +85,7 @@ def assign_ids(labels: Iterable[str], first_id: int, given: Optional[GivenLabelM
   ids: Dict[str, int] = given.ids(first_id) if given else {}
   new = [l for l in vocabulary_order(labels) if l not in ids]
   if given and not append_new_labels:
-    return Vocabulary(ids, unknown=tuple(new))
+    return Vocabulary(dict(sorted(ids.items(), key=lambda item: item[1])), unknown=tuple(new))
   taken = set(ids.values())
   conflicts = []
   source = {l: sorted(set(source_ids[l])) for l in new if l in source_ids}
