@@ -127,10 +127,9 @@ def test_nothing_from_the_data_reaches_the_terminal_unescaped(tmp_path):
   data = str(tmp_path / 'data')
   images(data, ['ok.png'])
   title = '\x1b]0;owned\x07\x1b[2K\rall good'
-  line = lambda uri, label: json.dumps({'imageGcsUri': uri, 'classificationAnnotation': {
-      'displayName': label}})
-  manifest = write_text(os.path.join(data, 'm.jsonl'), '\n'.join(
-      [line('ok.png', 'cat'), line('missing.png', title), line(f'{title}.png', 'cat')]) + '\n')
+  manifest = write_text(os.path.join(data, 'm.csv'),
+                        f'TRAIN,ok.png,cat\nTRAIN,missing.png,"{title}"\n'
+                        f'TRAIN,"{title}.png",cat\n')
   done = subprocess.run([CLI, 'convert', manifest, str(tmp_path / 'out'), '--max-error-ratio',
                          '0.7'], capture_output=True, text=True, timeout=600)
   assert done.returncode == 0, done.stderr
@@ -200,3 +199,14 @@ def test_coco_area_and_iscrowd_are_checked_and_objects_keep_annotation_order(tmp
   assert list(feature['image/object/is_crowd'].int64_list.value) == [0, 1, 0, 1]
   assert [round(v, 3) for v in feature['image/object/area'].float_list.value] == [
       4.0, 4.0, 4.0, 4.0]
+
+
+def test_a_quote_left_open_on_two_lines_is_a_bad_label_not_a_shortened_label():
+  """Two lines each ending in an open quote pair up into one quoted field over both
+  lines: its label holds the line break, so the row fails as bad_label instead of the
+  break being trimmed away and the label taking the next line's text."""
+  from tfrecorder_component.manifest import parse_manifest_text  # pylint: disable=g-import-not-at-top
+  items = list(parse_manifest_text('/m/m.csv', 'TRAIN,a.png,"\nTRAIN,b.png,"\nTEST,c.png,cat\n',
+                                   'automl_csv'))
+  assert [(i.row, getattr(i, 'reason', None)) for i in items] == [(2, 'bad_label'), (3, None)]
+  assert "the label '\\nTRAIN,b.png,' holds '\\n'" in items[0].message

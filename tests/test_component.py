@@ -99,6 +99,29 @@ def test_max_error_ratio_and_format_are_validated():
     ImageExampleGen(input_base='/d', manifest_format='coco')
 
 
+def test_label_map_and_append_new_labels_reach_the_executor(tmp_path):
+  """label_map's ids are kept and, with append_new_labels, a label it lacks takes the next
+  id; the Examples artifact names the appended label and the map given."""
+  write_image(str(tmp_path / 'in' / 'a.png'), 'PNG', 'RGB', 6, 6, seed=1)
+  write_image(str(tmp_path / 'in' / 'b.png'), 'PNG', 'RGB', 6, 6, seed=2)
+  write_text(str(tmp_path / 'in' / 'm.csv'), 'TRAIN,a.png,cat\nTRAIN,b.png,aardvark\n')
+  label_map = write_text(str(tmp_path / 'map' / 'label_map.pbtxt'),
+                         'item { name: "dog" id: 0 }\nitem { name: "cat" id: 1 }\n')
+  gen = ImageExampleGen(input_base=str(tmp_path / 'in'), label_map=str(tmp_path / 'map'),
+                        append_new_labels=True)
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  from tfrecorder_component import read_label_map  # pylint: disable=g-import-not-at-top
+  assert read_label_map(examples.uri) == {'dog': 0, 'cat': 1, 'aardvark': 2}
+  records = by_source_id(examples.uri, ['train'])
+  assert {uri: feature(ex, 'image/class/label') for uri, (_, ex) in records.items()} == {
+      'a.png': [1], 'b.png': [2]}
+  assert list(examples.get_json_value_custom_property('labels_appended')) == ['aardvark']
+  assert examples.get_string_custom_property('label_map_given') == label_map
+
+
 def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_writes(tmp_path):
   """Each execution parameter of the spec, given to ImageExampleGen with a value other
   than its default, reaches the executor and changes its output: a parameter the
@@ -140,9 +163,11 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   # shard_size_mb is the alternative to num_shards (one or the other), and include_masks
   # and include_keypoints read COCO only: their own tests below. concurrent_reads changes
   # how many reads of remote images are in flight, not the records: seen at a storage
-  # server in tests/test_object_storage.py.
+  # server in tests/test_object_storage.py. label_map and append_new_labels need labels:
+  # test_label_map_and_append_new_labels_reach_the_executor below.
   missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
-      'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads'}
+      'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads',
+      'label_map', 'append_new_labels'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties

@@ -91,14 +91,14 @@ class _Lines:
 def csv_rows(path: str, text: Union[str, Iterable[str]]
              ) -> Iterator[Union[Tuple[int, List[str]], RowError]]:
   """The non-blank rows of a CSV text (or of its lines as a text file opened with
-  newline='' gives them) with their line numbers, or RowErrors for bad syntax.
+  newline='' gives them) with their (last) line numbers, or RowErrors for bad syntax.
 
   Read strictly: a quote that is never closed, text after a closing quote, or a field
   over csv's size limit (what an unbalanced quote runs into) fails the row it starts on,
   naming that line, and reading resumes on the next line, so no row after it is lost
-  or swallowed into a field. A row is one line: a quoted field that spans lines (which
-  is how a quote left open on one line and one on a later line pair up) fails the row
-  it starts on the same way."""
+  or swallowed into a field. A quoted field may still span lines (a DataFrame's cell
+  may hold a line break); the row is then named by its last line, and a label that
+  holds the break fails as `bad_label` (labels lose only spaces and tabs around them)."""
   lines = _Lines(io.StringIO(text, newline='') if isinstance(text, str) else text)
   reader = csv.reader(lines, skipinitialspace=False, strict=True)
   while True:
@@ -113,14 +113,6 @@ def csv_rows(path: str, text: Union[str, Iterable[str]]
       yield RowError('bad_row', f'CSV syntax error: {e}' + (
           '; a quote opened on this line is not closed where the field ends (a quote '
           'inside a field is written "")' if quoted else ''), source=path, row=start)
-      lines.resume_after_first()
-      reader = csv.reader(lines, skipinitialspace=False, strict=True)
-      continue
-    if len(lines.taken) > 1:  # a quoted field over several lines
-      yield RowError('bad_row', f'CSV syntax error: a quoted field runs from line {start} '
-                     f'to line {lines.count}; a row is one line (a quote inside a field is '
-                     'written "", and a field cannot hold a line break)', source=path,
-                     row=start)
       lines.resume_after_first()
       reader = csv.reader(lines, skipinitialspace=False, strict=True)
       continue
@@ -346,7 +338,7 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
     label_fields = fields[layout.uri_col + 1:]
   else:
     label_fields = [fields[i] for i in layout.label_cols if i < len(fields)]
-  labels = tuple(dict.fromkeys(l.strip() for l in label_fields if l.strip()))
+  labels = tuple(dict.fromkeys(l.strip(' \t') for l in label_fields if l.strip()))
   return ManifestRow(source=path, row=row, image_uri=uri,
                      resolved_uri=resolve_uri(uri, path, layout.image_root), labels=labels,
                      split=split, features=raw_features(fields, layout.feature_cols))

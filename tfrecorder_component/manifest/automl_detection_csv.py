@@ -132,6 +132,8 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
   box_fields = [f.strip() for f in fields[layout.label_col:end]]
   box_fields += [''] * (1 + COORDINATES - len(box_fields))
   label, coordinates = box_fields[0], box_fields[1:]
+  if label:  # around a label only spaces and tabs go: a line break in it is a bad_label
+    label = fields[layout.label_col].strip(' \t')
   resolved = resolve_uri(uri, path, layout.image_root)
   features = raw_features(fields, layout.feature_cols)
   if not label and not any(coordinates):
