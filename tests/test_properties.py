@@ -4,9 +4,10 @@ TensorFlow to exactly what was claimed."""
 import json
 
 import tensorflow as tf
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from damaged_images import JPEG_716
 from images import encode, make_image
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.images.probe import ImageInfo, probe_image
@@ -96,6 +97,7 @@ def damaged_images(draw):
 
 @SETTINGS
 @given(st.binary(max_size=200) | damaged_images())
+@example(JPEG_716)  # passed the earlier check, which was Pillow's decode alone
 def test_prober_returns_info_or_row_error_and_passing_images_decode(data):
   try:
     info = probe_image(data, max_pixels=10**6, decode=True)

@@ -1,0 +1,199 @@
+"""The decode check decides as TensorFlow does: `probe_image(data, decode=True)` accepts
+exactly the bytes `tf.io.decode_image` decodes, with the height, width and channels it
+decodes them to. Differential tests against TensorFlow itself: a seeded corpus of
+damaged images of every format and mode (tests/damaged_images.py), and one case for each
+rule of TensorFlow's decoders the check follows (images/formats/)."""
+import collections
+import os
+import struct
+import zlib
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import damaged_images
+from damaged_images import JPEG_716, build_gif, build_png, originals
+from tfrecorder_component.errors import RowError
+from tfrecorder_component.images.probe import probe_image
+
+# DECODE_CHECK_CASES raises the corpus for a longer run (the benchmark runs 40,000).
+CASES = int(os.environ.get('DECODE_CHECK_CASES', '2400'))
+SEED = 20261125
+REASONS = {'empty', 'not_an_image', 'unsupported_format', 'too_large', 'truncated', 'corrupt'}
+
+def tensorflow_decodes(data: bytes):
+  """(height, width, channels) if `tf.io.decode_image` decodes the bytes both with and
+  without `expand_animations`, else None."""
+  try:
+    tf.io.decode_image(data)
+    return tuple(tf.io.decode_image(data, expand_animations=False).shape)
+  except (tf.errors.InvalidArgumentError, tf.errors.ResourceExhaustedError):
+    return None
+
+
+def check_decides(data: bytes):
+  """(height, width, channels), or the RowError's reason."""
+  try:
+    info = probe_image(data, max_pixels=10**9, decode=True)
+  except RowError as e:
+    assert e.reason in REASONS, e
+    return e.reason
+  return info.height, info.width, info.channels
+
+
+def test_decode_check_agrees_with_tensorflow_on_a_damaged_corpus():
+  """No damaged image accepted that TensorFlow refuses, none at another size, and at
+  most 1% refused that TensorFlow decodes (in practice: 2 in 20,000, where Pillow's own
+  reading of a JPEG header is stricter than libjpeg's)."""
+  counts = collections.Counter()
+  disagree = []
+  for name, kind, data in damaged_images.corpus(SEED, CASES):
+    expected, got = tensorflow_decodes(data), check_decides(data)
+    if expected is None:
+      verdict = 'both refuse' if isinstance(got, str) else 'ACCEPTED, TensorFlow refuses'
+    elif isinstance(got, str):
+      verdict = 'refused, TensorFlow decodes'
+    else:
+      verdict = 'both decode' if got == expected else 'ANOTHER SIZE'
+    counts[name.split('-')[0], verdict] += 1
+    if verdict not in ('both refuse', 'both decode'):
+      disagree.append((verdict, name, kind, len(data), expected, got))
+  assert sum(counts.values()) == CASES
+  wrong = [d for d in disagree if d[0] in ('ACCEPTED, TensorFlow refuses', 'ANOTHER SIZE')]
+  assert not wrong, wrong
+  assert len(disagree) <= CASES // 100, disagree
+  for fmt in ('jpeg', 'png', 'gif', 'bmp'):  # the corpus reaches both outcomes everywhere
+    assert counts[fmt, 'both decode'] > CASES // 40 and counts[fmt, 'both refuse'] > CASES // 40
+
+
+def _png_chunks(data: bytes):
+  at, chunks = 8, []
+  while at < len(data):
+    length, = struct.unpack_from('>I', data, at)
+    chunks.append((data[at + 4:at + 8], data[at + 8:at + 8 + length]))
+    at += 12 + length
+  return chunks
+
+
+def _png(chunks, bad_crc=()) -> bytes:
+  out = b'\x89PNG\r\n\x1a\n'
+  for kind, body in chunks:
+    crc = zlib.crc32(kind + body) ^ (0xFFFFFFFF if kind in bad_crc else 0)
+    out += struct.pack('>I', len(body)) + kind + body + struct.pack('>I', crc)
+  return out
+
+
+def _replace(chunks, kind, body):
+  return [(k, body if k == kind else b) for k, b in chunks]
+
+
+GREY = np.arange(48, dtype=np.uint8).reshape(6, 8) * 5
+RGB = np.stack([GREY, GREY[::-1], GREY.T.reshape(6, 8)], -1)
+PALETTE = build_png(GREY >> 4, 3, depth=4, palette=bytes(range(48)))
+PALETTE_CHUNKS = _png_chunks(PALETTE)
+IHDR, PLTE, IDAT, IEND = (PALETTE_CHUNKS[0], PALETTE_CHUNKS[1], PALETTE_CHUNKS[2],
+                          PALETTE_CHUNKS[-1])
+TEXT = (b'tEXt', b'key\x00value')
+TRNS = (b'tRNS', b'\x00\x80')
+RAW_GREY = b''.join(b'\x00' + bytes(row) for row in GREY)
+
+
+def _grey_png(compressed: bytes) -> bytes:
+  ihdr = (b'IHDR', struct.pack('>IIBBBBB', 8, 6, 8, 0, 0, 0, 0))
+  return _png([ihdr, (b'IDAT', compressed), (b'IEND', b'')])
+
+
+JPEG = originals()['jpeg-baseline']
+GIF_OK = ([0, 1, 2, 3] * 2, 0, 0, 4, 2, b'', 0)
+GCE_TRANSPARENT_7 = b'\x21\xf9\x04\x01\x00\x00\x07\x00'
+
+# (case, bytes, what TensorFlow 2.16 and 2.21 decode them to, or None)
+RULES = [
+    # JPEG: TensorFlow's memory source fails wherever libjpeg reads past the end.
+    ('jpeg whole', JPEG, (48, 64, 3)),
+    ('jpeg 716 bytes, no EOI', JPEG_716, None),
+    ('jpeg without its EOI', JPEG[:-2], None),
+    ('jpeg with bytes after its EOI', JPEG + b'trailing bytes', (48, 64, 3)),
+    ('jpeg cut in its scan', JPEG[:len(JPEG) * 2 // 3], None),
+    ('jpeg progressive cut', originals()['jpeg-progressive'][:-40], None),
+    ('jpeg APP segment longer than the file',
+     JPEG[:2] + b'\xff\xe5\xff\xf0' + JPEG[2:], None),
+    ('jpeg cmyk', originals()['jpeg-cmyk'], (24, 24, 3)),
+    # PNG: libpng's rules.
+    ('png palette', PALETTE, (6, 8, 3)),
+    ('png ancillary chunk with a wrong CRC', _png(
+        [IHDR, TEXT, PLTE, IDAT, IEND], bad_crc=(b'tEXt',)), (6, 8, 3)),
+    ('png critical chunk with a wrong CRC', _png(
+        [IHDR, PLTE, IDAT, IEND], bad_crc=(b'PLTE',)), None),
+    ('png IEND with a wrong CRC', _png([IHDR, PLTE, IDAT, IEND], bad_crc=(b'IEND',)), None),
+    ('png tRNS kept', _png([IHDR, PLTE, TRNS, IDAT, IEND]), (6, 8, 4)),
+    ('png tRNS with a wrong CRC is dropped', _png(
+        [IHDR, PLTE, TRNS, IDAT, IEND], bad_crc=(b'tRNS',)), (6, 8, 3)),
+    ('png tRNS before PLTE is dropped', _png([IHDR, TRNS, PLTE, IDAT, IEND]), (6, 8, 3)),
+    ('png tRNS after the image data is dropped', _png([IHDR, PLTE, IDAT, TRNS, IEND]),
+     (6, 8, 3)),
+    ('png tRNS longer than the palette is dropped', _png(
+        [IHDR, (b'PLTE', bytes(6)), (b'tRNS', b'\0\0\0'), IDAT, IEND]), (6, 8, 3)),
+    ('png unknown critical chunk', _png([IHDR, (b'CRIT', b'x'), PLTE, IDAT, IEND]), None),
+    ('png unknown ancillary chunk before IHDR', _png(
+        [(b'abCd', b'x'), IHDR, PLTE, IDAT, IEND]), (6, 8, 3)),
+    ('png tEXt before IHDR', _png([TEXT, IHDR, PLTE, IDAT, IEND]), None),
+    ('png second PLTE', _png([IHDR, PLTE, PLTE, IDAT, IEND]), None),
+    ('png PLTE of no entries', _png([IHDR, (b'PLTE', b''), IDAT, IEND]), None),
+    ('png palette image without PLTE', _png([IHDR, IDAT, IEND]), None),
+    ('png without IEND', _png([IHDR, PLTE, IDAT]), None),
+    ('png IEND with data', _png([IHDR, PLTE, IDAT, (b'IEND', b'x')]), (6, 8, 3)),
+    ('png chunk after IEND ignored', PALETTE + b'garbage', (6, 8, 3)),
+    ('png filter type 5', _grey_png(zlib.compress(b'\x05' + RAW_GREY[1:])), None),
+    ('png zlib stream cut after the pixels', _grey_png(zlib.compress(RAW_GREY)[:-4]), None),
+    ('png zlib stream with a wrong Adler-32',  # met while reading the last row
+     _grey_png(zlib.compress(RAW_GREY)[:-1] + b'\0'), None),
+    ('png wrong Adler-32 in an IDAT of its own',  # met after it: benign
+     _png([(b'IHDR', struct.pack('>IIBBBBB', 8, 6, 8, 0, 0, 0, 0)),
+           (b'IDAT', zlib.compress(RAW_GREY)[:-4]), (b'IDAT', b'\0\0\0\0'),
+           (b'IEND', b'')]), (6, 8, 1)),
+    ('png stream end in an IDAT of its own, cut',
+     _png([(b'IHDR', struct.pack('>IIBBBBB', 8, 6, 8, 0, 0, 0, 0)),
+           (b'IDAT', zlib.compress(RAW_GREY)[:-4]), (b'IEND', b'')]), None),
+    ('png zlib stream with extra data', _grey_png(zlib.compress(RAW_GREY + b'\0' * 9)),
+     (6, 8, 1)),
+    ('png zlib stream short of the last row', _grey_png(zlib.compress(RAW_GREY[:-3])), None),
+    ('png width over 1,000,000', build_png(np.zeros((1, 1_000_001), np.uint8), 0, depth=1),
+     None),
+    ('png interlaced, 4-bit grey', originals()['png-grey-4bit'], (17, 13, 1)),
+    ('png 16-bit RGB', originals()['png-rgb16'], (21, 19, 3)),
+    # GIF: giflib with TensorFlow's patch, then TensorFlow's colour checks.
+    ('gif whole', build_gif([GIF_OK], 4, 2), (2, 4, 3)),
+    ('gif without its trailer', build_gif([GIF_OK], 4, 2)[:-1], (2, 4, 3)),
+    ('gif with a garbled trailer', build_gif([GIF_OK], 4, 2)[:-1] + b'\x99', (2, 4, 3)),
+    ('gif cut in its second image', build_gif([GIF_OK, GIF_OK], 4, 2)[:-8], (2, 4, 3)),
+    ('gif cut in its only image', build_gif([GIF_OK], 4, 2)[:-8], None),
+    ('gif index beyond its colour table', build_gif(
+        [([0, 7, 1, 2], 0, 0, 4, 1, b'', 0)], 4, 1), None),
+    ('gif transparent index beyond its colour table', build_gif(
+        [([0, 7, 1, 2], 0, 0, 4, 1, GCE_TRANSPARENT_7, 0)], 4, 1), (1, 4, 3)),
+    ('gif without a colour table', build_gif([GIF_OK], 4, 2, global_colors=0), None),
+    ('gif with a local colour table', build_gif(
+        [([0, 7, 1, 2], 0, 0, 4, 1, b'', 8)], 4, 1, global_colors=0), (1, 4, 3)),
+    ('gif with an empty extension', build_gif([([0, 1], 0, 0, 2, 1, b'\x21\xfe\x00', 0)],
+                                              2, 1), None),
+    ('gif image larger than its screen', build_gif(
+        [([1] * 12, 0, 0, 6, 2, b'', 0)], 2, 1), (2, 6, 3)),
+    ('gif image placed beyond the largest image', build_gif(
+        [(list(range(4)) * 2, 0, 0, 4, 2, b'', 0), ([0, 7], 3, 1, 2, 1, b'', 0)], 4, 2),
+     (2, 4, 3)),
+    # BMP: TensorFlow's own reader, header fields and length only.
+    ('bmp 24-bit', originals()['bmp-24'], (11, 13, 3)),
+    ('bmp top-down', originals()['bmp-top-down'], (11, 13, 3)),
+    ('bmp with a byte after its pixels', originals()['bmp-24'] + b'\0', None),
+    ('bmp of 16 bits a pixel', originals()['bmp-24'][:28] + b'\x10\x00'
+     + originals()['bmp-24'][30:], None),
+]
+
+
+@pytest.mark.parametrize('data,expected', [r[1:] for r in RULES], ids=[r[0] for r in RULES])
+def test_each_rule_of_tensorflows_decoders(data, expected):
+  assert tensorflow_decodes(data) == expected
+  got = check_decides(data)
+  assert got == expected if expected else isinstance(got, str), got

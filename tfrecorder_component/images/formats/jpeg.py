@@ -1,0 +1,72 @@
+"""JPEG as TensorFlow decodes it (`jpeg_mem.cc`, `jpeg_handle.cc`): libjpeg-turbo, here
+through Pillow, which links the same library.
+
+TensorFlow's rules, and how each is kept:
+- Errors are fatal (`CatchError` longjmps); libjpeg's warnings (corrupt data, premature
+  end of a data segment, extraneous bytes) are not. Pillow sets libjpeg up the same way.
+- The data may not run out. `decode_image` does not try to recover truncated files, so
+  TensorFlow's memory source (`MemFillInputBuffer`, `MemSkipInputData`) raises an error
+  whenever libjpeg asks for a byte past the end: while reading the header, the scans,
+  or the markers after the last scanline up to EOI (`jpeg_finish_decompress`), and when a
+  marker's length skips past the end. Pillow feeds libjpeg a suspending source and
+  accepts an image whose scanlines are all decoded even when the EOI never comes. So the
+  bytes are decoded followed by `_END_GUARD`: a run of a marker libjpeg does not know,
+  longer than any marker length can skip. libjpeg reads into it exactly when
+  TensorFlow's source would have run out, and fails on it wherever it lands.
+- The output is RGB (3 channels) for 3 and 4 components (CMYK and YCCK converted),
+  grey (1) for 1; other component counts fail (`UncompressLow`'s components switch).
+- width x height x components must stay below 2^29 ("Image too large").
+
+The check decodes at 1/8 scale (libjpeg's DCT scaling): every entropy-coded bit and
+marker is still read, so the decision is the full decode's, for a fraction of its cost.
+"""
+from __future__ import annotations
+
+import io
+
+from PIL import Image, JpegImagePlugin
+
+from tfrecorder_component.errors import RowError
+from tfrecorder_component.images.formats import (ImageInfo, check_pixels, pillow_message,
+                                                 refuse_size)
+
+# 0xFF 0x02 is a marker libjpeg does not know (JERR_UNKNOWN_MARKER); 32,769 of them
+# outlast the longest skip a marker length can ask for (65,533 bytes).
+_END_GUARD = b'\xff\x02' * 32_769
+_EOI = b'\xff\xd9'
+_CHANNELS_BY_COMPONENTS = {1: 1, 3: 3, 4: 3}
+
+
+def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
+  """Size and channels from the frame header; with `decode`, TensorFlow's decision."""
+  try:
+    im = JpegImagePlugin.JpegImageFile(io.BytesIO(data + _END_GUARD if decode else data))
+  except Exception as e:  # Pillow raises SyntaxError, OSError, struct.error and others.
+    raise RowError('corrupt', f'the JPEG header cannot be read ({_message(e)})') from None
+  with im:
+    width, height = im.size
+    components = getattr(im, 'layers', 0)
+    if components not in _CHANNELS_BY_COMPONENTS:
+      raise RowError('unsupported_format',
+                     f'a JPEG of {components} components cannot be decoded by TensorFlow')
+    if width <= 0 or height <= 0:
+      raise RowError('corrupt', f'the JPEG header claims size {width}x{height}')
+    if width * height * components >= 2**29:
+      raise refuse_size('jpeg', width, height, 'width x height x components below 2^29')
+    check_pixels('jpeg', width, height, max_pixels)
+    if decode:
+      try:
+        im.draft(im.mode, (max(1, width // 8), max(1, height // 8)))
+        im.load()
+      except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError.
+        sos = data.find(b'\xff\xda')
+        ended = sos >= 0 and data.find(_EOI, sos) >= 0
+        raise RowError('corrupt' if ended else 'truncated',
+                       f'the JPEG data cannot be decoded ({_message(e)})'
+                       + ('' if ended else ': it ends before its end-of-image marker')
+                       ) from None
+  return ImageInfo('jpeg', height, width, _CHANNELS_BY_COMPONENTS[components])
+
+
+def _message(error: Exception) -> str:
+  return f'{type(error).__name__}: {pillow_message(error)}'
