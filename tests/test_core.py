@@ -32,6 +32,31 @@ def test_import_loads_neither_tfx_nor_tensorflow_and_warns_nothing():
   assert done.stderr == ''
 
 
+# The decode check's decisions on the seeded corpus of damaged images that
+# test_decode_check.py compares with tf.io.decode_image (sha256 of one line a case).
+DECISIONS = 'd467240cf9840c70a9304f7ddfa2a3ba49223eaaf0c922ba392f20d8548faf70'
+
+
+def test_decode_check_needs_no_tensorflow_and_decides_alike_on_every_stack():
+  """Without importing TensorFlow, the decode check decides the damaged corpus exactly as
+  on the main stack, where test_decode_check.py proves the decisions TensorFlow's."""
+  done = python(
+      'import hashlib, sys\n'
+      'import damaged_images\nfrom tfrecorder_component.errors import RowError\n'
+      'from tfrecorder_component.images.probe import probe_image\n'
+      'lines = []\n'
+      'for name, kind, data in damaged_images.corpus(damaged_images.SEED, damaged_images.CASES):\n'
+      '  try:\n'
+      '    i = probe_image(data, max_pixels=10**9, decode=True)\n'
+      '    lines.append(f"{name} {i.format} {i.height} {i.width} {i.channels} {i.frames}")\n'
+      '  except RowError as e:\n'
+      '    lines.append(f"{name} {e.reason}")\n'
+      'print(len(lines), hashlib.sha256("\\n".join(lines).encode()).hexdigest())\n'
+      f'print({HEAVY})')
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.split() == ['2400', DECISIONS, '[]']
+
+
 def test_cli_help_and_convert_load_neither_tfx_nor_tensorflow(tmp_path):
   done = python('import sys\nfrom tfrecorder_component import cli\n'
                 'try:\n  cli.main(["--help"])\nexcept SystemExit as e:\n  assert e.code == 0\n'

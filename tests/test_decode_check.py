@@ -17,9 +17,9 @@ from damaged_images import JPEG_716, build_gif, build_png, originals
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.probe import probe_image
 
-# DECODE_CHECK_CASES raises the corpus for a longer run (the benchmark runs 40,000).
-CASES = int(os.environ.get('DECODE_CHECK_CASES', '2400'))
-SEED = 20261125
+# DECODE_CHECK_CASES raises the corpus for a longer run.
+CASES = int(os.environ.get('DECODE_CHECK_CASES', damaged_images.CASES))
+SEED = damaged_images.SEED
 REASONS = {'empty', 'not_an_image', 'unsupported_format', 'too_large', 'truncated', 'corrupt'}
 
 def tensorflow_decodes(data: bytes):
