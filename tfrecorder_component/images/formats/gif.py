@@ -226,7 +226,7 @@ def _decode(reader: _Reader, code_size: int, width: int, height: int,
   if 2 <= code_size <= 8:  # Pillow's 8-bit pixels hold every index
     try:
       frame = Image.frombytes('L', (width, height), memoryview(reader.data)[reader.at:], 'gif',
-                              code_size, interlaced)
+                              code_size, bool(interlaced))
     except (ValueError, OSError):
       pass
     else:
