@@ -120,6 +120,7 @@ RULES = [
     ('jpeg APP segment longer than the file',
      JPEG[:2] + b'\xff\xe5\xff\xf0' + JPEG[2:], None),
     ('jpeg cmyk', originals()['jpeg-cmyk'], (24, 24, 3)),
+    ('jpeg with a TEM marker in its header', JPEG[:2] + b'\xff\x01' + JPEG[2:], (48, 64, 3)),
     # PNG: libpng's rules.
     ('png palette', PALETTE, (6, 8, 3)),
     ('png ancillary chunk with a wrong CRC', _png(
@@ -178,6 +179,8 @@ RULES = [
         [([0, 7, 1, 2], 0, 0, 4, 1, b'', 8)], 4, 1, global_colors=0), (1, 4, 3)),
     ('gif with an empty extension', build_gif([([0, 1], 0, 0, 2, 1, b'\x21\xfe\x00', 0)],
                                               2, 1), None),
+    ('gif later image larger than its data can fill', build_gif(
+        [GIF_OK, ([0, 1, 2], 0, 0, 5000, 5000, b'', 0)], 4, 2), (2, 4, 3)),
     ('gif image larger than its screen', build_gif(
         [([1] * 12, 0, 0, 6, 2, b'', 0)], 2, 1), (2, 6, 3)),
     ('gif image placed beyond the largest image', build_gif(

@@ -141,6 +141,8 @@ def _slurp(reader: _Reader, images: List[_Image], decode: bool,
           raise _GifError(f'an image\'s LZW code size is {code_size} (at most 11)')
         if width <= 0 or height <= 0 or width > (2**31 - 1) // height:
           raise _GifError(f'an image of {width}x{height}')  # the patch drops the image
+        if decode and width * height > _most_pixels(reader):
+          raise _GifError(_READ_FAILED)  # giflib runs out of data before the last pixel
         total += width * height
         if total > max_pixels:
           raise RowError('too_large', f'the GIF\'s images hold over {total} pixels, beyond '
@@ -169,6 +171,15 @@ def _slurp(reader: _Reader, images: List[_Image], decode: bool,
   if not images:
     return 'it holds no image'
   return None
+
+
+def _most_pixels(reader: _Reader) -> int:
+  """The most pixels the image's sub-blocks can give: a code is at least 1 bit (LZW code
+  size 0) and gives at most 4,095 pixels (giflib's stack)."""
+  end = reader.at
+  while end < len(reader.data) and reader.data[end]:
+    end += reader.data[end] + 1
+  return (end - reader.at) * 8 * _LZ_MAX_CODE
 
 
 def _transparent(extensions: List[Tuple[int, bytes]]) -> Optional[int]:
@@ -218,19 +229,26 @@ def _decode(reader: _Reader, code_size: int, width: int, height: int,
   """`DGifGetLine` over the image, as `DGifSlurp` calls it: every pixel, then the
   sub-blocks left up to their terminator (`DGifGetCodeNext`).
 
-  Pillow's LZW decoder goes first: where it decodes every pixel without error, the code
-  stream is a well-formed one, which giflib decodes to the same pixels (Pillow refuses
-  every code giflib decodes in its own way, and data that ends early). Only where it
-  fails does giflib's decoder below run, to tell how giflib fails, or what it decodes.
+  Pillow's LZW decoder goes first, given the image's sub-blocks up to their terminator
+  (past it, Pillow would read the next records as more data): where it decodes every
+  pixel without error, the code stream is a well-formed one, which giflib decodes to the
+  same pixels (Pillow refuses every code giflib decodes in its own way, and data that
+  ends early). Only where it fails does giflib's decoder below run, to tell how giflib
+  fails, or what it decodes.
   """
+  end = reader.at  # the sub-block terminator: Pillow is given the blocks before it
+  while end < len(reader.data) and reader.data[end]:
+    end += reader.data[end] + 1
+  if end >= len(reader.data):  # giflib runs out of data, whatever it decodes first
+    raise _GifError(_READ_FAILED)
   if 2 <= code_size <= 8:  # Pillow's 8-bit pixels hold every index
     try:
-      frame = Image.frombytes('L', (width, height), memoryview(reader.data)[reader.at:], 'gif',
-                              code_size, bool(interlaced))
+      frame = Image.frombytes('L', (width, height), memoryview(reader.data)[reader.at:end],
+                              'gif', code_size, bool(interlaced))
     except (ValueError, OSError):
       pass
     else:
-      _skip(reader)
+      reader.at = end + 1
       return bytearray(frame.tobytes())
   pixels = bytearray(width * height)
   lzw = _Lzw(reader, code_size)

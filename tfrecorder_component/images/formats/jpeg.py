@@ -9,10 +9,12 @@ TensorFlow's rules, and how each is kept:
   whenever libjpeg asks for a byte past the end: while reading the header, the scans,
   or the markers after the last scanline up to EOI (`jpeg_finish_decompress`), and when a
   marker's length skips past the end. Pillow feeds libjpeg a suspending source and
-  accepts an image whose scanlines are all decoded even when the EOI never comes. So the
-  bytes are decoded followed by `_END_GUARD`: a run of a marker libjpeg does not know,
-  longer than any marker length can skip. libjpeg reads into it exactly when
-  TensorFlow's source would have run out, and fails on it wherever it lands.
+  accepts an image whose scanlines are all decoded whenever libjpeg suspends after them,
+  waiting for the EOI or for the end of a skip. So the bytes are decoded followed by
+  `_END_GUARD`, a run of a marker libjpeg does not know, longer than any marker length
+  can skip, and all of it is given to libjpeg at once: libjpeg reads into the guard
+  exactly when TensorFlow's source would have run out, and fails on it wherever it
+  lands, before it could run out of input.
 - The output is RGB (3 channels) for 3 and 4 components (CMYK and YCCK converted),
   grey (1) for 1; other component counts fail (`UncompressLow`'s components switch).
 - width x height x components must stay below 2^29 ("Image too large").
@@ -30,19 +32,21 @@ from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.formats import (ImageInfo, check_pixels, pillow_message,
                                                  refuse_size)
 
-# 0xFF 0x02 is a marker libjpeg does not know (JERR_UNKNOWN_MARKER); 32,769 of them
-# outlast the longest skip a marker length can ask for (65,533 bytes).
-_END_GUARD = b'\xff\x02' * 32_769
+# 0xFF 0x02 is a marker libjpeg does not know (JERR_UNKNOWN_MARKER); 32,784 of them
+# (65,568 bytes) outlast the longest skip a marker length can ask for (65,533 bytes).
+_END_GUARD = b'\xff\x02' * 32_784
 _EOI = b'\xff\xd9'
 _CHANNELS_BY_COMPONENTS = {1: 1, 3: 3, 4: 3}
 
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
   """Size and channels from the frame header; with `decode`, TensorFlow's decision."""
+  stream = data + _END_GUARD if decode else data
   try:
-    im = JpegImagePlugin.JpegImageFile(io.BytesIO(data + _END_GUARD if decode else data))
+    im = _open(stream)
   except Exception as e:  # Pillow raises SyntaxError, OSError, struct.error and others.
     raise RowError('corrupt', f'the JPEG header cannot be read ({_message(e)})') from None
+  im.decodermaxblock = len(stream)  # one buffer: libjpeg never waits for more input
   with im:
     width, height = im.size
     components = getattr(im, 'layers', 0)
@@ -66,6 +70,45 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
                        + ('' if ended else ': it ends before its end-of-image marker')
                        ) from None
   return ImageInfo('jpeg', height, width, _CHANNELS_BY_COMPONENTS[components])
+
+
+def _open(stream: bytes) -> JpegImagePlugin.JpegImageFile:
+  """Pillow's reading of the header, which refuses one marker libjpeg skips: TEM
+  (0xFF01, parameterless). A header with TEM markers is read again without them."""
+  try:
+    return JpegImagePlugin.JpegImageFile(io.BytesIO(stream))
+  except SyntaxError:
+    stripped = _without_tem_markers(stream)
+    if stripped is None:
+      raise
+    return JpegImagePlugin.JpegImageFile(io.BytesIO(stripped))
+
+
+def _without_tem_markers(stream: bytes):
+  """The bytes without the TEM markers before the first SOS, found as libjpeg's
+  `next_marker` and segment lengths find markers; None if there are none."""
+  at, cuts = 2, []
+  while True:
+    while at < len(stream) and stream[at] != 0xFF:  # bytes that are not a marker
+      at += 1
+    while at + 1 < len(stream) and stream[at + 1] == 0xFF:  # fill bytes
+      at += 1
+    if at + 1 >= len(stream):
+      break
+    marker = stream[at + 1]
+    if marker == 0x01:
+      cuts.append(at)
+      at += 2
+    elif marker == 0x00 or 0xD0 <= marker <= 0xD7:  # stuffed zero, RSTn: no length
+      at += 2
+    elif marker == 0xDA or at + 3 >= len(stream):
+      break
+    else:
+      at += 2 + (stream[at + 2] << 8 | stream[at + 3])
+  if not cuts:
+    return None
+  return b''.join(stream[start + 2 * (i > 0):end] for i, (start, end) in enumerate(
+      zip([0] + cuts, cuts + [len(stream)])))
 
 
 def _message(error: Exception) -> str:
