@@ -11,6 +11,7 @@ import zlib
 import numpy as np
 import pytest
 import tensorflow as tf
+from PIL import ImageFile
 
 import damaged_images
 from damaged_images import JPEG_716, build_gif, build_png, originals
@@ -200,3 +201,14 @@ def test_each_rule_of_tensorflows_decoders(data, expected):
   assert tensorflow_decodes(data) == expected
   got = check_decides(data)
   assert got == expected if expected else isinstance(got, str), got
+
+
+def test_pillows_load_truncated_images_setting_changes_nothing(monkeypatch):
+  """Scripts often set Pillow's process-wide LOAD_TRUNCATED_IMAGES; the decode check still
+  refuses what TensorFlow refuses, and leaves the setting as it found it."""
+  monkeypatch.setattr(ImageFile, 'LOAD_TRUNCATED_IMAGES', True)
+  for data in (JPEG[:-2], JPEG_716, JPEG[:len(JPEG) * 2 // 3]):
+    assert tensorflow_decodes(data) is None
+    assert check_decides(data) == 'truncated'
+  assert ImageFile.LOAD_TRUNCATED_IMAGES is True
+  assert check_decides(JPEG) == (48, 64, 3)

@@ -25,8 +25,9 @@ marker is still read, so the decision is the full decode's, for a fraction of it
 from __future__ import annotations
 
 import io
+import threading
 
-from PIL import Image, JpegImagePlugin
+from PIL import ImageFile, JpegImagePlugin
 
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.formats import (ImageInfo, check_pixels, pillow_message,
@@ -37,6 +38,7 @@ from tfrecorder_component.images.formats import (ImageInfo, check_pixels, pillow
 _END_GUARD = b'\xff\x02' * 32_784
 _EOI = b'\xff\xd9'
 _CHANNELS_BY_COMPONENTS = {1: 1, 3: 3, 4: 3}
+_STRICT = threading.Lock()
 
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
@@ -61,7 +63,7 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
     if decode:
       try:
         im.draft(im.mode, (max(1, width // 8), max(1, height // 8)))
-        im.load()
+        _load(im)
       except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError.
         sos = data.find(b'\xff\xda')
         ended = sos >= 0 and data.find(_EOI, sos) >= 0
@@ -70,6 +72,21 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
                        + ('' if ended else ': it ends before its end-of-image marker')
                        ) from None
   return ImageInfo('jpeg', height, width, _CHANNELS_BY_COMPONENTS[components])
+
+
+def _load(im: JpegImagePlugin.JpegImageFile) -> None:
+  """Decodes, failing as libjpeg fails, even where a script has set Pillow's
+  process-wide `ImageFile.LOAD_TRUNCATED_IMAGES` (which turns decoding errors into
+  partial images): it is turned off for the decode, under a lock."""
+  if not ImageFile.LOAD_TRUNCATED_IMAGES:
+    im.load()
+    return
+  with _STRICT:
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    try:
+      im.load()
+    finally:
+      ImageFile.LOAD_TRUNCATED_IMAGES = True
 
 
 def _open(stream: bytes) -> JpegImagePlugin.JpegImageFile:
