@@ -19,15 +19,15 @@ from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.formats import ImageInfo, pillow_message, tensorflow_format
 from tfrecorder_component.images.formats import bmp, gif, jpeg, png
 
-__all__ = ['DEFAULT_MAX_PIXELS', 'ImageInfo', 'SUPPORTED_FORMATS', 'convert_to_png',
-           'pillow_message', 'probe_image']
+__all__ = ['DEFAULT_MAX_PIXELS', 'ImageInfo', 'convert_to_png', 'pillow_message',
+           'probe_image']
 
-# Formats that `tf.io.decode_image` decodes on every supported TensorFlow, by Pillow's
-# name. (TensorFlow 2.21 also decodes WebP; 2.16 does not, so WebP is converted.)
-SUPPORTED_FORMATS = {'JPEG': 'jpeg', 'PNG': 'png', 'GIF': 'gif', 'BMP': 'bmp'}
 DEFAULT_MAX_PIXELS = 178_956_970  # Pillow's own decompression-bomb limit (2**31 / 4 / 3).
 
+# The formats `tf.io.decode_image` decodes on every supported TensorFlow. (TensorFlow
+# 2.21 also decodes WebP, 2.16 does not: WebP is `unsupported_format`, and converted.)
 _PROBES = {'jpeg': jpeg.probe, 'png': png.probe, 'gif': gif.probe, 'bmp': bmp.probe}
+
 
 def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS,
                 decode: bool = False) -> ImageInfo:

@@ -48,7 +48,7 @@ def tensorflow_format(data: bytes) -> Optional[str]:
   return None
 
 
-def check_pixels(fmt: str, width: int, height: int, max_pixels: int) -> None:
+def check_pixels(width: int, height: int, max_pixels: int) -> None:
   """The project's own limit (a decompression bomb guard), before any pixel is decoded."""
   if width * height > max_pixels:
     raise RowError('too_large',

@@ -36,7 +36,7 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
   rows = abs(height)
   if width * rows >= (2**31 - 1) // 8:
     raise refuse_size('bmp', width, rows, 'width x height below 2^31 / 8')
-  check_pixels('bmp', width, rows, max_pixels)
+  check_pixels(width, rows, max_pixels)
   expected = offset + (channels * width + 3) // 4 * 4 * rows
   if len(data) < expected:
     raise RowError('truncated', f'the BMP has {len(data)} bytes, its header needs {expected}')

@@ -102,7 +102,7 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
                    f'image')
   width = max(image.width for image in images)
   height = max(image.height for image in images)
-  check_pixels('gif', width, height, max_pixels)
+  check_pixels(width, height, max_pixels)
   if decode:
     _check_colors(images, global_colors, width, height)
   return ImageInfo('gif', height, width, 3, len(images))

@@ -59,7 +59,7 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
       raise RowError('corrupt', f'the JPEG header claims size {width}x{height}')
     if width * height * components >= 2**29:
       raise refuse_size('jpeg', width, height, 'width x height x components below 2^29')
-    check_pixels('jpeg', width, height, max_pixels)
+    check_pixels(width, height, max_pixels)
     if decode:
       try:
         im.draft(im.mode, (max(1, width // 8), max(1, height // 8)))

@@ -22,7 +22,8 @@ zlib, as libpng does, and each row's filter byte checked. Fatal, so refused:
   ends before the IDAT chunks do.
 Not fatal, so accepted: an ancillary chunk's wrong CRC or bad content (the chunk is
 dropped), chunks out of place after the image data, extra compressed data, a zlib error
-after the last row (a wrong Adler-32 included), palette indices beyond the palette.
+met only after the last row's input (a wrong Adler-32 in a later IDAT chunk; met in the
+same input, it is fatal), palette indices beyond the palette.
 
 TensorFlow then refuses width or height of 2^27 or more, or width x height of 2^29 or
 more. Channels: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA; a palette image 4 when a valid
@@ -106,7 +107,7 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
   if width >= 2**27 or height >= 2**27 or width * height >= 2**29:
     raise refuse_size('png', width, height, 'width and height below 2^27, their product '
                       'below 2^29')
-  check_pixels('png', width, height, max_pixels)
+  check_pixels(width, height, max_pixels)
   channels = (4 if transparency else 3) if header.color == 3 else _CHANNELS[header.color]
   if decode:
     after = _check_image_data(data, chunk, chunks, header)
