@@ -64,7 +64,8 @@ def _save(im: Image.Image, fmt: str, **kwargs) -> bytes:
   return out.getvalue()
 
 
-def _chunk(kind: bytes, body: bytes) -> bytes:
+def png_chunk(kind: bytes, body: bytes) -> bytes:
+  """A PNG chunk: length, type, data and its CRC."""
   return struct.pack('>I', len(body)) + kind + body + struct.pack(
       '>I', zlib.crc32(kind + body))
 
@@ -103,17 +104,17 @@ def build_png(pixels: np.ndarray, color: int, depth: int = 8, interlaced: bool =
         raw += b'\x00' + line
   packed = zlib.compress(bytes(raw), 9)
   size = -(-len(packed) // idat_pieces)
-  out = b'\x89PNG\r\n\x1a\n' + _chunk(b'IHDR', struct.pack(
+  out = b'\x89PNG\r\n\x1a\n' + png_chunk(b'IHDR', struct.pack(
       '>IIBBBBB', width, height, depth, color, 0, 0, int(interlaced)))
   for kind, body in extra:
-    out += _chunk(kind, body)
+    out += png_chunk(kind, body)
   if palette:
-    out += _chunk(b'PLTE', palette)
+    out += png_chunk(b'PLTE', palette)
   if transparency:
-    out += _chunk(b'tRNS', transparency)
+    out += png_chunk(b'tRNS', transparency)
   for i in range(0, len(packed), size):
-    out += _chunk(b'IDAT', packed[i:i + size])
-  return out + _chunk(b'IEND', b'')
+    out += png_chunk(b'IDAT', packed[i:i + size])
+  return out + png_chunk(b'IEND', b'')
 
 
 def lzw_literals(indices, code_size: int = 3, end: bool = True) -> bytes:
@@ -270,15 +271,20 @@ def damage(data: bytes, rng: random.Random, png_fixup: bool = False) -> Tuple[st
   return kind, bytes(d)
 
 
+def png_chunks(data: bytes) -> List[Tuple[bytes, bytes]]:
+  """A PNG's whole chunks after its signature, as (type, data)."""
+  chunks, at = [], 8
+  while at + 8 <= len(data):
+    length, kind = struct.unpack_from('>I4s', data, at)
+    chunks.append((kind, data[at + 8:at + 8 + length]))
+    at += 12 + length
+  return chunks
+
+
 def _damage_png_chunk(data: bytes, rng: random.Random) -> bytes:
   """Changes bytes inside one chunk (its data, or its length and type) and writes the
   chunk's CRC anew, or swaps two chunks, or drops one."""
-  chunks: List[bytes] = []
-  at = 8
-  while at + 8 <= len(data):
-    length = struct.unpack_from('>I', data, at)[0]
-    chunks.append(data[at:at + 12 + length])
-    at += 12 + length
+  chunks = [png_chunk(kind, body) for kind, body in png_chunks(data)]
   pick = rng.randrange(len(chunks))
   action = rng.choice(('body', 'body', 'body', 'swap', 'drop', 'duplicate'))
   if action == 'swap' and len(chunks) > 1:
@@ -297,7 +303,7 @@ def _damage_png_chunk(data: bytes, rng: random.Random) -> bytes:
         body[i] = rng.randrange(256) if rng.random() < 0.5 else body[i] ^ (1 << rng.randrange(8))
     elif rng.random() < 0.5:
       body = bytearray(rng.randrange(256) for _ in range(rng.randint(1, 4)))
-    chunks[pick] = _chunk(kind, bytes(body))
+    chunks[pick] = png_chunk(kind, bytes(body))
   return data[:8] + b''.join(chunks)
 
 

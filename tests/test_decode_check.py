@@ -14,7 +14,7 @@ import tensorflow as tf
 from PIL import ImageFile
 
 import damaged_images
-from damaged_images import JPEG_716, build_gif, build_png, originals
+from damaged_images import JPEG_716, build_gif, build_png, originals, png_chunk, png_chunks
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.probe import probe_image
 
@@ -68,31 +68,19 @@ def test_decode_check_agrees_with_tensorflow_on_a_damaged_corpus():
     assert counts[fmt, 'both decode'] > CASES // 40 and counts[fmt, 'both refuse'] > CASES // 40
 
 
-def _png_chunks(data: bytes):
-  at, chunks = 8, []
-  while at < len(data):
-    length, = struct.unpack_from('>I', data, at)
-    chunks.append((data[at + 4:at + 8], data[at + 8:at + 8 + length]))
-    at += 12 + length
-  return chunks
-
-
 def _png(chunks, bad_crc=()) -> bytes:
+  """A PNG of (type, data) chunks; those of the types in `bad_crc` with a wrong CRC."""
   out = b'\x89PNG\r\n\x1a\n'
   for kind, body in chunks:
-    crc = zlib.crc32(kind + body) ^ (0xFFFFFFFF if kind in bad_crc else 0)
-    out += struct.pack('>I', len(body)) + kind + body + struct.pack('>I', crc)
+    chunk = png_chunk(kind, body)
+    out += chunk[:-4] + bytes(b ^ 0xFF for b in chunk[-4:]) if kind in bad_crc else chunk
   return out
-
-
-def _replace(chunks, kind, body):
-  return [(k, body if k == kind else b) for k, b in chunks]
 
 
 GREY = np.arange(48, dtype=np.uint8).reshape(6, 8) * 5
 RGB = np.stack([GREY, GREY[::-1], GREY.T.reshape(6, 8)], -1)
 PALETTE = build_png(GREY >> 4, 3, depth=4, palette=bytes(range(48)))
-PALETTE_CHUNKS = _png_chunks(PALETTE)
+PALETTE_CHUNKS = png_chunks(PALETTE)
 IHDR, PLTE, IDAT, IEND = (PALETTE_CHUNKS[0], PALETTE_CHUNKS[1], PALETTE_CHUNKS[2],
                           PALETTE_CHUNKS[-1])
 TEXT = (b'tEXt', b'key\x00value')

@@ -141,14 +141,20 @@ def _slurp(reader: _Reader, images: List[_Image], decode: bool,
           raise _GifError(f'an image\'s LZW code size is {code_size} (at most 11)')
         if width <= 0 or height <= 0 or width > (2**31 - 1) // height:
           raise _GifError(f'an image of {width}x{height}')  # the patch drops the image
-        if decode and width * height > _most_pixels(reader):
-          raise _GifError(_READ_FAILED)  # giflib runs out of data before the last pixel
+        end = _terminator(reader)
+        # A code is at least 1 bit (LZW code size 0) and gives at most 4,095 pixels
+        # (giflib's stack): an image larger than that runs out of data in giflib.
+        if decode and width * height > (end - reader.at) * 8 * _LZ_MAX_CODE:
+          raise _GifError(_READ_FAILED)
         total += width * height
         if total > max_pixels:
           raise RowError('too_large', f'the GIF\'s images hold over {total} pixels, beyond '
                          f'the limit of {max_pixels} (raise max_pixels if it is genuine)')
-        pixels = (_decode(reader, code_size, width, height, flags & 0x40) if decode
-                  else _skip(reader))
+        if end >= len(reader.data):  # giflib runs out of data, whatever it decodes first
+          raise _GifError(_READ_FAILED)
+        pixels = (_decode(reader, end, code_size, width, height, flags & 0x40) if decode
+                  else bytearray())
+        reader.at = end + 1
         images.append(_Image(left, top, width, height, colors,
                              _transparent(extensions), pixels))
         extensions = []
@@ -173,13 +179,13 @@ def _slurp(reader: _Reader, images: List[_Image], decode: bool,
   return None
 
 
-def _most_pixels(reader: _Reader) -> int:
-  """The most pixels the image's sub-blocks can give: a code is at least 1 bit (LZW code
-  size 0) and gives at most 4,095 pixels (giflib's stack)."""
+def _terminator(reader: _Reader) -> int:
+  """Where the image's sub-blocks end: the position of their terminator (a 0 size), or
+  a position at or past the data's end if the data ends first."""
   end = reader.at
   while end < len(reader.data) and reader.data[end]:
     end += reader.data[end] + 1
-  return (end - reader.at) * 8 * _LZ_MAX_CODE
+  return end
 
 
 def _transparent(extensions: List[Tuple[int, bytes]]) -> Optional[int]:
@@ -189,15 +195,6 @@ def _transparent(extensions: List[Tuple[int, bytes]]) -> Optional[int]:
     if function == _GRAPHIC_CONTROL:
       return block[3] if len(block) == 4 and block[0] & 1 else None
   return None
-
-
-def _skip(reader: _Reader) -> bytearray:
-  """Without `decode`: the image's sub-blocks, up to their terminator, unread."""
-  while True:
-    size = reader.byte()
-    if not size:
-      return bytearray()
-    reader.read(size)
 
 
 def _check_colors(images: List[_Image], global_colors: Optional[int], width: int,
@@ -224,10 +221,11 @@ def _check_colors(images: List[_Image], global_colors: Optional[int], width: int
                      f'beyond its {colors}-colour table, which TensorFlow refuses')
 
 
-def _decode(reader: _Reader, code_size: int, width: int, height: int,
+def _decode(reader: _Reader, end: int, code_size: int, width: int, height: int,
             interlaced: int) -> bytearray:
-  """`DGifGetLine` over the image, as `DGifSlurp` calls it: every pixel, then the
-  sub-blocks left up to their terminator (`DGifGetCodeNext`).
+  """`DGifGetLine` over the image, as `DGifSlurp` calls it: every pixel from the
+  sub-blocks before `end`, their terminator (the caller skips to it, as
+  `DGifGetCodeNext` does).
 
   Pillow's LZW decoder goes first, given the image's sub-blocks up to their terminator
   (past it, Pillow would read the next records as more data): where it decodes every
@@ -236,11 +234,6 @@ def _decode(reader: _Reader, code_size: int, width: int, height: int,
   ends early). Only where it fails does giflib's decoder below run, to tell how giflib
   fails, or what it decodes.
   """
-  end = reader.at  # the sub-block terminator: Pillow is given the blocks before it
-  while end < len(reader.data) and reader.data[end]:
-    end += reader.data[end] + 1
-  if end >= len(reader.data):  # giflib runs out of data, whatever it decodes first
-    raise _GifError(_READ_FAILED)
   if 2 <= code_size <= 8:  # Pillow's 8-bit pixels hold every index
     try:
       frame = Image.frombytes('L', (width, height), memoryview(reader.data)[reader.at:end],
@@ -248,7 +241,6 @@ def _decode(reader: _Reader, code_size: int, width: int, height: int,
     except (ValueError, OSError):
       pass
     else:
-      reader.at = end + 1
       return bytearray(frame.tobytes())
   pixels = bytearray(width * height)
   lzw = _Lzw(reader, code_size)
@@ -258,11 +250,7 @@ def _decode(reader: _Reader, code_size: int, width: int, height: int,
         lzw.line(pixels, row * width, width)
   else:
     lzw.line(pixels, 0, width * height)
-  while True:
-    size = reader.byte()
-    if not size:
-      return pixels
-    reader.read(size)
+  return pixels
 
 
 class _Lzw:

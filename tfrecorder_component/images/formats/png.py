@@ -255,8 +255,8 @@ def _check_image_data(data: bytes, first: _Chunk, chunks: Iterator[_Chunk],
   pieces = (data[at:min(at + _IDAT_READ_SIZE, c.start + c.length)]
             for c in run for at in range(c.start, c.start + c.length, _IDAT_READ_SIZE))
   inflater = zlib.decompressobj(wbits=0)  # the window size from the zlib header
-  rows = _rows(header)
-  needed = sum(_rows(header))
+  lengths = list(_rows(header))
+  rows, needed = iter(lengths), sum(lengths)
   produced, row_at, piece = 0, 0, b''
   try:
     while produced < needed:
