@@ -37,7 +37,8 @@ def _report_digests(output_dir: str) -> dict:
   return out
 
 
-def main(base: str) -> None:
+def digests(base: str) -> dict:
+  """{run: {output file: digest}} of every run, its inputs and outputs made under `base`."""
   shutil.rmtree(base, ignore_errors=True)
   d = os.path.join(base, 'data'); os.makedirs(d)
   photos = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
@@ -114,8 +115,8 @@ def main(base: str) -> None:
   os.chdir(cwd)
   out['df'] = dict(tfrecord_digest.digest(os.path.join(base, 'out', 'df')),
                    **_report_digests(os.path.join(base, 'out', 'df')))
-  print(json.dumps(out, indent=1, sort_keys=True))
+  return out
 
 
 if __name__ == '__main__':
-  main(sys.argv[1])
+  print(json.dumps(digests(sys.argv[1]), indent=1, sort_keys=True))

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def measure(n: int, root: str):
   from apache_beam.io import tfrecordio  # pylint: disable=g-import-not-at-top
   from benchmarks import data  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.beam.sink import tfrecord_frame  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.steps.shards import tfrecord_frame  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.example import build_example  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.images.probe import probe_image  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.manifest import ManifestRow  # pylint: disable=g-import-not-at-top

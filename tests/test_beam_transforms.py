@@ -19,20 +19,20 @@ from images import write_image, write_text
 from tfrecorder_component import example_proto
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import record as record_lib
-from tfrecorder_component.beam import duplicates
+from tfrecorder_component.steps import duplicates
 from tfrecorder_component.beam import jsonl
 from tfrecorder_component.beam import report
-from tfrecorder_component.beam import runs
-from tfrecorder_component.beam import sink
-from tfrecorder_component.beam.chunks import pack_chunk, unpack_chunk
+from tfrecorder_component.steps import runs
+from tfrecorder_component.steps import shards
+from tfrecorder_component.steps.chunks import pack_chunk, unpack_chunk
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
 from tfrecorder_component.beam.duplicates import FindDuplicates
 from tfrecorder_component.beam.read import ReadManifestRows
 from tfrecorder_component.beam.report import Summarize
 from tfrecorder_component.beam import write as write_lib
-from tfrecorder_component.beam.write import (WriteLabelFiles, WriteSplits,
-                                             plan_shards)
+from tfrecorder_component.beam.write import WriteLabelFiles, WriteSplits
 from tfrecorder_component.errors import RowError
+from tfrecorder_component.steps.shards import plan_shards
 from tfrecorder_component.images.boxes import BoxIssue
 from tfrecorder_component.manifest import ManifestRow, ObjectBox
 from tfrecorder_component.options import ConversionOptions, ManifestSource
@@ -405,7 +405,7 @@ def write_splits(tmp_path, records):
 
   with BeamTestPipeline() as p:
     assert_that(p | beam.Create(records) | WriteSplits(split_dirs), exist)
-  return {s: [r for path in sorted(os.listdir(d)) for r in sink.read_shard(os.path.join(d, path))]
+  return {s: [r for path in sorted(os.listdir(d)) for r in shards.read_shard(os.path.join(d, path))]
           for s, d in split_dirs.items()}, split_dirs
 
 
@@ -433,16 +433,16 @@ def test_write_splits_with_num_shards_spreads_records_and_leaves_no_temporary_fi
   records = [classification_record(d, f'{i}.jpg', 'dog', 1, i) for i in range(7)]
   split_dirs = {s: str(tmp_path / 'out' / f'Split-{s}') for s in SPLIT_NAMES}
   with BeamTestPipeline() as p:
-    shards = (p | beam.Create([('train', records[:3]), ('train', records[3:]),
-                               ('test', records[:1])])
-              | WriteSplits(split_dirs, num_shards=3))
-    assert_that(shards | beam.Map(os.path.basename), equal_to(
+    written = (p | beam.Create([('train', records[:3]), ('train', records[3:]),
+                                ('test', records[:1])])
+               | WriteSplits(split_dirs, num_shards=3))
+    assert_that(written | beam.Map(os.path.basename), equal_to(
         [f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)] * 3))
-  counts = {s: [len(list(sink.read_shard(os.path.join(d, n)))) for n in sorted(os.listdir(d))]
+  counts = {s: [len(list(shards.read_shard(os.path.join(d, n)))) for n in sorted(os.listdir(d))]
             for s, d in split_dirs.items()}
   assert counts == {'train': [2, 2, 3], 'eval': [0, 0, 0], 'test': [0, 0, 1]}
   train = [r for n in sorted(os.listdir(split_dirs['train']))
-           for r in sink.read_shard(os.path.join(split_dirs['train'], n))]
+           for r in shards.read_shard(os.path.join(split_dirs['train'], n))]
   assert sorted(train) == sorted(records)
   assert sorted(os.listdir(tmp_path / 'out')) == [f'Split-{s}' for s in sorted(SPLIT_NAMES)]
 
@@ -499,7 +499,7 @@ def test_write_splits_spreads_records_over_many_temporary_files(tmp_path, monkey
   with BeamTestPipeline() as p:
     _ = (p | beam.Create([('train', records[i:i + 2]) for i in range(0, 7, 2)])
          | WriteSplits(split_dirs, num_shards=3))
-  train = [list(sink.read_shard(os.path.join(split_dirs['train'], n)))
+  train = [list(shards.read_shard(os.path.join(split_dirs['train'], n)))
            for n in sorted(os.listdir(split_dirs['train']))]
   assert [len(s) for s in train] == [2, 2, 3]
   assert sorted(r for s in train for r in s) == sorted(records)

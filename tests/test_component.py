@@ -18,7 +18,7 @@ from tfx.utils import proto_utils
 from images import encode, make_image, write_image, write_text
 from records import by_source_id, feature
 from tfrecorder_component import HTML, ConversionReportPage, ImageExampleGen, ImageManifest
-from tfrecorder_component.beam.sink import read_shard
+from tfrecorder_component.steps.shards import read_shard
 from tfrecorder_component.component import executor, spec
 from tfrecorder_component.component.types import ConversionReport
 from tfrecorder_component.images.transform import ImageTransform

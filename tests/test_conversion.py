@@ -17,7 +17,7 @@ from records import by_source_id, feature, read_split
 import tfrecord_digest
 import tfrecorder_component as trc
 from tfrecorder_component import run
-from tfrecorder_component.beam.sink import read_shard
+from tfrecorder_component.steps.shards import read_shard
 from tfrecorder_component.images import thumbnail
 
 COLOURS = {'cat': (220, 30, 30), 'dog': (30, 30, 220)}
@@ -240,7 +240,7 @@ def test_a_run_that_fails_after_indexing_leaves_no_scratch_files(tmp_path, monke
   for i in range(3):
     write_image(str(data / f'{i}.png'), 'PNG', 'RGB', 5, 5, seed=i)
   manifest = write_text(str(data / 'm.csv'), ''.join(f'TRAIN,{i}.png,cat\n' for i in range(3)))
-  from tfrecorder_component.beam import duplicates  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.steps import duplicates  # pylint: disable=g-import-not-at-top
   seen = []
 
   def failing_slice(path, first, end):

@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
-from tfrecorder_component.beam.sink import GzipTFRecordSink, tfrecord_frame
+from tfrecorder_component.beam.sink import GzipTFRecordSink
+from tfrecorder_component.steps.shards import tfrecord_frame
 
 RECORDS = [b'', b'x', os.urandom(100_000), b'abc' * 1000]
 

@@ -21,7 +21,7 @@ from tfrecorder_component import policy
 from tfrecorder_component import run
 from tfrecorder_component import sources as sources_lib
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component.beam import sink
+from tfrecorder_component.steps import shards
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import transform as transform_lib
@@ -53,16 +53,14 @@ class ConversionResult:
 def _conversion(source, report_dir: str, *, manifest_format=None,
                 splits=splits_lib.DEFAULT_BUCKETS, image_root=None, feature_types=None,
                 image_transform=None, verify_decode=True, convert_unsupported=False,
-                compression_level=sink.DEFAULT_COMPRESSION_LEVEL,
+                compression_level=shards.DEFAULT_COMPRESSION_LEVEL,
                 max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
                 progress_every_s=None, num_shards=0, shard_size_mb=0.0, include_masks=False,
                 include_keypoints=False, concurrent_reads=DEFAULT_CONCURRENT_READS,
                 label_map=None, append_new_labels=False, runner='DirectRunner',
                 project=None, region=None, temp_location=None, beam_args=()):
-  """(manifests, options, a Beam pipeline, ManifestSources) of a conversion, every option
+  """(manifests, options, Beam arguments, ManifestSources) of a conversion, every option
   checked before anything runs."""
-  import apache_beam as beam  # pylint: disable=g-import-not-at-top
-  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
   if manifest_format not in (None, *MANIFEST_FORMATS):
     raise UsageError(f'unknown manifest format {manifest_format!r}; one of '
                      f'{", ".join(MANIFEST_FORMATS)}')
@@ -80,11 +78,17 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       append_new_labels=bool(append_new_labels))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index = sources_lib.manifests_for(source, report_dir)
-  args = run.with_default_parallelism(args, manifests)
   image_root = image_root or root
   sources = [ManifestSource(m, manifest_format, None, image_root, declared, row_index)
              for m in manifests]
-  return manifests, options, beam.Pipeline(options=PipelineOptions(args)), sources
+  return manifests, options, args, sources
+
+
+def _pipeline(args):
+  """A Beam pipeline of `args`, for runs that go to Beam."""
+  import apache_beam as beam  # pylint: disable=g-import-not-at-top
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+  return beam.Pipeline(options=PipelineOptions(args))
 
 
 def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite: bool = False,
@@ -123,11 +127,12 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   swap = OutputSwap(output_dir, overwrite)
   try:
     work_report = local_folder(posixpath.join(swap.work, layout.REPORT_DIR))
-    manifests, conversion_options, pipeline, sources = _conversion(source, work_report,
-                                                                   **options)
+    manifests, conversion_options, beam_args, sources = _conversion(source, work_report,
+                                                                    **options)
     split_names = splits_lib.output_split_names(conversion_options.buckets)
-    summary = run.run_conversion(pipeline, sources, layout.split_dirs(swap.work, split_names),
-                                 swap.work, work_report, conversion_options)
+    summary = run.run_conversion(beam_args, _pipeline, sources,
+                                 layout.split_dirs(swap.work, split_names), swap.work,
+                                 work_report, conversion_options)
   except BaseException:
     swap.abandon()
     raise
@@ -151,5 +156,6 @@ def validate(source, report_dir: str, **options) -> Dict[str, Any]:
   `convert` does, writing no records: `summary.json` and `errors.jsonl` go to
   `report_dir`. Returns the summary; it never raises for failed rows."""
   report_dir = local_folder(report_dir)
-  _, conversion_options, pipeline, sources = _conversion(source, report_dir, **options)
-  return run.run_conversion(pipeline, sources, None, None, report_dir, conversion_options)
+  _, conversion_options, beam_args, sources = _conversion(source, report_dir, **options)
+  return run.run_conversion(beam_args, _pipeline, sources, None, None, report_dir,
+                            conversion_options)

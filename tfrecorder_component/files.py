@@ -1,8 +1,11 @@
-"""Reading image bytes from any Beam file system, with retries and actionable errors.
+"""Files on any Beam file system: image bytes read with retries and actionable errors,
+and the few operations a run needs (open, create, join, list, remove).
 
 Transient failures of remote storage (connection resets, timeouts, HTTP 429/5xx) are
 retried with exponential backoff; permanent ones become a RowError whose reason and
-message say what to do.
+message say what to do. Local paths are handled with the standard library, so a run
+on local files never imports Beam (importing it takes seconds); other paths go
+through Beam's `FileSystems`.
 """
 from __future__ import annotations
 
@@ -12,10 +15,7 @@ import os
 import re
 import shutil
 import time
-from typing import Callable, Iterable, List, Optional
-
-from apache_beam.io.filesystem import BeamIOError
-from apache_beam.io.filesystems import FileSystems
+from typing import BinaryIO, Callable, Iterable, List, Optional
 
 from tfrecorder_component import storage
 from tfrecorder_component.errors import RowError
@@ -51,8 +51,9 @@ def _causes(e: BaseException) -> Iterable[BaseException]:
       continue
     seen.add(id(current))
     yield current
-    if isinstance(current, BeamIOError) and isinstance(current.exception_details, dict):
-      stack.extend(v for v in current.exception_details.values()
+    details = getattr(current, 'exception_details', None)  # Beam's BeamIOError
+    if isinstance(details, dict):
+      stack.extend(v for v in details.values()
                    if isinstance(v, BaseException))
     stack.extend([current.__cause__, current.__context__])
 
@@ -95,10 +96,70 @@ _ADVICE = {
 
 
 
-def _match(pattern: str) -> List[str]:
+def file_systems():
+  """Beam's `FileSystems`, imported when a path that is not local needs it."""
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  return FileSystems
+
+
+def is_local(path: str) -> bool:
+  """Whether `path` is a local path (no scheme), handled without Beam."""
+  return '://' not in path
+
+
+def join(path: str, *parts: str) -> str:
+  """`path` joined with `parts`, as Beam's `FileSystems.join` joins them."""
+  return os.path.join(path, *parts) if is_local(path) else file_systems().join(path, *parts)
+
+
+def open_file(path: str) -> BinaryIO:
+  """`path` opened for reading bytes, as they are (no decompression)."""
+  if is_local(path):
+    return open(path, 'rb')
+  return file_systems().open(path, compression_type='uncompressed')
+
+
+def create_file(path: str) -> BinaryIO:
+  """`path` created (with its parent folders) for writing bytes, as they are."""
+  if is_local(path):
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    return open(path, 'wb')
+  storage.prepare_file_systems(path)
+  return file_systems().create(path, mime_type='application/octet-stream',
+                               compression_type='uncompressed')
+
+
+def exists(path: str) -> bool:
+  return os.path.exists(path) if is_local(path) else file_systems().exists(path)
+
+
+def size(path: str) -> int:
+  """The size of the file at `path`, in bytes."""
+  if is_local(path):
+    return os.path.getsize(path)
+  return file_systems().match([path])[0].metadata_list[0].size_in_bytes
+
+
+def _has_glob(pattern: str) -> bool:
+  return any(c in pattern for c in '*?[')
+
+
+def match(pattern: str) -> List[str]:
+  """The paths `pattern` matches, as Beam's `FileSystems.match` lists them; a local path,
+  or the files directly inside a local folder (`folder/*`), without Beam."""
+  if is_local(pattern) and not _has_glob(pattern):
+    return [pattern] if os.path.exists(pattern) else []
+  folder, name = os.path.split(pattern)
+  if is_local(pattern) and name == '*' and not _has_glob(folder):
+    try:
+      names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+      return []
+    return [os.path.join(folder, n) for n in names if os.path.isfile(os.path.join(folder, n))]
+  from apache_beam.io.filesystem import BeamIOError  # pylint: disable=g-import-not-at-top
   storage.prepare_file_systems(pattern)
   try:
-    return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+    return [m.path for m in file_systems().match([pattern])[0].metadata_list]
   except BeamIOError:
     return []
 
@@ -112,10 +173,10 @@ def list_manifest_files(pattern: str) -> List[str]:
   directly inside it when it names a folder. Folders and files without a manifest
   extension (.csv, .jsonl, .txt, .json for COCO, .xml for Pascal VOC) are skipped, so a
   manifest may sit next to its images."""
-  found = _match(pattern)
-  if not any(c in pattern for c in '*?[') and all(_is_dir(p) for p in found):
+  found = match(pattern)
+  if not _has_glob(pattern) and all(_is_dir(p) for p in found):
     # a folder, or a prefix of an object store
-    found = _match(FileSystems.join(pattern, '*'))
+    found = match(join(pattern, '*'))
   return sorted(p for p in found
                 if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
 
@@ -124,7 +185,7 @@ def list_objects(prefix: str) -> List[str]:
   """The paths, relative to `prefix`, of the objects under a gs:// or s3:// prefix (at
   any depth), sorted: one listing."""
   prefix = prefix.rstrip('/')
-  return sorted(p[len(prefix) + 1:] for p in _match(prefix + '/**')
+  return sorted(p[len(prefix) + 1:] for p in match(prefix + '/**')
                 if p.startswith(prefix + '/'))
 
 
@@ -133,16 +194,16 @@ def remove(path: str) -> None:
   An object store has no folders: a prefix is removed object by object, as listed."""
   if '://' in path:
     storage.prepare_file_systems(path)
-    found = _match(path) + [path.rstrip('/') + '/' + p for p in list_objects(path)]
+    found = match(path) + [path.rstrip('/') + '/' + p for p in list_objects(path)]
     if found:
-      FileSystems.delete(sorted(set(found)))
+      file_systems().delete(sorted(set(found)))
   elif os.path.lexists(path):
     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
 
 def write_text(path: str, text: str) -> None:
   """Writes `text` as UTF-8 to `path` on any Beam file system."""
-  with FileSystems.create(path) as f:
+  with create_file(path) as f:
     f.write(text.encode('utf-8'))
 
 

@@ -10,7 +10,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from tfrecorder_component import layout
 from tfrecorder_component import storage
-from tfrecorder_component.beam.sink import read_shard
+from tfrecorder_component.steps.shards import read_shard
 from tfrecorder_component.example_proto import Example
 from tfrecorder_component.images.thumbnail import draw_boxes, tint_masks
 

@@ -131,11 +131,10 @@ def labels_txt(ids: Mapping[str, int], first_id: int) -> str:
 
 
 def write_label_files(directory: str, ids: Mapping[str, int], first_id: int = 0) -> None:
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.files import write_text  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   for name, text in ((LABELS_FILE, labels_txt(ids, first_id)),
                      (LABEL_MAP_FILE, label_map_pbtxt(ids))):
-    write_text(FileSystems.join(directory, name), text)
+    files.write_text(files.join(directory, name), text)
 
 
 # StringIntLabelMap text format: `item { ... }` blocks whose fields (`name`, `id`,
@@ -218,13 +217,13 @@ def read_given_label_map(path: str) -> GivenLabelMap:
   the task's first id + k; empty lines are ids no label has), or a folder holding
   label_map.pbtxt (an earlier output, an Examples artifact URI), on any Beam file system.
   UsageError naming the path when it cannot be read or is malformed."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   path = os.fspath(getattr(path, 'uri', path))
   candidates = [path] if path.endswith(('.pbtxt', '.txt')) else [
-      FileSystems.join(path, LABEL_MAP_FILE), path]
+      files.join(path, LABEL_MAP_FILE), path]
   for candidate in candidates:
     try:
-      with FileSystems.open(candidate, compression_type='uncompressed') as f:
+      with files.open_file(candidate) as f:
         data = f.read()
     except Exception:  # pylint: disable=broad-except
       continue
@@ -293,10 +292,10 @@ def read_label_map(examples_uri: str) -> Dict[str, int]:
   """Returns {label: id} for an Examples artifact URI (or any folder holding
   label_map.pbtxt), with the ids the records hold. Also accepts a `tfx.types.Artifact`.
   """
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   uri = getattr(examples_uri, 'uri', examples_uri)
-  path = FileSystems.join(os.fspath(uri), LABEL_MAP_FILE)
-  with FileSystems.open(path, compression_type='uncompressed') as f:
+  path = files.join(os.fspath(uri), LABEL_MAP_FILE)
+  with files.open_file(path) as f:
     return parse_label_map(f.read().decode('utf-8'), path)
 
 

@@ -56,9 +56,8 @@ def errors_path(report_dir: str) -> str:
 
 def read_summary(report_dir: str) -> Dict[str, Any]:
   """summary.json of a run's report, from any Beam file system."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-  with FileSystems.open(posixpath.join(report_dir, SUMMARY_FILE),
-                        compression_type='uncompressed') as f:
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+  with files.open_file(posixpath.join(report_dir, SUMMARY_FILE)) as f:
     return json.loads(f.read())
 
 

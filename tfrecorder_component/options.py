@@ -10,7 +10,7 @@ from typing import Any, FrozenSet, Optional, Tuple
 from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component.beam import sink as sink_lib
+from tfrecorder_component.steps import shards
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.errors import UsageError
@@ -74,7 +74,7 @@ class ConversionOptions:
   max_bytes: int = files.DEFAULT_MAX_BYTES
   verify_decode: bool = True         # decode every image so no undecodable record is written
   convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
-  compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
+  compression_level: int = shards.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
   transform: Optional[transform_lib.ImageTransform] = None  # None: bytes pass through
   progress_every_s: Optional[float] = None  # report rows done, rate and errors on stderr
   # Shards per split: exactly `num_shards`, or the split's size over `shard_size_mb`;

@@ -258,11 +258,9 @@ class OutputSwap:
     old = posixpath.join(self.work, layout.REPORT_DIR)
     if old == new:
       return
-    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-    for path in (m.path for m in FileSystems.match([posixpath.join(report, '*')])[0]
-                 .metadata_list):
+    for path in files.match(posixpath.join(report, '*')):
       if path.endswith(('.json', '.jsonl', '.html')):
-        with FileSystems.open(path, compression_type='uncompressed') as f:
+        with files.open_file(path) as f:
           text = f.read().decode('utf-8')
         if old in text:
           files.write_text(path, text.replace(old, new))

@@ -16,10 +16,10 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
   """The first `limit` failed rows of an errors.jsonl in manifest and row order (none if
   the file is missing). The file is in the order the workers wrote it; this reads it
   once, keeping `limit` rows."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-  if not FileSystems.exists(path):
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+  if not files.exists(path):
     return []
-  with FileSystems.open(path, compression_type='uncompressed') as f:
+  with files.open_file(path) as f:
     return heapq.nsmallest(limit, (json.loads(line) for line in f if line.strip()),
                            key=lambda e: (str(e.get('source')), e.get('row') or 0))
 

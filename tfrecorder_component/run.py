@@ -1,10 +1,13 @@
 """The one way a conversion runs, for the component's executor and for `convert()`:
-Beam arguments for a runner, `ConvertManifests` run in a pipeline, the summary read back
-(the error policy is `policy.apply_error_policy`)."""
+Beam arguments for a runner, the conversion run either by Beam (`ConvertManifests` in a
+pipeline) or, for a DirectRunner run on local files that asks nothing else of Beam, by
+this machine's cores without Beam (`local.convert_locally`: the same steps, the same
+bytes, seconds less to start), and the summary read back (the error policy is
+`policy.apply_error_policy`)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from tfrecorder_component import files
 from tfrecorder_component import layout
@@ -12,13 +15,18 @@ from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
-# Small runs: the in-memory DirectRunner starts in about a second; worker processes cost
-# some 5 s to start, which a larger run earns back on every core.
+# Small runs on Beam: the in-memory DirectRunner starts in about a second; worker
+# processes cost some 5 s to start, which a larger run earns back on every core.
 DEFAULT_DIRECT_ARGS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
-# From this many manifest rows, a run with no direct-runner flags uses every core. On 2
-# cores (benchmarks, whole runs, 256x256 JPEGs): 3,000 rows 5.5 s in memory against 7.0 s
-# in processes, 10,000 rows 10.0 s against 9.4 s, 20,000 rows 16.8 s against 12.8 s.
+# From this many manifest rows, a Beam DirectRunner run with no direct-runner flags uses
+# every core. On 2 cores (benchmarks, whole runs, 256x256 JPEGs): 3,000 rows 5.5 s in
+# memory against 7.0 s in processes, 10,000 rows 10.0 s against 9.4 s, 20,000 rows 16.8 s
+# against 12.8 s.
 PARALLEL_FROM_ROWS = 8_000
+# A local run (no Beam) forks one worker process for about this many manifest rows, up
+# to one a core: a fork costs milliseconds, and each worker writes its own shard of
+# each split, so a small run stays one shard a split.
+LOCAL_ROWS_PER_WORKER = 1_000
 _DIRECT_FLAGS = ('--direct_running_mode', '--direct_num_workers')
 # Beam arguments that tell Dataflow how its workers get this package.
 _PACKAGE_ARGS = ('--setup_file', '--sdk_container_image', '--extra_package', '--requirements_file')
@@ -123,7 +131,6 @@ def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int
   """About how many rows the manifest files hold: their lines (CSV, JSONL), images
   (COCO JSON) or one per file (Pascal VOC), read from any Beam file system in 1 MB
   pieces; stops counting once past `enough`."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   rows = 0
   for path in manifests:
     if path.lower().endswith('.xml'):
@@ -131,7 +138,7 @@ def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int
       continue
     mark = b'"file_name"' if path.lower().endswith('.json') else b'\n'
     tail = b''
-    with FileSystems.open(path, compression_type='uncompressed') as f:
+    with files.open_file(path) as f:
       while enough is None or rows < enough:
         piece = f.read(2**20)
         if not piece:
@@ -144,19 +151,42 @@ def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int
   return rows
 
 
-def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str]) -> List[str]:
-  """`beam_args`, plus how the DirectRunner runs when they say nothing of it: every core
-  in worker processes from PARALLEL_FROM_ROWS manifest rows, else one worker in memory.
-  Other runners, and any `--direct_running_mode` or `--direct_num_workers` given, are
-  left as they are."""
-  args = list(beam_args)
+def _runner(args: Sequence[str]) -> str:
   runner = 'DirectRunner'
   for i, arg in enumerate(args):
     if arg.startswith('--runner='):
       runner = arg.split('=', 1)[1]
     elif arg == '--runner' and i + 1 < len(args):
       runner = args[i + 1]
-  if runner not in ('DirectRunner', 'direct') or any(
+  return runner
+
+
+def local_workers(beam_args: Sequence[str], paths: Sequence[str]) -> int:
+  """How many worker processes a run without Beam takes (`local.convert_locally`), or 0
+  when the run goes to Beam: a DirectRunner run (Beam's default) whose Beam arguments
+  name nothing but the runner, and whose `paths` (the manifests, the output and report
+  folders) are all local, runs without Beam on LOCAL_ROWS_PER_WORKER rows a worker, up
+  to every core. Any other Beam argument (`--direct_num_workers`, a runner's option) is
+  for Beam, and gets Beam."""
+  args = list(beam_args or ())
+  if _runner(args) not in ('DirectRunner', 'direct'):
+    return 0
+  rest = [a for i, a in enumerate(args)
+          if not a.startswith('--runner') and not (i and args[i - 1] == '--runner')]
+  if rest or not all(files.is_local(p) for p in paths):
+    return 0
+  manifests = [p for p in paths if p.lower().endswith(('.csv', '.jsonl', '.txt', '.json', '.xml'))]
+  rows = estimate_rows(manifests, LOCAL_ROWS_PER_WORKER * cores())
+  return max(1, min(cores(), rows // LOCAL_ROWS_PER_WORKER))
+
+
+def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str]) -> List[str]:
+  """`beam_args`, plus how the DirectRunner runs when they say nothing of it: every core
+  in worker processes from PARALLEL_FROM_ROWS manifest rows, else one worker in memory.
+  Other runners, and any `--direct_running_mode` or `--direct_num_workers` given, are
+  left as they are."""
+  args = list(beam_args)
+  if _runner(args) not in ('DirectRunner', 'direct') or any(
       a.split('=', 1)[0] in _DIRECT_FLAGS for a in args):
     return args
   n = cores()
@@ -165,18 +195,31 @@ def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str])
   return args + list(DEFAULT_DIRECT_ARGS)
 
 
-def run_conversion(pipeline, sources: Sequence[ManifestSource],
+def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]], Any],
+                   sources: Sequence[ManifestSource],
                    split_dirs: Optional[Mapping[str, str]], label_dir: Optional[str],
                    report_dir: str, options: ConversionOptions) -> Dict[str, Any]:
-  """Runs `ConvertManifests` in `pipeline` (a `beam.Pipeline`, not yet entered) and
-  returns the run's summary.json. With `split_dirs` and `label_dir` None, only the
-  report is written (a validation)."""
-  from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
-  storage.prepare_file_systems(report_dir, *(s.path for s in sources))
+  """Runs the conversion and returns the run's summary.json: without Beam where
+  `local_workers` allows, else `ConvertManifests` in the pipeline that
+  `make_pipeline(args)` makes (a `beam.Pipeline`, not yet entered) of `beam_args`
+  completed by `with_default_parallelism`. With `split_dirs` and `label_dir` None, only
+  the report is written (a validation)."""
+  manifests = [s.path for s in sources]
+  outputs = [report_dir, *(split_dirs or {}).values(), *([label_dir] if label_dir else [])]
+  storage.prepare_file_systems(report_dir, *manifests)
+  workers = local_workers(beam_args, manifests + outputs)
   try:
-    with pipeline as p:
-      _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
-                                                     report_dir, options)
+    if workers:
+      from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
+      from tfrecorder_component.steps.report import CiteIndex  # pylint: disable=g-import-not-at-top
+      local.convert_locally(sources, split_dirs, label_dir, report_dir, options, workers,
+                            CiteIndex(sources) if any(s.row_index for s in sources)
+                            else lambda e: e)
+    else:
+      from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+      with make_pipeline(with_default_parallelism(beam_args or (), manifests)) as p:
+        _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
+                                                       report_dir, options)
   finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
     files.remove(layout.work_dir(report_dir))
   return layout.read_summary(report_dir)

@@ -25,6 +25,7 @@ import errno
 import logging
 import os
 import stat
+import sys
 import threading
 import urllib.parse
 from typing import Any, BinaryIO, Dict, Optional, Tuple
@@ -101,7 +102,8 @@ def prepare_file_systems(*uris: str) -> None:
   client then reads the endpoint and keys from the environment), and GCS's would parse
   the command line as Beam arguments and warn about every word. Cheap to call again."""
   global _beam_primed
-  _let_beam_write_empty_s3_objects()
+  if 'apache_beam' in sys.modules or any(is_remote(u) for u in uris):
+    _let_beam_write_empty_s3_objects()  # not worth importing Beam for, where it is unused
   if any(is_remote(u) for u in uris):
     from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
     if getattr(FileSystems, '_pipeline_options', None) is None:

@@ -14,6 +14,8 @@ Every process that runs these transforms imports this package: with a storage em
 set (STORAGE_EMULATOR_HOST), Beam's GCS client there connects anonymously at once
 instead of retrying credential discovery for about 21 s (`storage`).
 """
+import apache_beam as _beam  # pylint: disable=unused-import
+
 from tfrecorder_component import storage as _storage
 
 _storage.prepare_file_systems()

@@ -16,7 +16,7 @@ external sorts.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import apache_beam as beam
 
@@ -25,8 +25,9 @@ from tfrecorder_component import layout
 from tfrecorder_component.beam import report
 from tfrecorder_component.beam import write
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
-from tfrecorder_component.beam.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
+from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
 from tfrecorder_component.beam.read import ReadManifestRows
+from tfrecorder_component.steps import report as report_lib
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
 __all__ = ['ConvertManifests']
@@ -64,10 +65,10 @@ class ConvertManifests(beam.PTransform):
         beam.pvalue.AsSingleton(vocabulary), self._options)
     errors = converted[ERRORS]  # every failed row, from the manifest or its image
     if any(s.row_index for s in self._sources):
-      errors = errors | 'CiteDataFrameIndex' >> beam.Map(_CiteIndex(self._sources))
+      errors = errors | 'CiteDataFrameIndex' >> beam.Map(report_lib.CiteIndex(self._sources))
     summary = ((converted[STATS], errors, converted[BOX_ISSUES])
                | 'Summarize' >> report.Summarize())
-    held = summary | 'HeldLabels' >> beam.Map(report.held_labels,
+    held = summary | 'HeldLabels' >> beam.Map(report_lib.held_labels,
                                               beam.pvalue.AsSingleton(vocabulary))
     level = self._options.compression_level
     if self._label_dir is not None:
@@ -83,14 +84,3 @@ class ConvertManifests(beam.PTransform):
     _ = written | 'RemoveWork' >> beam.Map(lambda _, work: files.remove(work),
                                            layout.work_dir(self._report_dir))
     return beam.pvalue.PDone(pbegin.pipeline)
-
-
-class _CiteIndex:
-  """Adds the DataFrame `index` to the errors of rows of manifests written from one."""
-
-  def __init__(self, sources: Sequence[ManifestSource]):
-    self._index = {s.path: dict(s.row_index) for s in sources if s.row_index}
-
-  def __call__(self, error: Dict[str, Any]) -> Dict[str, Any]:
-    index = self._index.get(error['source'], {}).get(error['row'])
-    return error if index is None else dict(error, index=index)

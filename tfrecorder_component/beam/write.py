@@ -1,7 +1,6 @@
 """Writing in Beam: the split shards and the label files."""
 from __future__ import annotations
 
-import itertools
 import posixpath
 import uuid
 from typing import Dict, List, Mapping, Tuple
@@ -16,8 +15,9 @@ from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component.beam import sink as sink_lib
+from tfrecorder_component.steps import shards as shards_lib
 
-__all__ = ['WriteLabelFiles', 'WriteSplits', 'plan_shards']
+__all__ = ['WriteLabelFiles', 'WriteSplits']
 
 
 class WriteSplits(beam.PTransform):
@@ -32,7 +32,7 @@ class WriteSplits(beam.PTransform):
   """
 
   def __init__(self, split_dirs: Mapping[str, str],
-               compression_level: int = sink_lib.DEFAULT_COMPRESSION_LEVEL,
+               compression_level: int = shards_lib.DEFAULT_COMPRESSION_LEVEL,
                num_shards: int = 0, shard_bytes: int = 0):
     super().__init__()
     self._split_dirs = dict(split_dirs)
@@ -59,10 +59,10 @@ class WriteSplits(beam.PTransform):
     shards = (records
               | 'WriteBundles' >> beam.ParDo(_WriteBundles(temp_dir, self._level))
               | 'CollectBundles' >> beam.combiners.ToList()
-              | 'PlanShards' >> beam.FlatMap(_plan_shards, self._split_dirs, self._num_shards,
+              | 'PlanShards' >> beam.FlatMap(shards_lib.plan_split_shards, self._split_dirs, self._num_shards,
                                              self._shard_bytes)
               | 'SpreadShards' >> beam.Reshuffle()
-              | 'WriteShards' >> beam.Map(_write_shard, self._level).with_output_types(str))
+              | 'WriteShards' >> beam.Map(shards_lib.write_shard, self._level).with_output_types(str))
     _ = (shards
          | 'AllShards' >> beam.combiners.ToList()
          | 'RemoveBundles' >> beam.Map(lambda _, folder: files.remove(folder), temp_dir))
@@ -77,7 +77,7 @@ class _WriteBundles(beam.DoFn):
   def __init__(self, temp_dir: str, compression_level: int):
     self._temp_dir = temp_dir
     self._level = compression_level
-    self._writers: Dict[str, sink_lib.ShardWriter] = {}
+    self._writers: Dict[str, shards_lib.ShardWriter] = {}
 
   def start_bundle(self):
     self._writers = {}
@@ -86,7 +86,7 @@ class _WriteBundles(beam.DoFn):
     split, batch = kv
     writer = self._writers.get(split)
     if writer is None:
-      writer = self._writers[split] = sink_lib.ShardWriter(
+      writer = self._writers[split] = shards_lib.ShardWriter(
           posixpath.join(self._temp_dir, split, uuid.uuid4().hex + '.gz'), self._level)
     writer.write(batch)
     if writer.bytes >= TEMP_FILE_BYTES:
@@ -103,60 +103,6 @@ class _WriteBundles(beam.DoFn):
 
 
 TEMP_FILE_BYTES = 16 * 2**20
-
-
-def plan_shards(bundles: List[Tuple[str, int, int]], num_shards: int = 0,
-                shard_bytes: int = 0) -> List[List[Tuple[str, int, int]]]:
-  """Spreads one split's records evenly over its shards: for each shard, the
-  (bundle path, first record, end record) slices it takes, in bundle order.
-
-  `bundles`: (path, records, bytes) of the temporary files. The shard count is
-  `num_shards`, else the split's bytes over `shard_bytes` (at least 1). Shard k takes
-  records [k * n // count, (k + 1) * n // count) of the n records in order.
-  """
-  bundles = sorted(bundles)
-  total = sum(records for _, records, _ in bundles)
-  count = num_shards or max(1, -(-sum(size for _, _, size in bundles) // shard_bytes))
-  plan: List[List[Tuple[str, int, int]]] = [[] for _ in range(count)]
-  start = 0  # index of the bundle's first record among all records
-  for path, records, _ in bundles:
-    for k in range(count):
-      first, end = k * total // count, (k + 1) * total // count
-      lo, hi = max(first, start), min(end, start + records)
-      if lo < hi:
-        plan[k].append((path, lo - start, hi - start))
-    start += records
-  return plan
-
-
-def _plan_shards(bundles, split_dirs: Mapping[str, str], num_shards: int, shard_bytes: int):
-  """(shard path, slices) for every shard of every split, empty splits included."""
-  by_split: Dict[str, List[Tuple[str, int, int]]] = {name: [] for name in split_dirs}
-  for split, path, records, size in bundles:
-    by_split[split].append((path, records, size))
-  for split, split_bundles in by_split.items():
-    plan = plan_shards(split_bundles, num_shards, shard_bytes)
-    for k, slices in enumerate(plan):
-      yield layout.shard_path(split_dirs[split], k, len(plan)), slices
-
-
-_RECORDS_PER_WRITE = 64
-
-
-def _write_shard(shard: Tuple[str, List[Tuple[str, int, int]]], level: int) -> str:
-  path, slices = shard
-  writer = sink_lib.ShardWriter(path, level)
-  try:
-    for bundle, first, end in slices:
-      records = itertools.islice(sink_lib.read_shard(bundle), first, end)
-      while True:
-        batch = list(itertools.islice(records, _RECORDS_PER_WRITE))
-        if not batch:
-          break
-        writer.write(batch)
-  finally:
-    writer.close()
-  return path
 
 
 class WriteLabelFiles(beam.PTransform):

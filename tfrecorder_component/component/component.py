@@ -14,7 +14,7 @@ from tfrecorder_component import files
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component import splits as splits_lib
 from tfrecorder_component.images import transform as transform_lib
-from tfrecorder_component.beam import sink
+from tfrecorder_component.steps import shards
 from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
 from tfrecorder_component.options import DEFAULT_CONCURRENT_READS, check_sharding
@@ -74,7 +74,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       max_bytes: int = files.DEFAULT_MAX_BYTES,
       max_error_ratio: float = 0.0,
       convert_unsupported: bool = False,
-      compression_level: int = sink.DEFAULT_COMPRESSION_LEVEL,
+      compression_level: int = shards.DEFAULT_COMPRESSION_LEVEL,
       verify_decode: bool = True,
       image_root: Optional[str] = None,
       feature_types: Optional[Dict[str, str]] = None,

@@ -166,7 +166,18 @@ def _label_map_options(input_dict: Dict[str, List[types.Artifact]],
 
 
 class Executor(base_beam_executor.BaseBeamExecutor):
-  """Runs ConvertManifests and writes the Examples artifact's properties."""
+  """Runs the conversion (`run.run_conversion`: Beam's `ConvertManifests`, or the local
+  run on this machine's cores) and writes the Examples artifact's properties."""
+
+  def _pipeline(self, args):
+    """A Beam pipeline of `args` (the pipeline's Beam arguments completed by
+    `run.with_default_parallelism`), made as TFX makes it."""
+    given = self._beam_pipeline_args
+    self._beam_pipeline_args = list(args)
+    try:
+      return self._make_beam_pipeline()
+    finally:
+      self._beam_pipeline_args = given  # this run's choice, not the next one's
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
@@ -199,14 +210,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         **_label_map_options(input_dict, exec_properties))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
-    given = self._beam_pipeline_args
-    self._beam_pipeline_args = run.with_default_parallelism(given, [s.path for s in sources])
-    try:
-      pipeline = self._make_beam_pipeline()
-    finally:
-      self._beam_pipeline_args = given  # this run's choice, not the next one's
-    summary = run.run_conversion(pipeline, sources, split_dirs, examples.uri, report_dir,
-                                 options)
+    summary = run.run_conversion(self._beam_pipeline_args, self._pipeline, sources,
+                                 split_dirs, examples.uri, report_dir, options)
     policy.apply_error_policy(summary, float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
                               [s.path for s in sources], lambda: keep_failed_report(report_dir))
 

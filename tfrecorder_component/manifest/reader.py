@@ -123,8 +123,8 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
   if whole:
     lines, text = sniffed.count('\n') + 1, sniffed
   else:
-    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-    size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+    size = files.size(path)
     lines = -(-size * (head.count(b'\n') + 1) // len(head))
     text = (_streamed_text(path) if spec.streamed else
             _read(path).decode('utf-8-sig', errors='surrogateescape'))
@@ -135,9 +135,9 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
 
 def _read(path: str, size: int = -1) -> bytes:
   """The first `size` bytes of a manifest file (all of it by default)."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   try:
-    with FileSystems.open(path, compression_type='uncompressed') as f:
+    with files.open_file(path) as f:
       return f.read(size)
   except Exception as e:
     raise ManifestError(f'cannot read manifest {path}: {e}') from e
@@ -151,8 +151,8 @@ class _streamed_text:  # pylint: disable=invalid-name
     self._path = path
 
   def __iter__(self):
-    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-    with FileSystems.open(self._path, compression_type='uncompressed') as f:
+    from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+    with files.open_file(self._path) as f:
       with io.TextIOWrapper(f, encoding='utf-8-sig', errors='surrogateescape',
                             newline='') as lines:
         yield from lines

@@ -1,0 +1,110 @@
+"""Rows crossing the shuffle in chunks: each chunk's rows are written to a file, and only
+the file's path crosses. A chunk also carries the manifest's failed rows (error records),
+so that every error leaves the conversion from one step."""
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import uuid
+import zlib
+from typing import AbstractSet, Any, Dict, Iterator, List, Sequence, Tuple, Union
+
+from tfrecorder_component import files
+from tfrecorder_component import storage
+from tfrecorder_component.errors import RowError, error_record
+from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
+from tfrecorder_component.manifest.rows import merge_image_rows
+from tfrecorder_component.options import ManifestSource
+from tfrecorder_component.steps.outputs import OBJECTS
+
+__all__ = ['CHUNK', 'Chunk', 'Item', 'MAX_CHUNKS_PER_FILE', 'MAX_CHUNK_ROWS', 'ROWS_PER_BATCH',
+           'merged_item', 'pack_chunk', 'parse_manifest', 'unpack_chunk']
+
+ROWS_PER_BATCH = 64  # rows converted, and records written, together
+MAX_CHUNKS_PER_FILE = 64
+MAX_CHUNK_ROWS = 4096  # so that no worker unpacks a large share of a large file at once
+
+# A chunk of rows: (labels of its rows, the tasks of its rows (Task values joined by ',';
+# a run converts one task, which the vocabulary step checks; '' when all its rows
+# failed), the path of its rows, the (label, id) pairs its source defines (COCO category
+# ids; `labels.assign_ids`)). The rows are one zlib-compressed pickle of plain
+# tuples (error records stay dicts) in a file of the run's chunk folder: the
+# DirectRunner holds every element that crosses a stage boundary in memory, in several
+# copies (the stage's output, the shuffle's buffer, the next stage's input), and the
+# freed copies stay in the process; a path costs the same at any chunk size. The labels
+# let the vocabulary be built without opening the rows.
+Chunk = Tuple[Tuple[str, ...], str, str, Tuple[Tuple[str, int], ...]]
+# What a chunk holds: rows, and the error records (`errors.error_record`) of failed rows.
+Item = Union[ManifestRow, Dict[str, Any]]
+
+
+def pack_chunk(items: Sequence[Item], folder: str) -> Chunk:
+  """Writes `items` to a new file in `folder` (any file system); returns their Chunk."""
+  labels = set()
+  tasks = set()
+  source_ids = set()
+  for r in items:
+    if isinstance(r, ManifestRow):
+      labels.update(r.labels)
+      for o in r.objects or ():
+        labels.add(o.label)
+        if o.source_id is not None:
+          source_ids.add((o.label, o.source_id))
+      tasks.add(r.task.value)
+  packed = [tuple(getattr(r, name) for name in _FIELDS) if isinstance(r, ManifestRow) else r
+            for r in items]
+  path = files.join(folder, f'chunk-{uuid.uuid4().hex}')
+  with files.create_file(path) as f:
+    f.write(zlib.compress(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL), 1))
+  return tuple(sorted(labels)), ','.join(sorted(tasks)), path, tuple(sorted(source_ids))
+
+
+def unpack_chunk(chunk: Chunk) -> List[Item]:
+  """The rows and error records of a Chunk, in order, read from its file."""
+  with files.open_file(chunk[2]) as f:
+    return [ManifestRow(*t) if isinstance(t, tuple) else t
+            for t in pickle.loads(zlib.decompress(f.read()))]
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(ManifestRow))
+
+
+CHUNK = 'chunk'  # parse_manifest's output tag of a Chunk
+
+
+def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: AbstractSet[str],
+                   rows_per_batch: int = ROWS_PER_BATCH,
+                   max_chunks: int = MAX_CHUNKS_PER_FILE) -> Iterator[Tuple[str, Any]]:
+  """Streams a manifest file's rows, and the error records of rows that failed to parse,
+  out in chunks as they are parsed, tagged CHUNK: at most `max_chunks` per file (sized
+  from the file's line count) until chunks reach MAX_CHUNK_ROWS rows, of at least
+  `rows_per_batch` rows. Detection rows that must be merged per image first (one row a
+  box: AutoML CSV, Vertex AI JSONL) leave one by one, tagged OBJECTS, as ((source, image
+  URI), row), for `merge_image_rows`. A COCO JSON is parsed whole by the worker reading
+  it."""
+  storage.prepare_file_systems(source.path, source.image_root or '', chunk_dir)
+  lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
+                                          image_root=source.image_root,
+                                          feature_types=dict(source.feature_types) or None,
+                                          annotations=annotations)
+  size = max(rows_per_batch, min(-(-lines // max_chunks), MAX_CHUNK_ROWS))
+  merge = not spec.one_row_an_image
+  chunk: List[Item] = []
+  for item in items:
+    failed = isinstance(item, RowError)
+    if merge and not failed and item.task is Task.DETECTION:  # merged per image first
+      yield OBJECTS, ((item.source, item.image_uri), item)
+      continue
+    chunk.append(error_record(item) if failed else item)
+    if len(chunk) == size:
+      yield CHUNK, pack_chunk(chunk, chunk_dir)
+      chunk = []
+  if chunk:
+    yield CHUNK, pack_chunk(chunk, chunk_dir)
+
+
+def merged_item(rows: Sequence[ManifestRow]) -> Item:
+  """The rows of one detection image merged (`merge_image_rows`); an image whose rows
+  could not merge is an error record."""
+  merged = merge_image_rows(rows)
+  return error_record(merged) if isinstance(merged, RowError) else merged

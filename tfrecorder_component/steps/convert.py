@@ -1,0 +1,284 @@
+"""Chunks of rows converted into record batches, without Beam: every per-row step is
+`record.convert_row`; what a batch made leaves as tagged outputs (`steps.outputs`),
+which the Beam step emits as its tagged outputs and the local run collects.
+
+Also the run's label vocabulary, gathered from the chunks' labels before any image is
+read (`labels.assign_ids`)."""
+from __future__ import annotations
+
+import bisect
+import collections
+import concurrent.futures
+import os
+import sys
+import threading
+import time
+from typing import Any, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from tfrecorder_component import files
+from tfrecorder_component import labels as labels_lib
+from tfrecorder_component import record as record_lib
+from tfrecorder_component import storage
+from tfrecorder_component.errors import ManifestError, RowError, error_record
+from tfrecorder_component.images import thumbnail as thumbnail_lib
+from tfrecorder_component.manifest import ManifestRow, Task
+from tfrecorder_component.options import ConversionOptions
+from tfrecorder_component.steps.chunks import ROWS_PER_BATCH, Chunk, unpack_chunk
+from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, RECORDS, SAMPLES, STATS
+
+__all__ = ['BATCH', 'ChunkConverter', 'Output', 'SAMPLES_PER_LABEL', 'VocabularyBuilder']
+
+SAMPLES_PER_LABEL = 8  # thumbnails per label on report.html's contact sheet
+# What each batch did, for metrics and progress: (rows, failed, converted, bytes read).
+BATCH = 'batch'
+# One output of a chunk's conversion: (tag, value), the tag one of steps.outputs' or BATCH.
+Output = Tuple[str, Any]
+
+_POOLS: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _read_pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+  """This process's pool of `threads` readers, shared by every converter in it (a
+  runner may run several per process, Dataflow one per worker thread), so the reads in
+  flight are bounded per worker process; its threads start as they are needed."""
+  with _POOLS_LOCK:
+    if threads not in _POOLS:
+      _POOLS[threads] = concurrent.futures.ThreadPoolExecutor(
+          threads, thread_name_prefix='tfrecorder-read')
+    return _POOLS[threads]
+
+
+class _ReadAhead:
+  """Reads of remote images kept in flight on the process's reader pool, so that a
+  worker converts what has arrived while the next rows' requests wait on the network.
+  Local files are not read here: `convert_row` reads them in line."""
+
+  def __init__(self, threads: int):
+    self._threads = threads
+    self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+  def submit(self, row: ManifestRow, max_bytes: int) -> Optional[Dict[str, Any]]:
+    """{uri: future of its bytes (`files.read_bytes`, so a failed read's future raises
+    its RowError)} for the row's remote files, or None."""
+    uris = [u for u in (row.resolved_uri, row.resolved_mask_uri)
+            if u is not None and storage.is_remote(u)]
+    if not uris:
+      return None
+    if self._pool is None:
+      storage.prepare_file_systems(*uris)
+      self._pool = _read_pool(self._threads)
+    return {u: self._pool.submit(files.read_bytes, u, max_bytes) for u in uris}
+
+
+def _reader(fetched: Optional[Dict[str, Any]]) -> record_lib.Read:
+  """`convert_row`'s read: the bytes fetched ahead where there are some."""
+  if not fetched:
+    return files.read_bytes
+
+  def read(uri: str, max_bytes: int) -> bytes:
+    future = fetched.get(uri)
+    return files.read_bytes(uri, max_bytes) if future is None else future.result()
+  return read
+
+
+class _Pending(NamedTuple):
+  row: ManifestRow
+  fetched: Optional[Dict[str, Any]]  # _ReadAhead.submit's futures, None for local files
+  ends_batch: bool
+
+
+class _Batch:
+  """What one batch of rows (ROWS_PER_BATCH of a chunk) has made so far."""
+
+  def __init__(self):
+    self.rows = self.failed = self.converted = self.bytes = 0
+    self.records: Dict[str, List[bytes]] = {}
+    self.stats: List[record_lib.RecordStat] = []
+
+
+class ChunkConverter:
+  """Chunks of rows in; per batch of rows, outputs tagged (`steps.outputs`): RECORDS
+  (split, [serialized Examples]) per split, STATS (a list of RecordStat), one ERRORS
+  dict per failed row (those that failed to parse ride in the chunk), one BOX_ISSUES
+  dict per dropped or clipped box, SAMPLES (label, (uri, thumbnail)) for the contact
+  sheet, and BATCH (rows, failed, converted, bytes read).
+
+  For each row: label ids from the vocabulary, read, probe and decode check, boxes
+  checked, optional image transform, split, Example (`record.convert_row`).
+
+  Images on remote storage are read ahead: up to `2 * concurrent_reads` rows wait with
+  their reads in flight (`concurrent_reads` at a time in the process), across chunks,
+  and are converted in order; `finish` converts the rest. Rows, batches and their order
+  are the same as reading in line.
+  """
+
+  def __init__(self, options: ConversionOptions):
+    self._options = options
+    self._ids: Tuple[Any, Dict[str, int]] = (None, {})
+    self._vocabulary: Optional[Dict[str, Any]] = None
+    self._sampled: Dict[str, List[str]] = {}
+    self._read_ahead = _ReadAhead(options.concurrent_reads)
+    self._pending: Deque[_Pending] = collections.deque()
+    self._batch = _Batch()
+
+  def convert(self, chunk: Chunk, vocabulary: Dict[str, Any]) -> Iterator[Output]:
+    """The outputs of the chunk's rows converted so far (remote ones may wait)."""
+    self._vocabulary = vocabulary
+    rows = []
+    for item in unpack_chunk(chunk):
+      if isinstance(item, ManifestRow):
+        rows.append(item)
+      else:  # the error record of a row that failed to parse or merge
+        yield ERRORS, item
+    window = 2 * self._options.concurrent_reads
+    for start in range(0, len(rows), ROWS_PER_BATCH):
+      batch = rows[start:start + ROWS_PER_BATCH]
+      for i, row in enumerate(batch):
+        self._pending.append(_Pending(row, self._read_ahead.submit(row, self._options.max_bytes),
+                                      i == len(batch) - 1))
+        yield from self._convert_pending(window)
+
+  def finish(self) -> Iterator[Output]:
+    """The outputs of the rows still waiting on their reads."""
+    yield from self._convert_pending(0)
+
+  def _convert_pending(self, window: int) -> Iterator[Output]:
+    """Converts the pending rows at the head of the queue: those read in line, and the
+    oldest while more than `window` wait."""
+    pending = self._pending
+    while pending and (len(pending) > window or pending[0].fetched is None):
+      row, fetched, ends_batch = pending.popleft()
+      yield from self._convert(row, fetched)
+      if ends_batch:
+        yield from self._end_batch()
+
+  def _label_ids(self) -> Dict[str, int]:
+    vocabulary = self._vocabulary
+    if self._ids[0] is not vocabulary:  # the side input is the same object per bundle
+      self._ids = (vocabulary, dict(zip(vocabulary['labels'], vocabulary['ids'])))
+    return self._ids[1]
+
+  def _convert(self, row: ManifestRow, fetched: Optional[Dict[str, Any]]) -> Iterator[Output]:
+    batch = self._batch
+    batch.rows += 1
+    try:
+      out = record_lib.convert_row(row, self._label_ids(), self._options, _reader(fetched))
+    except RowError as e:
+      batch.failed += 1
+      yield ERRORS, error_record(e, row)
+      return
+    for issue in out.box_issues:
+      yield BOX_ISSUES, dict(source=row.source, row=row.row, uri=row.image_uri,
+                             **issue.as_dict())
+    batch.converted += out.converted
+    batch.bytes += out.bytes_read
+    batch.records.setdefault(out.split, []).append(out.record)
+    batch.stats.append(out.stat)
+    for sample in self._samples(out.stat.labels, row.image_uri, out):
+      yield SAMPLES, sample
+
+  def _end_batch(self) -> Iterator[Output]:
+    batch, self._batch = self._batch, _Batch()
+    if self._options.progress_every_s:
+      _PROGRESS.add(batch.rows, batch.failed, self._options.progress_every_s)
+    yield BATCH, (batch.rows, batch.failed, batch.converted, batch.bytes)
+    for split, serialized in batch.records.items():
+      yield RECORDS, (split, serialized)
+    if batch.stats:
+      yield STATS, batch.stats
+
+  def _samples(self, labels: Tuple[str, ...], uri: str, out: record_lib.ConvertedRow):
+    """(label, (uri, thumbnail)) for each of the record's labels (or '(none)') whose
+    SAMPLES_PER_LABEL smallest URIs seen by this converter this one is among, so every
+    label appears on the contact sheet, and the sheet shows each label's first URIs
+    however the rows were spread over workers. Detection thumbnails show the boxes with
+    their class names and masks, segmentation ones the class mask. The contact sheet
+    costs a few decodes, never a second read."""
+    wanted = []
+    for label in labels or ('(none)',):
+      kept = self._sampled.setdefault(label, [])
+      if len(kept) < SAMPLES_PER_LABEL or uri < kept[-1]:
+        bisect.insort(kept, uri)
+        del kept[SAMPLES_PER_LABEL:]
+        wanted.append(label)
+    if not wanted:
+      return []
+    objects = out.objects or ()
+    thumbnail = thumbnail_lib.thumbnail(
+        out.data, [(o.label, o.box) for o in objects],
+        [(o.label, o.mask) for o in objects if o.mask is not None], out.class_mask)
+    return [] if thumbnail is None else [(label, (uri, thumbnail)) for label in wanted]
+
+
+class _Progress:
+  """Rows done, rate and failures of this worker process, printed at most every few
+  seconds (each worker of a multi-process run reports its own share)."""
+
+  def __init__(self):
+    self._start = self._last = None
+    self._rows = self._failed = 0
+
+  def add(self, rows: int, failed: int, every_s: float) -> None:
+    now = time.monotonic()
+    if self._start is None:
+      self._start = self._last = now
+    self._rows += rows
+    self._failed += failed
+    if now - self._last >= every_s:
+      self._last = now
+      rate = self._rows / max(now - self._start, 1e-9)
+      print(f'[{os.getpid()}] {self._rows:,} rows done, {rate:,.0f} rows/s, '
+            f'{self._failed:,} failed', file=sys.stderr, flush=True)
+
+
+_PROGRESS = _Progress()
+
+
+class VocabularyBuilder:
+  """The run's vocabulary from Chunks of rows (`labels.assign_ids`) and their task:
+  classification, detection or segmentation (a run converts one of them). Its
+  accumulator is (labels, tasks, (label, source id) pairs), three sets."""
+
+  def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
+               append_new_labels: bool = False):
+    self._given = given
+    self._append = append_new_labels
+
+  @staticmethod
+  def new() -> Tuple[set, set, set]:
+    return set(), set(), set()
+
+  @staticmethod
+  def add(acc, chunk: Chunk):
+    labels, tasks, _, source_ids = chunk
+    acc[0].update(labels)
+    acc[1].update(t for t in tasks.split(',') if t)  # '': only failed rows
+    acc[2].update(source_ids)
+    return acc
+
+  @staticmethod
+  def merge(accumulators):
+    accumulators = list(accumulators)
+    return tuple(set().union(*(a[k] for a in accumulators)) for k in range(3))
+
+  def vocabulary(self, acc) -> Dict[str, Any]:
+    """{'labels': in id order, 'ids': theirs, 'task', 'seen': the rows' labels,
+    'appended' / 'unknown': labels a given label map lacks (given new ids / failing
+    their rows), 'conflicts': source ids not kept, one line each, 'given': where the
+    given label map was read from, or None}."""
+    labels, tasks, source_pairs = acc
+    if len(tasks) > 1:
+      raise ManifestError(f'the manifests mix {" and ".join(sorted(tasks))} rows; convert '
+                          'them in separate runs')
+    task = next(iter(tasks), Task.CLASSIFICATION.value)
+    source_ids: Dict[str, List[int]] = {}
+    for label, i in sorted(source_pairs):
+      source_ids.setdefault(label, []).append(i)
+    vocabulary = labels_lib.assign_ids(labels, labels_lib.first_label_id(task), self._given,
+                                       self._append, source_ids)
+    return {'labels': list(vocabulary.ids), 'ids': list(vocabulary.ids.values()),
+            'task': task, 'seen': labels_lib.vocabulary_order(labels),
+            'appended': list(vocabulary.appended), 'unknown': list(vocabulary.unknown),
+            'conflicts': list(vocabulary.conflicts),
+            'given': self._given.source if self._given else None}

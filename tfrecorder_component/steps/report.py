@@ -1,0 +1,170 @@
+"""The run's report, without Beam: counts per split, label, format and reason, duplicate
+groups, and summary.json and report.html written once from them."""
+from __future__ import annotations
+
+import heapq
+import json
+from typing import Any, Dict, List, Tuple
+
+from tfrecorder_component import files
+from tfrecorder_component import layout
+from tfrecorder_component import report_html
+from tfrecorder_component.record import RecordStat
+
+FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
+
+
+def error_order(error: Dict[str, Any]) -> Tuple[str, int]:
+  """Where a failed row comes from, for the first ones listed: (source, row)."""
+  return error['source'], error['row'] or 0
+
+
+def box_issue_order(issue: Dict[str, Any]) -> Tuple[str, int, int]:
+  """Where a box issue comes from, for the first ones listed: (source, row, box)."""
+  return issue['source'], issue['row'] or 0, issue['index']
+
+
+class CiteIndex:
+  """Adds the DataFrame `index` to the errors of rows of manifests written from one."""
+
+  def __init__(self, sources):
+    self._index = {s.path: dict(s.row_index) for s in sources if s.row_index}
+
+  def __call__(self, error: Dict[str, Any]) -> Dict[str, Any]:
+    index = self._index.get(error['source'], {}).get(error['row'])
+    return error if index is None else dict(error, index=index)
+
+
+def stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
+  """A batch's RecordStats as counts per split, label and object label: a few small
+  dicts cross to the summary instead of a stat per record."""
+  counts: Dict[str, Dict[str, int]] = {k: {} for k in STAT_KINDS}
+
+  def add(kind: str, key: str) -> None:
+    counts[kind][key] = counts[kind].get(key, 0) + 1
+
+  for stat in stats:
+    add('records', stat.split)
+    for label in stat.labels:
+      add('labels', label)
+      add('split_labels', f'{stat.split}\t{label}')
+    for label in stat.objects:
+      add('objects', label)
+    add('formats', stat.image_format)
+    add('sizes', stat.size_bucket)
+  return counts
+
+
+STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes')
+
+
+def add_counts(acc: Dict[str, Dict[str, int]], counts: Dict[str, Dict[str, int]]):
+  """Adds `counts` ({kind: {key: n}}) into `acc`, in place; returns `acc`."""
+  for kind, values in counts.items():
+    target = acc[kind]
+    for key, n in values.items():
+      target[key] = target.get(key, 0) + n
+  return acc
+
+
+def new_counts() -> Dict[str, Dict[str, int]]:
+  """Empty counts of a run: records per split, label, object label, image format and
+  size (from `stat_counts`), errors per reason, box issues per action and reason."""
+  return {k: {} for k in (*STAT_KINDS, 'errors', 'box_issues')}
+
+
+def count(acc: Dict[str, Dict[str, int]], element) -> Dict[str, Dict[str, int]]:
+  """Adds to `acc`, in place, a batch's `stat_counts`, or one ('errors' | 'box_issues',
+  reason); returns `acc`."""
+  if isinstance(element, tuple):
+    kind, key = element
+    acc[kind][key] = acc[kind].get(key, 0) + 1
+    return acc
+  return add_counts(acc, element)
+
+
+def summary(acc: Dict[str, Dict[str, int]]) -> Dict[str, Any]:
+  """The summary of a run's counts (`new_counts`, added to by `count`)."""
+  records = sum(acc['records'].values())
+  failed = sum(acc['errors'].values())
+  per_split: Dict[str, Dict[str, int]] = {}
+  for key, n in sorted(acc['split_labels'].items()):
+    split, label = key.split('\t', 1)
+    per_split.setdefault(split, {})[label] = n
+  return {
+      'rows_read': records + failed,
+      'records_written': records,
+      'rows_failed': failed,
+      'records_per_split': dict(sorted(acc['records'].items())),
+      'records_per_label': dict(sorted(acc['labels'].items())),
+      'errors_per_reason': dict(sorted(acc['errors'].items())),
+      'objects_written': sum(acc['objects'].values()),
+      'objects_per_label': dict(sorted(acc['objects'].items())),
+      'box_issues': dict(sorted(acc['box_issues'].items())),
+      'labels_per_split': per_split,
+      'image_formats': dict(sorted(acc['formats'].items())),
+      'image_sizes': dict(sorted(acc['sizes'].items())),
+  }
+
+
+FIRST_DUPLICATES = 10  # duplicate groups in summary.json, the first by their URIs
+
+
+def _first_groups(groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+  return heapq.nsmallest(FIRST_DUPLICATES, groups, key=lambda g: (g['uris'], g['sha256']))
+
+
+def new_duplicate_counts() -> Dict[str, Any]:
+  """Counts of duplicate groups: {'groups', 'extra_records', 'cross_split_groups',
+  'first'}, the FIRST_DUPLICATES groups first by URI, whatever the number of groups."""
+  return {'groups': 0, 'extra_records': 0, 'cross_split_groups': 0, 'first': []}
+
+
+def add_duplicate(acc: Dict[str, Any], group: Dict[str, Any]) -> Dict[str, Any]:
+  acc['groups'] += 1
+  acc['extra_records'] += len(group['uris']) - 1
+  acc['cross_split_groups'] += int(group['cross_split'])
+  acc['first'].append(group)
+  if len(acc['first']) > 2 * FIRST_DUPLICATES:
+    acc['first'] = _first_groups(acc['first'])
+  return acc
+
+
+def merge_duplicate_counts(accumulators) -> Dict[str, Any]:
+  out = new_duplicate_counts()
+  for acc in accumulators:
+    for key in ('groups', 'extra_records', 'cross_split_groups'):
+      out[key] += acc[key]
+    out['first'] = _first_groups(out['first'] + acc['first'])
+  return out
+
+
+def duplicate_counts(acc: Dict[str, Any]) -> Dict[str, Any]:
+  return dict(acc, first=_first_groups(acc['first']))
+
+
+def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str, Any]:
+  """The run's vocabulary (`convert.LabelVocabulary`) with 'left_out': the rows' labels
+  that no record holds. They keep their ids (nothing is renumbered, `labels`); for
+  segmentation every label counts as held (its ids are pixel values of the masks)."""
+  counts = summary['records_per_label']
+  left_out = [] if vocabulary['task'] == 'segmentation' else [
+      l for l in vocabulary['seen'] if not counts.get(l)]
+  return dict(vocabulary, left_out=left_out)
+
+
+def write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any],
+                   duplicates: Dict[str, Any], samples: Dict[str, List[Tuple[str, bytes]]],
+                   errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]],
+                   unused_written: List[str]) -> None:
+  """summary.json, and report.html: the same counts with a contact sheet and the first
+  failed rows, for people. Written once the JSON-lines files are (`unused_written`)."""
+  summary = dict(summary, vocabulary=held['labels'],
+                 label_ids=dict(zip(held['labels'], held['ids'])),
+                 labels_left_out=held['left_out'], labels_appended=held['appended'],
+                 labels_unknown=held['unknown'], label_id_conflicts=held['conflicts'],
+                 label_map_given=held['given'], duplicates=duplicates)
+  files.write_text(files.join(report_dir, layout.SUMMARY_FILE),
+                   json.dumps(summary, indent=2, ensure_ascii=False))
+  files.write_text(files.join(report_dir, layout.REPORT_PAGE),
+                   report_html.render(summary, samples, errors, box_issues=box_issues))
