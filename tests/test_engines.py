@@ -66,16 +66,16 @@ def test_a_worker_that_fails_fails_the_run_and_leaves_nothing(tmp_path, monkeypa
   and the output folder is left as it was: no records, no staging folder, no scratch."""
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 5)
   monkeypatch.setattr(local, 'CHUNK_ROWS', 4)
-  frame = shards.tfrecord_frame
+  frames = shards.tfrecord_frames
   written = []
 
-  def failing(record):
-    written.append(record)
-    if len(written) == 7:
+  def failing(records):
+    written.extend(records)
+    if len(written) >= 7:
       raise OSError(28, 'No space left on device')
-    return frame(record)
+    return frames(records)
 
-  monkeypatch.setattr(shards, 'tfrecord_frame', failing)
+  monkeypatch.setattr(shards, 'tfrecord_frames', failing)
   out = tmp_path / 'out'
   with pytest.raises(OSError, match='No space left on device'):
     trc.convert(_rows(tmp_path, 40), str(out))

@@ -175,6 +175,30 @@ def test_convert_reads_concurrently_hiding_latency(dataset, gcs, proxy, tmp_path
   assert image_reads(proxy) == {f'/{BUCKET}/data/images/{n}': 1 for n in NAMES}
 
 
+def test_a_local_run_reads_gcs_images_in_forked_workers_after_its_parent_did(
+    dataset, gcs, proxy, tmp_path, monkeypatch):
+  """A local manifest naming gs:// images runs without Beam. The first run reads them in
+  this process (its Arrow client and reader threads are made here); the second forks 2
+  workers, which make their own (a forked child has none of its parent's connections
+  and threads) and read every object once, with the same records."""
+  from tfrecorder_component import local, run  # pylint: disable=g-import-not-at-top
+  rows = [line.split(',') for line in
+          open(os.path.join(dataset, 'data', 'manifest.csv')).read().splitlines()]
+  manifest = write_text(str(tmp_path / 'm.csv'), ''.join(
+      f'{split},gs://{BUCKET}/data/{uri},{label}\n' for split, uri, label in rows))
+  trc.convert(manifest, str(tmp_path / 'first'))
+  proxy.reset_stats()
+  monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 1)
+  monkeypatch.setattr(run, 'cores', lambda: 2)
+  monkeypatch.setattr(local, 'CHUNK_ROWS', 4)
+  trc.convert(manifest, str(tmp_path / 'forked'))
+  assert image_reads(proxy) == {f'/{BUCKET}/data/images/{n}': 1 for n in NAMES}
+  records = lambda out: sorted(r for split in ('train', 'eval', 'test')
+                               for r in read_records(os.path.join(out, f'Split-{split}')))
+  assert records(str(tmp_path / 'forked')) == records(str(tmp_path / 'first'))
+  assert len(os.listdir(tmp_path / 'forked' / 'Split-train')) == 2  # one shard a worker
+
+
 def test_missing_object_and_missing_bucket_are_actionable_row_errors(gcs, proxy, tmp_path):
   write_text(str(tmp_path / 'm.csv'),
              f'TRAIN,gs://{BUCKET}/data/images/img0.jpg,cat\n'

@@ -105,9 +105,9 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--transform', help='image transform as JSON, e.g. '
                       '\'{"longest_side": 512, "encode": "jpeg"}\'')
   parser.add_argument('--runner', default='DirectRunner',
-                      help='Beam runner (default: %(default)s, on every core from 8,000 '
-                      'rows, else one worker in memory; DataflowRunner needs --project, '
-                      '--region and --temp-location)')
+                      help='Beam runner (default: %(default)s; on local files with no '
+                      '--beam-arg, without Beam: a worker process per 1,000 rows, up to one '
+                      'a core; DataflowRunner needs --project, --region and --temp-location)')
   parser.add_argument('--project', help='Google Cloud project (Dataflow)')
   parser.add_argument('--region', help='Google Cloud region (Dataflow)')
   parser.add_argument('--temp-location', help='gs:// folder for Dataflow\'s temporary files')
@@ -340,7 +340,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
   inspect.set_defaults(run=cmd_inspect)
   args = parser.parse_args(argv)
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-  # Worker processes (every core, from 8,000 rows) inherit the environment, not filters.
+  # Beam's worker processes inherit the environment, not filters.
   given = os.environ.get('PYTHONWARNINGS')
   os.environ['PYTHONWARNINGS'] = f'{given},{_WORKER_WARNINGS}' if given else _WORKER_WARNINGS
   try:

@@ -114,10 +114,10 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   `label_map` (ids to keep: a label_map.pbtxt or labels.txt path, an earlier output
   folder, a {label: id} dict or a list of labels in id order; a label it lacks fails its
   rows unless `append_new_labels=True` gives it the next free id); Beam's `runner`
-  (default DirectRunner: every core from 8,000 rows,
-  else one worker in memory, unless `beam_args` say how), `project`,
-  `region`, `temp_location` and extra `beam_args`; `progress_every_s` to print rows
-  done, rate and failures.
+  (default DirectRunner: on local files and with no `beam_args`, the run goes without
+  Beam, a worker process per 1,000 rows up to one a core), `project`, `region`,
+  `temp_location` and extra `beam_args`; `progress_every_s` to print rows done, rate
+  and failures.
 
   Failed rows are in `<output_dir>/report/errors.jsonl`; more than `max_error_ratio` of
   them (default 0: any) raise, naming the first ones and where the report was kept (no

@@ -40,6 +40,17 @@ RETRY_SECONDS = 10
 
 _lock = threading.Lock()
 _clients: Dict[Tuple[str, Tuple], Any] = {}
+
+
+def _forget_clients() -> None:
+  """In a process forked from this one (`local.py`'s workers): the parent's clients
+  hold its connections and threads, none of which the child has; it makes its own."""
+  global _lock
+  _lock = threading.Lock()
+  _clients.clear()
+
+
+os.register_at_fork(after_in_child=_forget_clients)
 _gcs_anonymous: Optional[bool] = None
 _beam_primed = False
 

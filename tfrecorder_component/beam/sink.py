@@ -7,7 +7,8 @@ from apache_beam import coders
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 
-from tfrecorder_component.steps.shards import DEFAULT_COMPRESSION_LEVEL, GzipStream, tfrecord_frame
+from tfrecorder_component.steps.shards import (DEFAULT_COMPRESSION_LEVEL, GzipStream,
+                                                tfrecord_frame, tfrecord_frames)
 
 
 class GzipTFRecordSink(filebasedsink.FileBasedSink):
@@ -32,6 +33,6 @@ class GzipTFRecordSink(filebasedsink.FileBasedSink):
 
   def write_record(self, file_handle, value) -> None:
     if self._batched:
-      file_handle.write(b''.join(tfrecord_frame(record) for record in value))
+      file_handle.write(tfrecord_frames(value))
     else:
       file_handle.write(tfrecord_frame(value))

@@ -38,6 +38,17 @@ _POOLS: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
 
+def _forget_pools() -> None:
+  """In a process forked from this one (`local.py`'s workers): the parent's reader
+  threads are not there; the child starts its own pool."""
+  global _POOLS_LOCK
+  _POOLS_LOCK = threading.Lock()
+  _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
 def _read_pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
   """This process's pool of `threads` readers, shared by every converter in it (a
   runner may run several per process, Dataflow one per worker thread), so the reads in

@@ -28,8 +28,17 @@ def _masked_crc32c(data: bytes) -> bytes:
 
 def tfrecord_frame(record: bytes) -> bytes:
   """One record in the TFRecord format: length, CRC of length, data, CRC of data."""
+  return b''.join(_frame_parts(record))
+
+
+def _frame_parts(record: bytes) -> Tuple[bytes, bytes, bytes, bytes]:
   length = struct.pack('<Q', len(record))
-  return b''.join((length, _masked_crc32c(length), record, _masked_crc32c(record)))
+  return length, _masked_crc32c(length), record, _masked_crc32c(record)
+
+
+def tfrecord_frames(records) -> bytes:
+  """Records in the TFRecord format, one after the other (each record copied once)."""
+  return b''.join([part for record in records for part in _frame_parts(record)])
 
 
 def read_shard(path: str) -> Iterator[bytes]:
@@ -73,7 +82,7 @@ class ShardWriter:
     self._file = GzipStream(files.create_file(path), compression_level)
 
   def write(self, records) -> None:
-    data = b''.join(tfrecord_frame(record) for record in records)
+    data = tfrecord_frames(records)
     self._file.write(data)
     self.records += len(records)
     self.bytes += len(data)
