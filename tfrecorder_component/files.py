@@ -212,6 +212,17 @@ def _one_line(e: BaseException) -> str:
   return ' '.join(str(e).split())
 
 
+def _read_size(f, max_bytes: int) -> int:
+  """How much to ask of `f` to read it whole, or past `max_bytes` if it is larger: a
+  local file's size (plus one, in case it grew), so that no read allocates `max_bytes`
+  (64 MB by default: a third of the time of reading a 35 KB image)."""
+  try:
+    size = os.fstat(f.fileno()).st_size
+  except (AttributeError, OSError, ValueError):  # a stream (Arrow, Beam) with no descriptor
+    return max_bytes + 1
+  return min(size, max_bytes) + 1
+
+
 def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEFAULT_ATTEMPTS,
                backoff_seconds: float = 0.5,
                sleep: Callable[[float], None] = time.sleep) -> bytes:
@@ -223,7 +234,7 @@ def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEF
   for attempt in range(1, attempts + 1):
     try:
       with storage.open_object(uri) as f:
-        data = f.read(max_bytes + 1)
+        data = f.read(_read_size(f, max_bytes))
     except Exception as e:  # File systems raise their own types; classify() sorts them.
       kind = classify(e)
       if kind == 'transient' and attempt < attempts:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import posixpath
 import uuid
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, Mapping
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
