@@ -6,6 +6,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -32,25 +33,38 @@ def tree_rss(proc: psutil.Process, peaks: Optional[Dict[int, int]] = None) -> in
 def run(cmd: Sequence[str], env: Optional[Dict[str, str]] = None,
         cwd: str = ROOT) -> Dict[str, object]:
   """Runs `cmd`; returns wall_s, peak_mb (the tree), process_mb (the launched process's
-  own peak), child_mb (the largest child's, e.g. a Beam worker) and stdout. Raises with
+  own peak), child_mb (the largest child's, e.g. a Beam worker), largest_mb (the largest
+  single process's peak, the launched one or any descendant) and stdout. Raises with
   stderr's tail on failure."""
   start = time.perf_counter()
   proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env={**os.environ, **QUIET, **(env or {})}, cwd=cwd)
+  # Both pipes drain while it runs, so a chatty command (progress bars) never blocks on a
+  # full pipe.
+  streams = {}
+  readers = [threading.Thread(target=lambda k, f: streams.__setitem__(k, f.read()),
+                              args=(k, f), daemon=True)
+             for k, f in (('out', proc.stdout), ('err', proc.stderr))]
+  for t in readers:
+    t.start()
   ps = psutil.Process(proc.pid)
   peak, peaks = 0, {}
   while proc.poll() is None:
     peak = max(peak, tree_rss(ps, peaks))
     time.sleep(0.05)
   wall = time.perf_counter() - start
-  out, err = proc.communicate()
+  for t in readers:  # a descendant that outlives the command may hold a pipe open
+    t.join(timeout=30)
+  out, err = streams.get('out', b''), streams.get('err', b'')
   if proc.returncode:
     raise RuntimeError(f'{" ".join(cmd)[:300]} exited {proc.returncode}:\n'
                        f'{err.decode(errors="replace")[-3000:]}')
   children = [v for pid, v in peaks.items() if pid != proc.pid]
   return {'wall_s': wall, 'peak_mb': peak / 2**20,
           'process_mb': peaks.get(proc.pid, 0) / 2**20,
-          'child_mb': max(children, default=0) / 2**20, 'stdout': out.decode(errors='replace')}
+          'child_mb': max(children, default=0) / 2**20,
+          'largest_mb': max(peaks.values(), default=0) / 2**20,
+          'stdout': out.decode(errors='replace')}
 
 
 def python(*args: str) -> List[str]:

@@ -9,12 +9,14 @@ from benchmarks import procs
 
 BASELINE = 'naive_gzip'
 DEFAULT = 'localdag_default'
-PART_FILES = ('throughput.md', 'startup.md', 'memory.md', 'stages.md', 'masks.md', 'remote.md')
+PART_FILES = ('throughput.md', 'startup.md', 'memory.md', 'stages.md', 'masks.md', 'remote.md',
+              'peers.md')
 PART_TITLES = {'throughput.md': 'Throughput', 'startup.md': 'Start-up',
                'memory.md': 'Memory against manifest size',
                'stages.md': 'Where the time goes',
                'masks.md': 'What masks and keypoints cost',
-               'remote.md': 'Images on local disk against gs://'}
+               'remote.md': 'Images on local disk against gs://',
+               'peers.md': 'Against TFDS, Ray Data and the floors'}
 
 
 def _run(runs, method, n, rep) -> Optional[Dict]:

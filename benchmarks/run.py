@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.run [--sizes 10000,20000] [--repeats 3]
         [--parts throughput,startup,memory,stages,masks,remote]
+    .venv/bin/python -m benchmarks.run --parts peers     (TFDS, Ray Data, ...: ~30 minutes)
 
 Throughput: for each repeat, each N and each method (interleaved, so the host's noise
 falls on all alike), one fresh process converts the first N synthetic 256x256 JPEGs.
@@ -17,8 +18,12 @@ The other parts: `startup` (benchmarks/startup.py: --help, a 200-image CLI run a
 cost of each step per image), `masks` (benchmarks/masks.py: a COCO JSON with and
 without instance masks and keypoints) and `remote` (benchmarks/remote.py: the CLI's
 steady rate reading the same JPEGs from local disk and from gs://, a GCS server behind a
-proxy adding 0, 20 and 50 ms a request). Writes benchmarks/results/results.md (all parts),
-results.png and one file per part.
+proxy adding 0, 20 and 50 ms a request). `peers` (benchmarks/peers.py: the CLI,
+convert() and LocalDagRunner against a TFDS builder, Ray Data, the naive loop and two
+floors at 2,000, 20,000 and 200,000 images, whole processes, 3 repeats) takes about half
+an hour, more when it first makes the 200,000 images, so it runs only when --parts names
+it. Writes
+benchmarks/results/results.md (all parts), results.png and one file per part.
 """
 from __future__ import annotations
 
@@ -54,7 +59,8 @@ BEAM_ARGS = {
     'beam_multiproc_2_noverify': ['--direct_running_mode=multi_processing',
                                   '--direct_num_workers=2'],
 }
-PARTS = ('throughput', 'startup', 'memory', 'stages', 'masks', 'remote')
+PARTS = ('throughput', 'startup', 'memory', 'stages', 'masks', 'remote', 'peers')
+DEFAULT_PARTS = tuple(p for p in PARTS if p != 'peers')  # peers: half an hour, by name only
 
 
 # ---------------------------------------------------------------- worker side
@@ -140,7 +146,8 @@ def main(argv=None) -> int:
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--methods', default=','.join(DEFAULT_METHODS),
                       help=f'any of {",".join(METHODS)}')
-  parser.add_argument('--parts', default=','.join(PARTS))
+  parser.add_argument('--parts', default=','.join(DEFAULT_PARTS),
+                      help=f'any of {",".join(PARTS)} (peers only when named)')
   parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
   parser.add_argument('--tiny-data', default=os.path.join(HERE, 'out', 'tiny'),
                       help="the memory part's 4x4 PNGs and COCO JSON")
@@ -181,6 +188,9 @@ def main(argv=None) -> int:
     if 'remote' in parts:
       from benchmarks import remote  # pylint: disable=g-import-not-at-top
       remote.main(['--data', args.data, '--results', args.results])
+    if 'peers' in parts:
+      from benchmarks import peers  # pylint: disable=g-import-not-at-top
+      peers.main(['--data', args.data, '--scratch', args.scratch, '--results', args.results])
   print(report.assemble(args.results))
   return 0
 
