@@ -13,7 +13,8 @@ the naive GZIP loop are taken within each repeat. Peak memory is the whole proce
 tree's (the runner and every worker), sampled every 50 ms.
 
 The other parts: `startup` (benchmarks/startup.py: --help, a 200-image CLI run and a
-200-image LocalDagRunner run, median of 3), `memory` (benchmarks/memory.py: convert() at
+200-image LocalDagRunner run, median of 3), `timeline` (benchmarks/timeline.py: where
+a CLI run's seconds go, launch to exit, at 200 and 20,000 images), `memory` (benchmarks/memory.py: convert() at
 20,000 and 200,000 rows, a 1 GB-class COCO JSON), `stages` (benchmarks/stages.py: the
 cost of each step per image), `masks` (benchmarks/masks.py: a COCO JSON with and
 without instance masks and keypoints) and `remote` (benchmarks/remote.py: the CLI's
@@ -59,7 +60,7 @@ BEAM_ARGS = {
     'beam_multiproc_2_noverify': ['--direct_running_mode=multi_processing',
                                   '--direct_num_workers=2'],
 }
-PARTS = ('throughput', 'startup', 'memory', 'stages', 'masks', 'remote', 'peers')
+PARTS = ('throughput', 'startup', 'timeline', 'memory', 'stages', 'masks', 'remote', 'peers')
 DEFAULT_PARTS = tuple(p for p in PARTS if p != 'peers')  # peers: half an hour, by name only
 
 
@@ -188,6 +189,9 @@ def main(argv=None) -> int:
     if 'remote' in parts:
       from benchmarks import remote  # pylint: disable=g-import-not-at-top
       remote.main(['--data', args.data, '--results', args.results])
+    if 'timeline' in parts:
+      from benchmarks import timeline  # pylint: disable=g-import-not-at-top
+      timeline.main(['--data', args.data, '--results', args.results])
     if 'peers' in parts:
       from benchmarks import peers  # pylint: disable=g-import-not-at-top
       peers.main(['--data', args.data, '--scratch', args.scratch, '--results', args.results])
