@@ -94,3 +94,22 @@ def test_a_local_run_never_imports_beam(tmp_path):
     done = subprocess.run([sys.executable, '-c', script, manifest, out, *args],
                           capture_output=True, text=True, check=True)
     assert done.stdout.split()[-1] == imported
+
+
+def test_which_runs_go_without_beam(tmp_path, monkeypatch):
+  """Local files and no Beam argument but the DirectRunner: without Beam, a worker per
+  LOCAL_ROWS_PER_WORKER rows up to one a core. Any Beam argument, another runner, or a
+  manifest or output on object storage: Beam."""
+  monkeypatch.setattr(run, 'cores', lambda: 4)
+  manifest = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.png,x\n' * 2_500)
+  out = [str(tmp_path / 'out')]
+  assert run.local_workers([], [manifest], out) == 2
+  assert run.local_workers(['--runner=DirectRunner'], [manifest], out) == 2
+  assert run.local_workers(['--runner', 'direct'], [manifest], out) == 2
+  assert run.local_workers([], [write_text(str(tmp_path / 's.csv'), 'TRAIN,a.png,x\n')],
+                           out) == 1
+  for args in (['--direct_num_workers=2'], ['--direct_running_mode=in_memory'],
+               ['--runner=DataflowRunner'], ['--runner', 'DataflowRunner']):
+    assert run.local_workers(args, [manifest], out) == 0, args
+  assert run.local_workers([], ['gs://bkt/m.csv'], out) == 0
+  assert run.local_workers([], [manifest], ['s3://bkt/out']) == 0

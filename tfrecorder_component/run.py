@@ -161,10 +161,11 @@ def _runner(args: Sequence[str]) -> str:
   return runner
 
 
-def local_workers(beam_args: Sequence[str], paths: Sequence[str]) -> int:
+def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
+                  outputs: Sequence[str]) -> int:
   """How many worker processes a run without Beam takes (`local.convert_locally`), or 0
   when the run goes to Beam: a DirectRunner run (Beam's default) whose Beam arguments
-  name nothing but the runner, and whose `paths` (the manifests, the output and report
+  name nothing but the runner, and whose manifests and outputs (split, label and report
   folders) are all local, runs without Beam on LOCAL_ROWS_PER_WORKER rows a worker, up
   to every core. Any other Beam argument (`--direct_num_workers`, a runner's option) is
   for Beam, and gets Beam."""
@@ -173,9 +174,8 @@ def local_workers(beam_args: Sequence[str], paths: Sequence[str]) -> int:
     return 0
   rest = [a for i, a in enumerate(args)
           if not a.startswith('--runner') and not (i and args[i - 1] == '--runner')]
-  if rest or not all(files.is_local(p) for p in paths):
+  if rest or not all(files.is_local(p) for p in (*manifests, *outputs)):
     return 0
-  manifests = [p for p in paths if p.lower().endswith(('.csv', '.jsonl', '.txt', '.json', '.xml'))]
   rows = estimate_rows(manifests, LOCAL_ROWS_PER_WORKER * cores())
   return max(1, min(cores(), rows // LOCAL_ROWS_PER_WORKER))
 
@@ -207,7 +207,7 @@ def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]]
   manifests = [s.path for s in sources]
   outputs = [report_dir, *(split_dirs or {}).values(), *([label_dir] if label_dir else [])]
   storage.prepare_file_systems(report_dir, *manifests)
-  workers = local_workers(beam_args, manifests + outputs)
+  workers = local_workers(beam_args, manifests, outputs)
   try:
     if workers:
       from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
