@@ -3,8 +3,8 @@ exit, at 200 and 20,000 images, median of 3.
 
     .venv/bin/python -m benchmarks.timeline [--sizes 200,20000] [--repeats 3]
 
-Each run is a fresh process that runs the command's own `main` (as the
-`tfrecorder-component` script does) and notes the time at each step: the interpreter and
+Each run is a fresh process that imports the package and runs the command's own `main`
+as the `tfrecorder-component` script does and notes the time at each step: the interpreter and
 the imports, then the local run's own steps (its INFO log lines: manifests read into
 chunks and the vocabulary, rows converted by the worker processes, shards named and the
 report written), then publishing the output (moving it into place, `_SUCCESS`) and the
@@ -32,6 +32,7 @@ PHASES = ('interpreter and imports', 'manifests read into chunks, vocabulary',
 _CHILD = r'''
 import json, logging, sys, time
 marks = [time.time()]
+sys.argv[0] = 'tfrecorder-component'  # imports as the command's own script does
 from tfrecorder_component import cli
 marks.append(time.time())
 class Marks(logging.Handler):

@@ -113,3 +113,18 @@ def test_which_runs_go_without_beam(tmp_path, monkeypatch):
     assert run.local_workers(args, [manifest], out) == 0, args
   assert run.local_workers([], ['gs://bkt/m.csv'], out) == 0
   assert run.local_workers([], [manifest], ['s3://bkt/out']) == 0
+
+
+def test_the_command_loads_neither_beam_nor_pandas(tmp_path):
+  """`tfrecorder-component convert` on local files: no Beam (seconds to import) and no
+  pandas (the command takes no DataFrame; 0.3 s), yet the records are written."""
+  manifest = _rows(tmp_path, 4)
+  script = ('import sys\nsys.argv[0] = "tfrecorder-component"\n'
+            'from tfrecorder_component import cli\n'
+            'code = cli.main(["convert", sys.argv[1], sys.argv[2]])\n'
+            'print(code, sorted(m for m in ("apache_beam", "pandas") if m in sys.modules))\n')
+  done = subprocess.run([sys.executable, '-c', script, manifest, str(tmp_path / 'out')],
+                        capture_output=True, text=True, check=True)
+  assert done.stdout.splitlines()[-1] == '0 []'
+  assert len(list(shards.read_shard(str(
+      tmp_path / 'out' / 'Split-train' / 'data_tfrecord-00000-of-00001.gz')))) == 2

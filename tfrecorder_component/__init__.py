@@ -11,7 +11,8 @@ TensorFlow until a name is used):
 - `read_label_map(examples_uri)`: {label: id} of an Examples artifact.
 - `convert(source, output_dir, ...)`: a DataFrame, manifest or image folder to TFRecords
   without a pipeline; `df.tensorflow.to_tfrecord(output_dir, ...)` is the same call as a
-  pandas accessor, registered on import (pandas, which Beam imports anyway, is loaded).
+  pandas accessor, registered on import (pandas is loaded; not in the
+  `tfrecorder-component` command, which takes no DataFrame and would wait 0.3 s for it).
 - `load_dataset(examples, split, batch_size, image_size, ...)`: a `tf.data.Dataset` of
   (image, label) batches for Keras or a Trainer's `run_fn`.
 """
@@ -19,9 +20,10 @@ import importlib
 import os
 import sys
 
-if os.path.basename(sys.argv[0] if sys.argv else '') == 'tfrecorder-component':
+_COMMAND = os.path.basename(sys.argv[0] if sys.argv else '') == 'tfrecorder-component'
+if _COMMAND:
   # The command takes Ctrl-C and SIGTERM before any library starts a thread (numpy's
-  # BLAS starts some when pandas is imported below): see `interrupt`.
+  # BLAS starts some when it is imported): see `interrupt`.
   from tfrecorder_component import interrupt as _interrupt
   _interrupt.install()
 
@@ -41,7 +43,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-from tfrecorder_component import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
+if not _COMMAND:
+  from tfrecorder_component import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
 
 
 # What each optional part needs, named in one line when it is missing.
