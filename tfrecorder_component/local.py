@@ -42,16 +42,13 @@ from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, mer
 from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter,
                                                 VocabularyBuilder)
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, OBJECTS, RECORDS, SAMPLES, STATS
+from tfrecorder_component.steps.runs import RunSpiller
 
 __all__ = ['convert_locally']
 
 # Rows a chunk holds at least (a file's rows are cut into at most MAX_CHUNKS_PER_FILE
 # chunks): the unit a worker takes from the queue.
 CHUNK_ROWS = ROWS_PER_BATCH
-# A bundle's temporary file of records rolls over at this size when shards are planned
-# (`num_shards`, `shard_size_mb`), as in `beam.write`.
-TEMP_FILE_BYTES = 16 * 2**20
-
 
 def _error_key(e: Dict[str, Any]) -> bytes:
   return jsonl.row_key(e['source'], e['row'])
@@ -61,26 +58,14 @@ def _box_issue_key(b: Dict[str, Any]) -> bytes:
   return jsonl.row_key(b['source'], b['row'], b['index'])
 
 
-class _Runs:
-  """A JSON-lines file's lines gathered by one process and spilled as sorted runs of
-  `jsonl.RUN_LINES` into `folder` (as `beam.runs.SpillRuns` does for a bundle)."""
+def _duplicate_key(d: Dict[str, Any]) -> bytes:
+  return bytes.fromhex(d['sha256'])
 
-  def __init__(self, folder: str, key):
-    self._folder = folder
-    self._key = key
-    self._entries: List[bytes] = []
-    self.paths: List[str] = []
 
-  def add(self, record: Dict[str, Any]) -> None:
-    self._entries.append(jsonl.entry(record, self._key))
-    if len(self._entries) >= jsonl.RUN_LINES:
-      self.spill()
-
-  def spill(self) -> None:
-    if self._entries:
-      self.paths.append(jsonl.write_run(
-          files.join(self._folder, f'run-{uuid.uuid4().hex}'), self._entries))
-      self._entries = []
+def _json_lines(report_dir: str, name: str) -> RunSpiller:
+  """Sorted runs of the JSON-lines file `name`'s entries (`jsonl.entry`), in the scratch
+  folder `jsonl.merge_runs` removes."""
+  return RunSpiller(layout.work_dir(report_dir, name), jsonl.RUN_LINES, jsonl.write_run)
 
 
 class _Worker:
@@ -100,12 +85,13 @@ class _Worker:
     self._writers: Dict[str, shards_lib.ShardWriter] = {}
     self._bundles: List[Tuple[str, str, int, int]] = []
     self._counts = report.new_counts()
-    self._errors = _Runs(layout.work_dir(report_dir, layout.ERRORS), _error_key)
-    self._box_issues = _Runs(layout.work_dir(report_dir, layout.BOX_ISSUES), _box_issue_key)
+    self._errors = _json_lines(report_dir, layout.ERRORS)
+    self._box_issues = _json_lines(report_dir, layout.BOX_ISSUES)
     self._first_errors: List[Dict[str, Any]] = []
     self._first_box_issues: List[Dict[str, Any]] = []
-    self._entries: List[bytes] = []
-    self._index_runs: List[Tuple[str, int]] = []
+    self._index = RunSpiller(layout.work_dir(report_dir, layout.DUPLICATE_INDEX_DIR),
+                             duplicates_lib.RUN_ENTRIES,
+                             lambda path, entries: (path, duplicates_lib.write_run(path, entries)))
     self._samples: Dict[str, List[Tuple[str, bytes]]] = {}
 
   def convert(self, chunk: Chunk) -> None:
@@ -115,13 +101,12 @@ class _Worker:
     self._take(self._converter.finish())
     for split in list(self._writers):
       self._close(split)
-    self._errors.spill()
-    self._box_issues.spill()
-    self._spill_index()
+    for spiller in (self._errors, self._box_issues, self._index):
+      spiller.spill()
     return {'bundles': self._bundles, 'counts': self._counts,
-            'error_runs': self._errors.paths, 'box_issue_runs': self._box_issues.paths,
+            'error_runs': self._errors.runs, 'box_issue_runs': self._box_issues.runs,
             'first_errors': self._first_errors, 'first_box_issues': self._first_box_issues,
-            'index_runs': self._index_runs, 'samples': self._samples}
+            'index_runs': self._index.runs, 'samples': self._samples}
 
   def _take(self, outputs) -> None:
     for tag, value in outputs:
@@ -129,17 +114,15 @@ class _Worker:
         self._write(*value)
       elif tag == STATS:
         report.count(self._counts, report.stat_counts(value))
-        self._entries.extend(map(duplicates_lib.entry, value))
-        if len(self._entries) >= duplicates_lib.RUN_ENTRIES:
-          self._spill_index()
+        self._index.add(map(duplicates_lib.entry, value))
       elif tag == ERRORS:
         value = self._first_error_of(value)
         report.count(self._counts, ('errors', value['reason']))
-        self._errors.add(value)
+        self._errors.add((jsonl.entry(value, _error_key),))
         self._first_errors = _first(self._first_errors, value, report.error_order)
       elif tag == BOX_ISSUES:
         report.count(self._counts, ('box_issues', f'{value["action"]}:{value["reason"]}'))
-        self._box_issues.add(value)
+        self._box_issues.add((jsonl.entry(value, _box_issue_key),))
         self._first_box_issues = _first(self._first_box_issues, value,
                                         report.box_issue_order)
       elif tag == SAMPLES:
@@ -160,7 +143,7 @@ class _Worker:
           posixpath.join(folder, f'.part-{uuid.uuid4().hex}.gz'),
           self._options.compression_level)
     writer.write(records)
-    if self._planned and writer.bytes >= TEMP_FILE_BYTES:
+    if self._planned and writer.bytes >= shards_lib.TEMP_FILE_BYTES:
       self._close(split)
 
   @property
@@ -171,13 +154,6 @@ class _Worker:
     writer = self._writers.pop(split)
     writer.close()
     self._bundles.append((split, writer.path, writer.records, writer.bytes))
-
-  def _spill_index(self) -> None:
-    if self._entries:
-      path = files.join(layout.work_dir(self._report_dir, layout.DUPLICATE_INDEX_DIR),
-                        f'run-{uuid.uuid4().hex}')
-      self._index_runs.append((path, duplicates_lib.write_run(path, self._entries)))
-      self._entries = []
 
 
 def _first(kept: List[Dict[str, Any]], record: Dict[str, Any], order) -> List[Dict[str, Any]]:
@@ -308,15 +284,14 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   merge(layout.ERRORS, [p for r in results for p in r['error_runs']])
   merge(layout.BOX_ISSUES, [p for r in results for p in r['box_issue_runs']])
   duplicate_counts = report.new_duplicate_counts()
-  groups = _Runs(layout.work_dir(report_dir, layout.DUPLICATES),
-                 lambda d: bytes.fromhex(d['sha256']))
+  groups = _json_lines(report_dir, layout.DUPLICATES)
   index_runs = [run for r in results for run in r['index_runs']]
   for task in duplicates_lib.ranges(index_runs, duplicates_lib.RANGE_BYTES):
     for group in duplicates_lib.merge_range(task):
       report.add_duplicate(duplicate_counts, group)
-      groups.add(group)
+      groups.add((jsonl.entry(group, _duplicate_key),))
   groups.spill()
-  merge(layout.DUPLICATES, groups.paths)
+  merge(layout.DUPLICATES, groups.runs)
 
   samples: Dict[str, List[Tuple[str, bytes]]] = {}
   for r in results:

@@ -1,8 +1,8 @@
 """Spilling a bundle's entries into the sorted run files of an external sort (the
-duplicate index, the JSON-lines report files); `steps.runs` reads them back."""
+duplicate index, the JSON-lines report files): `steps.runs.RunSpiller` per bundle;
+`steps.runs` reads them back."""
 from __future__ import annotations
 
-import uuid
 from typing import Any, Callable, Iterable, List
 
 import apache_beam as beam
@@ -10,7 +10,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from tfrecorder_component import files
+from tfrecorder_component.steps.runs import RunSpiller
 
 
 class SpillRuns(beam.DoFn):
@@ -29,24 +29,13 @@ class SpillRuns(beam.DoFn):
     self._write = write
 
   def start_bundle(self):
-    self._entries: List[bytes] = []
-    self._runs: List[Any] = []
+    self._spiller = RunSpiller(self._folder, self._run_entries, self._write)
 
   def process(self, element):
-    for packed in self._entries_of(element):
-      self._entries.append(packed)
-      if len(self._entries) >= self._run_entries:
-        self._spill()
+    self._spiller.add(self._entries_of(element))
     return []
 
-  def _spill(self) -> None:
-    path = files.join(self._folder, f'run-{uuid.uuid4().hex}')
-    self._runs.append(self._write(path, self._entries))
-    self._entries = []
-
   def finish_bundle(self):
-    if self._entries:
-      self._spill()
-    for run in self._runs:
+    self._spiller.spill()
+    for run in self._spiller.runs:
       yield WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()])
-    self._runs = []

@@ -102,7 +102,7 @@ class _WriteBundles(beam.DoFn):
     self._writers = {}
 
 
-TEMP_FILE_BYTES = 16 * 2**20
+TEMP_FILE_BYTES = shards_lib.TEMP_FILE_BYTES  # here, so a test can make it small
 
 
 class WriteLabelFiles(beam.PTransform):

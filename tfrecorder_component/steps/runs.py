@@ -1,8 +1,11 @@
 """The sorted run files of an external sort (the duplicate index, the JSON-lines report
-files), read a block at a time."""
+files): written a process's entries at a time, read a block at a time."""
 from __future__ import annotations
 
-from typing import BinaryIO, Callable, Iterator, Optional
+import uuid
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, List, Optional
+
+from tfrecorder_component import files
 
 BLOCK_BYTES = 64 * 2**10  # read from each run at a time while merging
 
@@ -33,3 +36,30 @@ def read_entries(f: BinaryIO, entry_size: Callable[[bytes, int], int], header_si
     pending = pending[at:]
   if pending:
     raise ValueError(f'{name} ends early')
+
+
+class RunSpiller:
+  """Entries (bytes) gathered until there are `run_entries`, then `write(path, entries)`
+  writes them, sorted, as a new run file in `folder`; `runs` holds what each `write`
+  returned. So one process holds at most one run's entries (a Beam bundle's in
+  `beam.runs.SpillRuns`, a local worker's in `local.py`)."""
+
+  def __init__(self, folder: str, run_entries: int, write: Callable[[str, List[bytes]], Any]):
+    self._folder = folder
+    self._run_entries = run_entries
+    self._write = write
+    self._entries: List[bytes] = []
+    self.runs: List[Any] = []
+
+  def add(self, entries: Iterable[bytes]) -> None:
+    for packed in entries:
+      self._entries.append(packed)
+      if len(self._entries) >= self._run_entries:
+        self.spill()
+
+  def spill(self) -> None:
+    """Writes the entries gathered so far as a run, if there are any."""
+    if self._entries:
+      self.runs.append(self._write(files.join(self._folder, f'run-{uuid.uuid4().hex}'),
+                                   self._entries))
+      self._entries = []

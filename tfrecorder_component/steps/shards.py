@@ -19,6 +19,10 @@ from tfrecorder_component import files
 from tfrecorder_component import layout
 
 DEFAULT_COMPRESSION_LEVEL = 0
+# When shards are planned (`num_shards`, `shard_size_mb`), each bundle's records go to a
+# temporary file first, a new one every this many bytes (so a final shard seldom reads
+# far into a file to reach its first record).
+TEMP_FILE_BYTES = 16 * 2**20
 
 
 def _masked_crc32c(data: bytes) -> bytes:
