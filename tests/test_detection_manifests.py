@@ -402,14 +402,36 @@ def test_detect_format(name, text, expected):
 
 
 # One small file of each format, listing a.jpg once.
+# name: (file name, its text, other files the format reads beside it)
 FORMAT_SAMPLES = {
-    'automl_csv': ('m.csv', 'TRAIN,a.jpg,cat\n'),
-    'automl_detection_csv': ('m.csv', 'TRAIN,a.jpg,cat,0.1,0.2,,,0.5,0.6,,\n'),
-    'vertex_jsonl': ('m.jsonl', '{"imageGcsUri": "a.jpg"}\n'),
-    'coco_json': ('m.json', '{"images": [{"id": 1, "file_name": "a.jpg"}], "categories": []}'),
-    'pascal_voc': ('m.xml', '<annotation><filename>a.jpg</filename></annotation>'),
-    'segmentation_csv': ('m.csv', 'split,image_uri,mask_uri\nTRAIN,a.jpg,a.png\n'),
+    'automl_csv': ('m.csv', 'TRAIN,a.jpg,cat\n', {}),
+    'automl_detection_csv': ('m.csv', 'TRAIN,a.jpg,cat,0.1,0.2,,,0.5,0.6,,\n', {}),
+    'vertex_jsonl': ('m.jsonl', '{"imageGcsUri": "a.jpg"}\n', {}),
+    'coco_json': ('m.json', '{"images": [{"id": 1, "file_name": "a.jpg"}], "categories": []}',
+                  {}),
+    'pascal_voc': ('m.xml', '<annotation><filename>a.jpg</filename></annotation>', {}),
+    'segmentation_csv': ('m.csv', 'split,image_uri,mask_uri\nTRAIN,a.jpg,a.png\n', {}),
+    'yolo': ('data.yaml', 'train: images/train\nnames: [cat]\n',
+             {'images/train/a.jpg': '', 'labels/train/a.txt': '0 0.5 0.5 0.2 0.2\n'}),
+    # An oriented-box dataset looks like a polygon one: yolo_obb is only ever named.
+    'yolo_obb': ('data.yaml', 'train: images/train\nnames: [cat]\n',
+                 {'images/train/a.jpg': '',
+                  'labels/train/a.txt': '0 0.1 0.1 0.5 0.1 0.5 0.4 0.1 0.4\n'}),
+    'labelme': ('m.json', '{"version": "5.2.1", "shapes": [], "imagePath": "a.jpg", '
+                '"imageHeight": 10, "imageWidth": 10}', {}),
+    'createml': ('m.json', '[{"image": "a.jpg", "annotations": [{"label": "cat", '
+                 '"coordinates": {"x": 5, "y": 5, "width": 4, "height": 4}}]}]', {}),
+    'label_studio': ('m.json', '[{"id": 1, "data": {"image": "a.jpg"}, "annotations": []}]',
+                     {}),
+    'cvat': ('m.xml', '<?xml version="1.0"?>\n<annotations><version>1.1</version>'
+             '<image id="0" name="a.jpg" width="10" height="10"></image></annotations>', {}),
+    'tf_od_csv': ('m.csv', 'filename,width,height,class,xmin,ymin,xmax,ymax\n'
+                  'a.jpg,10,10,cat,1,1,5,5\n', {}),
+    'open_images': ('m.csv', 'ImageID,Source,LabelName,Confidence,XMin,XMax,YMin,YMax,'
+                    'IsOccluded,IsTruncated,IsGroupOf,IsDepiction,IsInside\n'
+                    'a,xclick,/m/01,1,0.1,0.5,0.1,0.5,0,0,0,0,0\n', {}),
 }
+ONLY_NAMED = {'yolo_obb'}  # formats no file's text can tell apart from another's
 
 
 def test_every_listed_format_reads_its_files_named_or_detected(tmp_path):
@@ -417,12 +439,15 @@ def test_every_listed_format_reads_its_files_named_or_detected(tmp_path):
   `manifest_format`: each name must read a file of its format, named or detected from
   the file, and a name not listed must be refused with the list."""
   for fmt in MANIFEST_FORMATS:
-    name, text = FORMAT_SAMPLES[fmt]  # a new format needs a sample here
+    name, text, others = FORMAT_SAMPLES[fmt]  # a new format needs a sample here
     path = write_text(str(tmp_path / fmt / name), text)
-    assert detect_format(path, text) == fmt
-    for given in (fmt, None):
+    for other, content in others.items():
+      write_text(str(tmp_path / fmt / other), content)
+    if fmt not in ONLY_NAMED:
+      assert detect_format(path, text) == fmt
+    for given in (fmt,) if fmt in ONLY_NAMED else (fmt, None):
       [row] = read_manifest_file(path, given)
-      assert isinstance(row, ManifestRow) and row.image_uri == 'a.jpg', (fmt, given)
+      assert isinstance(row, ManifestRow) and row.image_uri.endswith('a.jpg'), (fmt, given)
   with pytest.raises(ManifestError, match='unknown manifest format') as e:
     read_manifest_file(path, 'coco')
   assert [fmt for fmt in MANIFEST_FORMATS if fmt not in str(e.value)] == []

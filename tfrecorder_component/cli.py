@@ -30,6 +30,7 @@ from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import policy
 from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.manifest.registry import MANIFEST_FORMATS
 
 PROGRESS_EVERY_S = 10.0
 ERRORS_PRINTED = 20
@@ -64,8 +65,8 @@ def _json_object(text: str) -> dict:
 
 def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--format', dest='manifest_format',
-                      help='manifest format: automl_csv, automl_detection_csv, vertex_jsonl, '
-                      'coco_json, pascal_voc or segmentation_csv (default: detected per file)')
+                      help='manifest format, one of: ' + ', '.join(MANIFEST_FORMATS) +
+                      ' (default: detected per file; yolo_obb is only ever named)')
   parser.add_argument('--image-root',
                       help='folder or gs:// prefix that relative image URIs, COCO file_names '
                       'and Pascal VOC filenames are relative to (default: the manifest\'s '

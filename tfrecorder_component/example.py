@@ -33,6 +33,8 @@ class DetectedObject(NamedTuple):
   # (x, y, visibility), normalised; (0, 0, 0) for one not labelled (include_keypoints)
   keypoints: Tuple[Tuple[float, float, int], ...] = ()
   keypoint_names: Tuple[str, ...] = ()
+  corners: Tuple[Tuple[float, float], ...] = ()  # an oriented box's 4 corners, normalised
+  attributes: Tuple[Tuple[str, object], ...] = ()  # ObjectBox.attributes
 
 
 def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
@@ -78,6 +80,10 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
       _bytes(feature, 'image/object/mask', [o.mask for o in objects])
     if keypoints:
       _keypoints(feature, objects)
+    if any(o.corners for o in objects):
+      _corners(feature, objects)
+    if any(o.attributes for o in objects):
+      _attributes(feature, objects)
   for name, value in row.features:
     if isinstance(value, str):
       feature[name].bytes_list.value.append(value.encode('utf-8'))
@@ -99,6 +105,39 @@ def _keypoints(feature, objects: Sequence[DetectedObject]) -> None:
           [sum(1 for _, _, v in o.keypoints if v) for o in objects])
   _bytes(feature, 'image/object/keypoint/text',
          [n.encode('utf-8') for o in objects for n in o.keypoint_names])
+
+
+def _corners(feature, objects: Sequence[DetectedObject]) -> None:
+  """Oriented boxes (YOLO OBB): 4 corners an object, in annotation order, normalised
+  (an object without corners: its box's, clockwise from the top left)."""
+  corners = [p for o in objects for p in (o.corners or (
+      (o.box[0], o.box[1]), (o.box[2], o.box[1]), (o.box[2], o.box[3]), (o.box[0], o.box[3])))]
+  _floats(feature, 'image/object/corner/x', [x for x, _ in corners])
+  _floats(feature, 'image/object/corner/y', [y for _, y in corners])
+
+
+# An attribute's value where an object lacks it, by the type of the values others give.
+_MISSING = {str: '', int: -1, float: float('nan')}
+
+
+def _attributes(feature, objects: Sequence[DetectedObject]) -> None:
+  """`image/object/<name>`, one value an object, for each attribute any object has: a
+  string, an int or a float list by the values given (ints and floats mixed: floats);
+  '' / -1 / NaN for an object without it."""
+  names = sorted({name for o in objects for name, _ in o.attributes})
+  values = [dict(o.attributes) for o in objects]
+  for name in names:
+    given = [v[name] for v in values if name in v]
+    kind = (str if any(isinstance(g, str) for g in given) else
+            float if any(isinstance(g, float) for g in given) else int)
+    column = [v.get(name, _MISSING[kind]) for v in values]
+    key = f'image/object/{name}'
+    if kind is str:
+      _bytes(feature, key, [str(c).encode('utf-8') for c in column])
+    elif kind is float:
+      _floats(feature, key, [float(c) for c in column])
+    else:
+      _int64s(feature, key, column)
 
 
 # Each list is present (possibly empty) in every record, so every record has the same

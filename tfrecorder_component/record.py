@@ -114,13 +114,14 @@ def _class_mask(row: ManifestRow, info: image_lib.ImageInfo, ids: Dict[str, int]
 
 
 class _Annotated(NamedTuple):
-  """A kept object, its instance mask as a pycocotools RLE (include_masks) and its
-  keypoints, normalised (include_keypoints)."""
+  """A kept object, its instance mask as a pycocotools RLE (include_masks), its
+  keypoints, normalised (include_keypoints), and its oriented box's corners, normalised."""
   index: int
   obj: ObjectBox
   box: boxes_lib.Box
   rle: Optional[Dict]
   points: Tuple[Tuple[float, float, int], ...]
+  corners: Tuple[boxes_lib.Point, ...] = ()
 
   def issue(self, action: str, reason: str, keypoint: Optional[str] = None):
     obj = self.obj
@@ -144,7 +145,8 @@ def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageI
   if transform is not None and not transform.is_identity:
     result = transform_lib.apply_transform(
         data, transform, [a.box for a in annotated],
-        [(x, y) for a in annotated for x, y, _ in a.points])
+        [(x, y) for a in annotated for x, y, _ in a.points] +
+        [point for a in annotated for point in a.corners])
     if result.changed:
       data = result.data
       info = image_lib.probe_image(data, options.max_pixels)
@@ -171,7 +173,8 @@ def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageI
         area=(a.obj.area * scale[0] * scale[1] if a.obj.area is not None
               else boxes_lib.pixel_area(a.box, info.width, info.height)),
         is_crowd=a.obj.is_crowd, difficult=a.obj.difficult, truncated=a.obj.truncated,
-        mask=mask, keypoints=a.points, keypoint_names=a.obj.keypoint_names if a.points else ()))
+        mask=mask, keypoints=a.points, keypoint_names=a.obj.keypoint_names if a.points else (),
+        corners=a.corners, attributes=a.obj.attributes))
   return data, info, objects, issues, class_mask
 
 
@@ -193,13 +196,19 @@ def _annotate(kept, info: image_lib.ImageInfo, options: ConversionOptions,
         issues.append(a.issue('clipped', reason))
       a = a._replace(rle=rle)
     points = []
+    scale = (1.0, 1.0) if obj.normalized else (info.width, info.height)
     for name, (x, y, v) in zip(obj.keypoint_names, obj.keypoints):
-      point = (x / info.width, y / info.height)
+      point = (x / scale[0], y / scale[1])
       if v and not boxes_lib.inside(point):
         issues.append(a.issue('hidden', 'keypoint_outside', name))
         v = 0
       points.append((*point, v) if v else (0.0, 0.0, 0))
-    annotated.append(a._replace(points=tuple(points)))
+    corners = tuple((x / scale[0], y / scale[1])
+                    for x, y in zip(obj.corners[0::2], obj.corners[1::2]))
+    inside = tuple((min(1.0, max(0.0, x)), min(1.0, max(0.0, y))) for x, y in corners)
+    if inside != corners:
+      issues.append(a.issue('clipped', 'corner_outside_image'))
+    annotated.append(a._replace(points=tuple(points), corners=inside))
   return annotated
 
 
@@ -208,8 +217,10 @@ def _moved(annotated: List[_Annotated], result: transform_lib.TransformResult,
   """The objects after a transform: one whose box left the image is dropped, a labelled
   keypoint that left it becomes unlabelled."""
   points = iter(result.points)
+  corners = iter(result.points[sum(len(a.points) for a in annotated):])
   moved = []
   for a, box in zip(annotated, result.boxes):
+    moved_corners = tuple(next(corners) for _ in a.corners)
     kept_points = []
     for name, (_, _, v) in zip(a.obj.keypoint_names, a.points):
       point = next(points)
@@ -219,5 +230,9 @@ def _moved(annotated: List[_Annotated], result: transform_lib.TransformResult,
     if box is None:
       issues.append(a.issue('dropped', 'outside_after_transform'))
       continue
-    moved.append(a._replace(box=box, points=tuple(kept_points)))
+    if None in moved_corners:  # a corner left the image: the kept box's corners instead
+      issues.append(a.issue('clipped', 'corner_outside_after_transform'))
+      x0, y0, x1, y1 = box
+      moved_corners = ((x0, y0), (x1, y0), (x1, y1), (x0, y1))
+    moved.append(a._replace(box=box, points=tuple(kept_points), corners=moved_corners))
   return moved

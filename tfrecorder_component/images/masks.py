@@ -39,6 +39,10 @@ def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
   """
   from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
   reason = ''
+  if mask.polygons and mask.normalized:  # YOLO: fractions of the image's width and height
+    mask = InstanceMask(polygons=tuple(
+        tuple(v * limit for v, limit in zip(part, (width, height) * (len(part) // 2)))
+        for part in mask.polygons))
   if mask.polygons:
     if not all(math.isfinite(v) for part in mask.polygons for v in part):
       return Raster(None, 'mask_not_finite')

@@ -3,23 +3,28 @@
 it from its first characters, how to parse it) and is listed once in `FORMATS`.
 
 A file's format is the one its extension claims; when several formats claim it (`.csv`,
-`.txt`) or none does, the first of those formats, in `FORMATS` order, whose `sniff`
-accepts the file's first characters.
+`.json`, `.xml`) or none does, the first of those formats, in `FORMATS` order, whose
+`sniff` accepts the file's first characters, else the last of them.
 """
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError
-from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coco, pascal_voc,
-                                           segmentation_csv, vertex_jsonl)
+from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coco, createml,
+                                           cvat, label_studio, labelme, open_images,
+                                           pascal_voc, segmentation_csv, tf_od_csv,
+                                           vertex_jsonl, yolo)
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 
-# In sniffing order: segmentation and detection CSVs are told apart before the
-# classification fallback.
+# In sniffing order. Where several formats claim an extension, the last of them is the
+# one a file none of them recognises falls back to (COCO for .json, Pascal VOC for .xml,
+# the AutoML classification CSV for .csv and for a file of no known extension).
 FORMATS: Tuple[ManifestFormat, ...] = (
-    vertex_jsonl.FORMAT, coco.FORMAT, pascal_voc.FORMAT, segmentation_csv.FORMAT,
-    automl_detection_csv.FORMAT, automl_csv.FORMAT)
+    vertex_jsonl.FORMAT, labelme.FORMAT, createml.FORMAT, label_studio.FORMAT, coco.FORMAT,
+    cvat.FORMAT, pascal_voc.FORMAT, yolo.FORMAT, yolo.OBB_FORMAT, tf_od_csv.FORMAT,
+    open_images.FORMAT, segmentation_csv.FORMAT, automl_detection_csv.FORMAT,
+    automl_csv.FORMAT)
 MANIFEST_FORMATS = tuple(sorted(f.name for f in FORMATS))
 # Files that may be manifests; anything else beside them (images) is skipped.
 MANIFEST_EXTENSIONS = tuple(sorted({e for f in FORMATS for e in f.extensions}))
@@ -44,7 +49,7 @@ def detect(path: str, head: str) -> ManifestFormat:
   for f in claimed or FORMATS:
     if f.sniff(start):
       return f
-  return FORMATS[-1]
+  return (claimed or FORMATS)[-1]
 
 
 def detect_format(path: str, head: str) -> str:

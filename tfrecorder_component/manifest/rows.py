@@ -16,7 +16,7 @@ from tfrecorder_component.errors import RowError
 # TFX split names. None means "unassigned": the row goes through hash splitting.
 ML_USE_TO_SPLIT = {
     'TRAIN': 'train', 'TRAINING': 'train',
-    'VALIDATION': 'eval', 'VALIDATE': 'eval', 'EVAL': 'eval',
+    'VALIDATION': 'eval', 'VALIDATE': 'eval', 'VAL': 'eval', 'EVAL': 'eval',
     'TEST': 'test',
     'UNASSIGNED': None, '': None,
 }
@@ -36,15 +36,18 @@ class InstanceMask:
   polygons: Tuple[Tuple[float, ...], ...] = ()
   rle_size: Optional[Tuple[int, int]] = None
   rle_counts: Union[str, Tuple[int, ...], None] = None
+  # True when the polygons are normalised to [0, 1] (YOLO), not in pixels.
+  normalized: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class ObjectBox:
   """One annotated object of a detection manifest, in the frame of the stored pixels.
 
-  Coordinates are as the manifest gives them: normalised to [0, 1] (AutoML, Vertex AI)
-  or in pixels (COCO, Pascal VOC; `normalized=False`). They are checked, clipped and
-  normalised against the image's real size when the record is built.
+  Coordinates are as the manifest gives them: normalised to [0, 1] (AutoML, Vertex AI,
+  YOLO) or in pixels (COCO, Pascal VOC; `normalized=False`); keypoints and corners are in
+  the same frame as the box. They are checked, clipped and normalised against the
+  image's real size when the record is built.
   """
   label: str
   xmin: float
@@ -65,6 +68,13 @@ class ObjectBox:
   # it is dropped with that reason in box_issues.
   invalid: str = ''
   source_id: Optional[int] = None  # the class id the source gives (COCO's category_id)
+  # An oriented box's four corners, x1, y1, ... x4, y4, as annotated (YOLO OBB); the
+  # axis-aligned box above encloses them.
+  corners: Tuple[float, ...] = ()
+  # What else the source says of the object, written as `image/object/<name>`, one value
+  # an object: (name, value) pairs, a value an int, a float or a string (CVAT attributes,
+  # Open Images' IsOccluded ...).
+  attributes: Tuple[Tuple[str, Union[int, float, str]], ...] = ()
 
 
 FeatureValue = Union[int, float, str]
