@@ -103,6 +103,10 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--append-new-labels', action='store_true',
                       help='with --label-map: give labels it lacks the next free ids '
                       '(continuous training: every earlier id stays)')
+  parser.add_argument('--class-map', metavar='JSON|PATH',
+                      help='classes to keep, drop, rename or merge: a JSON object or a '
+                      '.json / .yaml file of one, e.g. \'{"car": "vehicle", "truck": '
+                      '"vehicle", "blurry": null}\'; "*": null drops every class not listed')
   parser.add_argument('--transform', help='image transform as JSON, e.g. '
                       '\'{"longest_side": 512, "encode": "jpeg"}\'')
   parser.add_argument('--runner', default='DirectRunner',
@@ -121,7 +125,7 @@ def _options(args) -> dict:
   from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
   given = {name: getattr(args, name, None) for name in (
       'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level', 'num_shards',
-      'shard_size_mb', 'concurrent_reads', 'label_map')
+      'shard_size_mb', 'concurrent_reads', 'label_map', 'class_map')
            if getattr(args, name, None) is not None}
   return dict(manifest_format=args.manifest_format, image_root=args.image_root,
               verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,

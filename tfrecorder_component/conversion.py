@@ -26,6 +26,7 @@ from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
                                           ManifestSource)
 from tfrecorder_component.output_swap import OutputSwap, local_folder, output_folder
@@ -57,7 +58,7 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
                 max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
                 progress_every_s=None, num_shards=0, shard_size_mb=0.0, include_masks=False,
                 include_keypoints=False, concurrent_reads=DEFAULT_CONCURRENT_READS,
-                label_map=None, append_new_labels=False, runner='DirectRunner',
+                label_map=None, append_new_labels=False, class_map=None, runner='DirectRunner',
                 project=None, region=None, temp_location=None, beam_args=()):
   """(manifests, options, Beam arguments, ManifestSources) of a conversion, every option
   checked before anything runs."""
@@ -75,12 +76,12 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb,
       include_masks=bool(include_masks), include_keypoints=bool(include_keypoints),
       concurrent_reads=concurrent_reads, label_map=labels_lib.given_label_map(label_map),
-      append_new_labels=bool(append_new_labels))
+      append_new_labels=bool(append_new_labels), class_map=parse_class_map(class_map))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index = sources_lib.manifests_for(source, report_dir)
   image_root = image_root or root
-  sources = [ManifestSource(m, manifest_format, None, image_root, declared, row_index)
-             for m in manifests]
+  sources = [ManifestSource(m, manifest_format, None, image_root, declared, row_index,
+                            options.class_map) for m in manifests]
   return manifests, options, args, sources
 
 
@@ -113,7 +114,9 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   flight per worker for images on gs://, s3:// and other remote storage, default 64),
   `label_map` (ids to keep: a label_map.pbtxt or labels.txt path, an earlier output
   folder, a {label: id} dict or a list of labels in id order; a label it lacks fails its
-  rows unless `append_new_labels=True` gives it the next free id); Beam's `runner`
+  rows unless `append_new_labels=True` gives it the next free id); `class_map` (classes
+  to keep, drop, rename or merge: {"car": "vehicle", "blurry": None, "*": None to drop
+  every class not listed}, or a .json / .yaml file of one; see the README); Beam's `runner`
   (default DirectRunner: on local files and with no `beam_args`, the run goes without
   Beam, a worker process per 1,000 rows up to one a core), `project`, `region`,
   `temp_location` and extra `beam_args`; `progress_every_s` to print rows done, rate

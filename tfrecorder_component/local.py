@@ -237,7 +237,8 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   report). `first_error_of`: applied to each error record (the DataFrame index cited)."""
   start = time.perf_counter()
   chunk_dir = layout.work_dir(report_dir, layout.CHUNK_DIR)
-  builder = VocabularyBuilder(options.label_map, options.append_new_labels)
+  builder = VocabularyBuilder(options.label_map, options.append_new_labels,
+                              options.class_map)
   acc = builder.new()
   chunks: List[Chunk] = []
   objects: Dict[Tuple[str, str], List[Any]] = {}

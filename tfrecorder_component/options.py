@@ -33,6 +33,8 @@ class ManifestSource:
   # (row, DataFrame index label) of a manifest written from a DataFrame: its failed rows
   # are cited by the index the user knows (`index` in errors.jsonl).
   row_index: Tuple[Tuple[int, Any], ...] = ()
+  # The run's class map (`manifest.class_map`): (class, new class or None) pairs.
+  class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
 
   def __post_init__(self):
     if self.format is not None and self.format not in MANIFEST_FORMATS:
@@ -92,6 +94,9 @@ class ConversionOptions:
   # (`unknown_label`), or with `append_new_labels` takes the next free id.
   label_map: Optional[labels_lib.GivenLabelMap] = None
   append_new_labels: bool = False
+  # Classes to keep, drop, rename or merge (`manifest.class_map`); the manifest sources
+  # carry it too, for parsing.
+  class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
 
   @property
   def annotations(self) -> FrozenSet[str]:

@@ -19,6 +19,7 @@ from tfrecorder_component.images import masks as masks_lib
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.manifest import ManifestRow, ObjectBox, Task
+from tfrecorder_component.manifest.class_map import is_dropped
 from tfrecorder_component.options import ConversionOptions
 
 
@@ -55,7 +56,7 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
                 read: Read = files.read_bytes) -> ConvertedRow:
   """The record of one row, its split and what the report needs of it; raises RowError
   naming why the row cannot become a record. `ids`: the run's {label: class id}."""
-  for label in (*row.labels, *(o.label for o in row.objects or ())):
+  for label in (*row.labels, *(o.label for o in row.objects or () if not is_dropped(o))):
     if label not in ids:  # a label a given label map lacks
       raise RowError('unknown_label', f'the label {label!r} is not in the given label map; '
                      'add it there, or let new labels take new ids (append_new_labels, '

@@ -92,8 +92,8 @@ class _LabelSetFn(beam.CombineFn):
   """The vocabulary of Chunks of rows (`steps.convert.VocabularyBuilder`)."""
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False):
-    self._builder = VocabularyBuilder(given, append_new_labels)
+               append_new_labels: bool = False, class_map=()):
+    self._builder = VocabularyBuilder(given, append_new_labels, class_map)
 
   def create_accumulator(self):
     return self._builder.new()
@@ -115,12 +115,14 @@ class LabelVocabulary(beam.PTransform):
   'given': where the given label map was read from, or None}. See `labels.assign_ids`."""
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False):
+               append_new_labels: bool = False, class_map=()):
     super().__init__()
     self._given = given
     self._append = append_new_labels
+    self._class_map = class_map
 
   def expand(self, chunks):
-    return chunks | beam.CombineGlobally(_LabelSetFn(self._given, self._append)
+    return chunks | beam.CombineGlobally(_LabelSetFn(self._given, self._append,
+                                                     self._class_map)
                                          ).with_input_types(Chunk).with_output_types(
                                              Dict[str, Any])

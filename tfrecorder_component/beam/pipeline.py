@@ -60,7 +60,7 @@ class ConvertManifests(beam.PTransform):
     chunks = pbegin | 'ReadManifestRows' >> ReadManifestRows(
         self._sources, chunk_dir, annotations=self._options.annotations)
     vocabulary = chunks | 'LabelVocabulary' >> LabelVocabulary(
-        self._options.label_map, self._options.append_new_labels)
+        self._options.label_map, self._options.append_new_labels, self._options.class_map)
     converted = chunks | 'Convert' >> ConvertBatches(
         beam.pvalue.AsSingleton(vocabulary), self._options)
     errors = converted[ERRORS]  # every failed row, from the manifest or its image

@@ -17,6 +17,8 @@ from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.steps import shards
 from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.manifest.class_map import describe as describe_class_map
+from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.options import DEFAULT_CONCURRENT_READS, check_sharding
 
 
@@ -86,7 +88,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       concurrent_reads: int = DEFAULT_CONCURRENT_READS,
       label_map: Optional[str] = None,
       append_new_labels: bool = False,
-      label_map_examples: Optional[channel.BaseChannel] = None):
+      label_map_examples: Optional[channel.BaseChannel] = None,
+      class_map: Optional[Dict[str, Optional[str]]] = None):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -141,6 +144,10 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         ImageExampleGen output, for continuous training): its ids are kept and new
         labels appended after them (closed instead when `label_map` is given without
         `append_new_labels`). Empty on a pipeline's first run: ids are assigned then.
+      class_map: Classes to keep, drop, rename or merge, {class as annotated: class to
+        write, or None to drop it}; the key "*" says what becomes of the classes not
+        listed (None: dropped). Dropped objects are listed in box_issues.jsonl, rows
+        left with no label in errors.jsonl (not counted as failures).
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -187,6 +194,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         label_map=label_map,
         append_new_labels=int(bool(append_new_labels)),
         label_map_examples=label_map_examples,
+        class_map=json.dumps(describe_class_map(parse_class_map(class_map)), sort_keys=True)
+        if class_map else None,
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))
 

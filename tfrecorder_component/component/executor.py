@@ -31,15 +31,21 @@ from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOp
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.files import MANIFEST_EXTENSIONS, list_manifest_files
+from tfrecorder_component.manifest.class_map import parse_class_map
+
+def _class_map(exec_properties):
+  return parse_class_map(exec_properties.get(spec.CLASS_MAP_KEY) or None)
+
 
 def _sources(input_dict, exec_properties) -> List[ManifestSource]:
   fmt = exec_properties.get(spec.MANIFEST_FORMAT_KEY) or None
   image_root = exec_properties.get(spec.IMAGE_ROOT_KEY) or None
   feature_types = tuple(sorted(json.loads(exec_properties.get(spec.FEATURE_TYPES_KEY)
                                           or '{}').items()))
+  class_map = _class_map(exec_properties)
 
   def source(path: str, split=None) -> ManifestSource:
-    return ManifestSource(path, fmt, split, image_root, feature_types)
+    return ManifestSource(path, fmt, split, image_root, feature_types, class_map=class_map)
 
   if input_dict.get(spec.MANIFEST_KEY):
     paths = [p for artifact in input_dict[spec.MANIFEST_KEY]
@@ -207,6 +213,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                              or DEFAULT_CONCURRENT_READS),
         transform=transform_lib.ImageTransform.from_json(
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None),
+        class_map=_class_map(exec_properties),
         **_label_map_options(input_dict, exec_properties))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)

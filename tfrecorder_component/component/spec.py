@@ -29,6 +29,7 @@ CONCURRENT_READS_KEY = 'concurrent_reads'
 LABEL_MAP_KEY = 'label_map'
 APPEND_NEW_LABELS_KEY = 'append_new_labels'
 LABEL_MAP_EXAMPLES_KEY = 'label_map_examples'
+CLASS_MAP_KEY = 'class_map'
 REPORT_KEY = 'report'
 
 
@@ -60,6 +61,8 @@ class ImageExampleGenSpec(ComponentSpec):
       # ids to keep: a label_map.pbtxt / labels.txt path or an earlier output folder
       LABEL_MAP_KEY: ExecutionParameter(type=str, optional=True),
       APPEND_NEW_LABELS_KEY: ExecutionParameter(type=int, optional=True),  # 0 or 1
+      # JSON {class: new class or null}: classes to keep, drop, rename or merge
+      CLASS_MAP_KEY: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),

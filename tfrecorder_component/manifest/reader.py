@@ -9,6 +9,7 @@ from typing import AbstractSet, Iterator, List, Mapping, NamedTuple, Optional
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import registry
+from tfrecorder_component.manifest.class_map import ClassMap, apply_class_map
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_types
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem
@@ -20,8 +21,8 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
                         split_override: Optional[str] = None, *,
                         image_root: Optional[str] = None,
                         feature_types: Optional[Mapping[str, str]] = None,
-                        annotations: AbstractSet[str] = frozenset()
-                        ) -> Iterator[ParsedItem]:
+                        annotations: AbstractSet[str] = frozenset(),
+                        class_map: ClassMap = ()) -> Iterator[ParsedItem]:
   """Parses one manifest file's text into rows, or RowErrors for rows that fail.
 
   `split_override` (from an `input_config` split pattern) assigns every row of the
@@ -30,6 +31,7 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
   annotation file's) folder. `feature_types` declares the types of
   extra columns ({name: 'int' | 'float' | 'string'}). `annotations`: what to read
   beyond boxes ('masks', 'keypoints'); a format that has none of them is a ManifestError.
+  `class_map`: the run's classes to keep, drop, rename or merge (`class_map.py`).
   """
   declared = check_feature_types(feature_types)
   spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
@@ -53,6 +55,8 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
         item = _checked_labels(item)
         if split_override is not None and isinstance(item, ManifestRow):
           item = dataclasses.replace(item, split=split_override)
+        if class_map and isinstance(item, ManifestRow):
+          item = apply_class_map(item, class_map)
     yield item
 
 
@@ -108,8 +112,8 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
                        split_override: Optional[str] = None, *,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
-                       annotations: AbstractSet[str] = frozenset()
-                       ) -> 'ManifestItems':
+                       annotations: AbstractSet[str] = frozenset(),
+                       class_map: ClassMap = ()) -> 'ManifestItems':
   """Reads one manifest file from any Beam file system; returns its line count (exact
   for a file of at most 64 KiB, else estimated from its size and its first 64 KiB:
   enough to size the chunks it is read in), its items, parsed as they are consumed, and
@@ -130,7 +134,7 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
             _read(path).decode('utf-8-sig', errors='surrogateescape'))
   return ManifestItems(lines, parse_manifest_text(
       path, text, spec.name, split_override, image_root=image_root,
-      feature_types=feature_types, annotations=annotations), spec)
+      feature_types=feature_types, annotations=annotations, class_map=class_map), spec)
 
 
 def _read(path: str, size: int = -1) -> bytes:
@@ -168,8 +172,9 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
                        split_override: Optional[str] = None, *,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
-                       annotations: AbstractSet[str] = frozenset()
-                       ) -> List[ParsedItem]:
+                       annotations: AbstractSet[str] = frozenset(),
+                       class_map: ClassMap = ()) -> List[ParsedItem]:
   """Reads one manifest file from any Beam file system and parses it, in file order."""
   return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
-                                 feature_types=feature_types, annotations=annotations).items)
+                                 feature_types=feature_types, annotations=annotations,
+                                 class_map=class_map).items)

@@ -21,6 +21,10 @@ ML_USE_TO_SPLIT = {
     'UNASSIGNED': None, '': None,
 }
 
+# The `ObjectBox.invalid` of an object whose class the run's class map drops
+# (`class_map.py`): its label takes no id.
+DROPPED_CLASS = 'dropped_class'
+
 _SCHEME = re.compile(r'^[a-zA-Z][a-zA-Z0-9+.-]*://')
 
 
@@ -138,7 +142,8 @@ def merge_image_rows(rows: Sequence[ManifestRow]) -> Union[ManifestRow, RowError
                     source=rows[0].source, row=rows[0].row, uri=rows[0].image_uri)
   boxes = tuple(o for r in rows for o in r.objects)
   return dataclasses.replace(
-      rows[0], objects=boxes, labels=tuple(dict.fromkeys(o.label for o in boxes)),
+      rows[0], objects=boxes,
+      labels=tuple(dict.fromkeys(o.label for o in boxes if o.invalid != DROPPED_CLASS)),
       features=tuple(sorted(dict(f for r in rows for f in r.features).items())))
 
 

@@ -13,6 +13,7 @@ from tfrecorder_component import files
 from tfrecorder_component import storage
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
+from tfrecorder_component.manifest.class_map import is_dropped
 from tfrecorder_component.manifest.rows import merge_image_rows
 from tfrecorder_component.options import ManifestSource
 from tfrecorder_component.steps.outputs import OBJECTS
@@ -47,6 +48,8 @@ def pack_chunk(items: Sequence[Item], folder: str) -> Chunk:
     if isinstance(r, ManifestRow):
       labels.update(r.labels)
       for o in r.objects or ():
+        if is_dropped(o):  # a class the class map drops takes no id
+          continue
         labels.add(o.label)
         if o.source_id is not None:
           source_ids.add((o.label, o.source_id))
@@ -86,7 +89,8 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
   lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
                                           image_root=source.image_root,
                                           feature_types=dict(source.feature_types) or None,
-                                          annotations=annotations)
+                                          annotations=annotations,
+                                          class_map=source.class_map)
   size = max(rows_per_batch, min(-(-lines // max_chunks), MAX_CHUNK_ROWS))
   merge = not spec.one_row_an_image
   chunk: List[Item] = []

@@ -21,6 +21,8 @@ from tfrecorder_component import record as record_lib
 from tfrecorder_component import storage
 from tfrecorder_component.errors import ManifestError, RowError, error_record
 from tfrecorder_component.images import thumbnail as thumbnail_lib
+from tfrecorder_component.manifest.class_map import ClassMap
+from tfrecorder_component.manifest.class_map import describe as describe_class_map
 from tfrecorder_component.manifest import ManifestRow, Task
 from tfrecorder_component.options import ConversionOptions
 from tfrecorder_component.steps.chunks import ROWS_PER_BATCH, Chunk, unpack_chunk
@@ -252,9 +254,10 @@ class VocabularyBuilder:
   accumulator is (labels, tasks, (label, source id) pairs), three sets."""
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False):
+               append_new_labels: bool = False, class_map: ClassMap = ()):
     self._given = given
     self._append = append_new_labels
+    self._class_map = class_map
 
   @staticmethod
   def new() -> Tuple[set, set, set]:
@@ -277,7 +280,7 @@ class VocabularyBuilder:
     """{'labels': in id order, 'ids': theirs, 'task', 'seen': the rows' labels,
     'appended' / 'unknown': labels a given label map lacks (given new ids / failing
     their rows), 'conflicts': source ids not kept, one line each, 'given': where the
-    given label map was read from, or None}."""
+    given label map was read from, or None, 'class_map': the run's class map, or None}."""
     labels, tasks, source_pairs = acc
     if len(tasks) > 1:
       raise ManifestError(f'the manifests mix {" and ".join(sorted(tasks))} rows; convert '
@@ -292,4 +295,5 @@ class VocabularyBuilder:
             'task': task, 'seen': labels_lib.vocabulary_order(labels),
             'appended': list(vocabulary.appended), 'unknown': list(vocabulary.unknown),
             'conflicts': list(vocabulary.conflicts),
-            'given': self._given.source if self._given else None}
+            'given': self._given.source if self._given else None,
+            'class_map': describe_class_map(self._class_map)}

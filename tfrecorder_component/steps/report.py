@@ -10,6 +10,7 @@ from tfrecorder_component import files
 from tfrecorder_component import layout
 from tfrecorder_component import report_html
 from tfrecorder_component.record import RecordStat
+from tfrecorder_component.manifest.class_map import DROPPED
 
 FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
 
@@ -86,18 +87,21 @@ def count(acc: Dict[str, Dict[str, int]], element) -> Dict[str, Dict[str, int]]:
 def summary(acc: Dict[str, Dict[str, int]]) -> Dict[str, Any]:
   """The summary of a run's counts (`new_counts`, added to by `count`)."""
   records = sum(acc['records'].values())
-  failed = sum(acc['errors'].values())
+  errors = dict(acc['errors'])
+  left_out = errors.pop(DROPPED, 0)  # rows a class map leaves out: not failures
+  failed = sum(errors.values())
   per_split: Dict[str, Dict[str, int]] = {}
   for key, n in sorted(acc['split_labels'].items()):
     split, label = key.split('\t', 1)
     per_split.setdefault(split, {})[label] = n
   return {
-      'rows_read': records + failed,
+      'rows_read': records + failed + left_out,
       'records_written': records,
       'rows_failed': failed,
+      'rows_left_out': {DROPPED: left_out} if left_out else {},
       'records_per_split': dict(sorted(acc['records'].items())),
       'records_per_label': dict(sorted(acc['labels'].items())),
-      'errors_per_reason': dict(sorted(acc['errors'].items())),
+      'errors_per_reason': dict(sorted(errors.items())),
       'objects_written': sum(acc['objects'].values()),
       'objects_per_label': dict(sorted(acc['objects'].items())),
       'box_issues': dict(sorted(acc['box_issues'].items())),
@@ -163,7 +167,8 @@ def write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any]
                  label_ids=dict(zip(held['labels'], held['ids'])),
                  labels_left_out=held['left_out'], labels_appended=held['appended'],
                  labels_unknown=held['unknown'], label_id_conflicts=held['conflicts'],
-                 label_map_given=held['given'], duplicates=duplicates)
+                 label_map_given=held['given'], class_map=held.get('class_map'),
+                 duplicates=duplicates)
   files.write_text(files.join(report_dir, layout.SUMMARY_FILE),
                    json.dumps(summary, indent=2, ensure_ascii=False))
   files.write_text(files.join(report_dir, layout.REPORT_PAGE),
