@@ -78,10 +78,10 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       concurrent_reads=concurrent_reads, label_map=labels_lib.given_label_map(label_map),
       append_new_labels=bool(append_new_labels), class_map=parse_class_map(class_map))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
-  manifests, root, row_index = sources_lib.manifests_for(source, report_dir)
+  manifests, root, row_index, splits = sources_lib.manifests_for(source, report_dir)
   image_root = image_root or root
-  sources = [ManifestSource(m, manifest_format, None, image_root, declared, row_index,
-                            options.class_map) for m in manifests]
+  sources = [ManifestSource(m, manifest_format, splits.get(m), image_root, declared,
+                            row_index, options.class_map) for m in manifests]
   return manifests, options, args, sources
 
 

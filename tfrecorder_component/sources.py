@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component.errors import ManifestError, UsageError
@@ -93,6 +93,23 @@ def _has_label_folders(root: str) -> bool:
   return False
 
 
+def _split_folder_manifests(root: str) -> Dict[str, Optional[str]]:
+  """{manifest: split} for a local folder whose every subfolder is a split folder (train,
+  valid, val, validation, eval, test, in any case) and some hold manifest files (a .txt
+  beside label folders is no manifest); {} otherwise."""
+  folders = [e for e in sorted(os.scandir(root), key=lambda e: e.name) if e.is_dir()]
+  if not folders or not all(e.name.upper() in ML_USE_TO_SPLIT for e in folders):
+    return {}
+  found = {}
+  for entry in folders:
+    manifests = files.list_manifest_files(entry.path)
+    if manifests and all(m.lower().endswith('.txt') for m in manifests) and (
+        _has_label_folders(root)):
+      continue
+    found.update((m, ML_USE_TO_SPLIT[entry.name.upper()]) for m in manifests)
+  return found
+
+
 def _csv_field(value: str) -> str:
   if any(c in value for c in ',"\n\r'):
     return '"' + value.replace('"', '""') + '"'
@@ -146,16 +163,26 @@ def dataframe_row_index(df) -> Tuple[Tuple[int, Any], ...]:
   return tuple(out)
 
 
-def manifests_for(source, report_dir: str
-                   ) -> Tuple[List[str], Optional[str], Tuple[Tuple[int, Any], ...]]:
+class Manifests(NamedTuple):
+  """What a `convert()` source stands for (`manifests_for`)."""
+  paths: List[str]
+  image_root: Optional[str]  # None: each manifest's own folder
+  row_index: Tuple[Tuple[int, Any], ...]  # a DataFrame's (row, index label) pairs
+  # {path: the split every row of it takes (None: unassigned)}, from split folders
+  splits: Dict[str, Optional[str]]
+
+
+def manifests_for(source, report_dir: str) -> Manifests:
   """The manifest files a source stands for, the folder its relative image URIs resolve
-  against (None: each manifest's own folder) and, for a DataFrame, its rows' index
-  labels. For a DataFrame (URIs relative to the working directory, as a notebook means
-  them) or an image folder, a manifest is written into `report_dir`."""
+  against (None: each manifest's own folder), for a DataFrame its rows' index labels, and
+  the split of manifests found in split folders (`<split>/<manifests>`, as Roboflow's
+  exports lay out train/, valid/ and test/). For a DataFrame (URIs relative to the
+  working directory, as a notebook means them) or an image folder, a manifest is written
+  into `report_dir`."""
   if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, dataframe_manifest(source))
-    return [path], os.getcwd(), dataframe_row_index(source)
+    return Manifests([path], os.getcwd(), dataframe_row_index(source), {})
   source = os.fspath(source)
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
@@ -164,10 +191,14 @@ def manifests_for(source, report_dir: str
       m.lower().endswith('.txt') for m in manifests) and _has_label_folders(source):
     manifests = []  # a README.txt beside <label>/ folders is no manifest
   if manifests:
-    return manifests, None, ()
+    return Manifests(manifests, None, (), {})
+  by_split = _split_folder_manifests(source) if os.path.isdir(source) else {}
+  if by_split:
+    return Manifests(sorted(by_split), None, (), by_split)
   if os.path.isdir(source) or '://' in source:  # an image folder, or a prefix of one
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, folder_manifest(source))
-    return [path], (source.rstrip('/') if '://' in source else os.path.abspath(source)), ()
+    return Manifests([path], (source.rstrip('/') if '://' in source else
+                              os.path.abspath(source)), (), {})
   raise UsageError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
                    'a folder of manifests, or an image folder')

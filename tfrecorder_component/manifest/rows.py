@@ -16,7 +16,7 @@ from tfrecorder_component.errors import RowError
 # TFX split names. None means "unassigned": the row goes through hash splitting.
 ML_USE_TO_SPLIT = {
     'TRAIN': 'train', 'TRAINING': 'train',
-    'VALIDATION': 'eval', 'VALIDATE': 'eval', 'VAL': 'eval', 'EVAL': 'eval',
+    'VALIDATION': 'eval', 'VALIDATE': 'eval', 'VALID': 'eval', 'VAL': 'eval', 'EVAL': 'eval',
     'TEST': 'test',
     'UNASSIGNED': None, '': None,
 }
