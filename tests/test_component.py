@@ -122,6 +122,30 @@ def test_label_map_and_append_new_labels_reach_the_executor(tmp_path):
   assert examples.get_string_custom_property('label_map_given') == label_map
 
 
+def test_class_map_reaches_the_executor(tmp_path):
+  """class_map, set on the component, renames and drops classes in what the executor
+  writes; a bad one is refused when the component is built."""
+  for name in 'abc':
+    write_image(str(tmp_path / 'in' / f'{name}.png'), 'PNG', 'RGB', 6, 6, seed=1)
+  write_text(str(tmp_path / 'in' / 'm.csv'), 'TRAIN,a.png,cat\nTRAIN,b.png,kitten\n'
+             'TRAIN,c.png,blurry\n')
+  with pytest.raises(ValueError, match="'cat' must map to a class name"):
+    ImageExampleGen(input_base=str(tmp_path / 'in'), class_map={'cat': 1})
+  gen = ImageExampleGen(input_base=str(tmp_path / 'in'),
+                        class_map={'kitten': 'cat', 'blurry': None})
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  records = by_source_id(examples.uri, ['train'])
+  assert {uri: feature(ex, 'image/class/text') for uri, (_, ex) in records.items()} == {
+      'a.png': [b'cat'], 'b.png': [b'cat']}
+  with open(os.path.join(report.uri, 'summary.json'), encoding='utf-8') as f:
+    summary = json.load(f)
+  assert summary['class_map'] == {'blurry': None, 'kitten': 'cat'}
+  assert summary['rows_left_out'] == {'dropped_class': 1} and summary['rows_failed'] == 0
+
+
 def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_writes(tmp_path):
   """Each execution parameter of the spec, given to ImageExampleGen with a value other
   than its default, reaches the executor and changes its output: a parameter the
@@ -164,10 +188,11 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   # and include_keypoints read COCO only: their own tests below. concurrent_reads changes
   # how many reads of remote images are in flight, not the records: seen at a storage
   # server in tests/test_object_storage.py. label_map and append_new_labels need labels:
-  # test_label_map_and_append_new_labels_reach_the_executor below.
+  # test_label_map_and_append_new_labels_reach_the_executor above, class_map
+  # test_class_map_reaches_the_executor.
   missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
       'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads',
-      'label_map', 'append_new_labels'}
+      'label_map', 'append_new_labels', 'class_map'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties
