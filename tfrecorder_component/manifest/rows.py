@@ -154,6 +154,15 @@ def split_for_ml_use(value: str) -> Optional[str]:
   return ML_USE_TO_SPLIT[value.strip().upper()]
 
 
+def split_of_folder(path: str) -> Optional[str]:
+  """The split a manifest's folder names, or None: Roboflow exports a dataset as train/,
+  valid/ and test/ folders, each with its own annotation file (`valid/_annotations.csv`:
+  'eval'). The folder names are ML_USE values in any case, as for a source folder of
+  split folders (sources.py): train, training, valid, val, validation, eval, test."""
+  folder = posixpath.basename(posixpath.dirname(path.replace('\\', '/')))
+  return ML_USE_TO_SPLIT.get(folder.upper()) if folder else None
+
+
 def resolve_uri(image_uri: str, manifest_path: str, image_root: Optional[str] = None) -> str:
   """Resolves an image URI against `image_root`, by default the manifest's own folder.
 
