@@ -210,3 +210,24 @@ def test_a_quote_left_open_on_two_lines_is_a_bad_label_not_a_shortened_label():
                                    'automl_csv'))
   assert [(i.row, getattr(i, 'reason', None)) for i in items] == [(2, 'bad_label'), (3, None)]
   assert "the label '\\nTRAIN,b.png,' holds '\\n'" in items[0].message
+
+
+def test_a_bad_box_line_fails_its_whole_image_on_both_engines(tmp_path):
+  """In a one-row-a-box manifest, an image one of whose lines cannot be read is not
+  written with its other boxes (that would write the unread object as background): it
+  fails whole, as the bad line, naming the rows left unwritten. Images whose lines are
+  all good are written, without Beam and with it."""
+  images(str(tmp_path), ['a.png', 'b.png'])
+  manifest = write_text(str(tmp_path / 'boxes.csv'),
+                        'TRAIN,a.png,cat,0.1,0.1,,,0.5,0.5,,\n'
+                        'TRAIN,a.png,dog,0.2,x,,,0.6,0.6,,\n'
+                        'TRAIN,b.png,cat,0.1,0.1,,,0.5,0.5,,\n'
+                        'TRAIN,a.png,cat,0.3,0.3,,,0.4,0.4,,\n')
+  for name, beam_args in (('local', []), ('beam', ['--direct_num_workers=1'])):
+    out = str(tmp_path / name)
+    result = trc.convert(manifest, out, max_error_ratio=1.0, beam_args=beam_args)
+    assert result.records_written == 1 and result.rows_failed == 1, name
+    [(row, reason, message)] = errors_of(out)
+    assert (row, reason) == (2, 'bad_row'), name
+    assert message.endswith('(the image fails whole: its rows 1, 4 are not written without '
+                            'this one)'), message

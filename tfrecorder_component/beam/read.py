@@ -6,7 +6,6 @@ from typing import AbstractSet, Sequence
 
 import apache_beam as beam
 
-from tfrecorder_component.manifest import ManifestRow
 from tfrecorder_component.options import ManifestSource
 from tfrecorder_component.steps.chunks import (CHUNK, MAX_CHUNKS_PER_FILE, ROWS_PER_BATCH, Chunk,
                                                Item, merged_item, pack_chunk, parse_manifest)
@@ -81,7 +80,7 @@ class _MergeObjectsFn(beam.CombineFn):
   def create_accumulator(self):
     return []
 
-  def add_input(self, acc, row: ManifestRow):
+  def add_input(self, acc, row: Item):
     acc.append(row)
     return acc
 

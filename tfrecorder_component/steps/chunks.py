@@ -83,7 +83,8 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
   from the file's line count) until chunks reach MAX_CHUNK_ROWS rows, of at least
   `rows_per_batch` rows. Detection rows that must be merged per image first (one row a
   box: AutoML CSV, Vertex AI JSONL) leave one by one, tagged OBJECTS, as ((source, image
-  URI), row), for `merge_image_rows`. A COCO JSON is parsed whole by the worker reading
+  URI), row), for `merge_image_rows`, as do the error records of the rows of such a
+  format that failed naming their image (`merged_item` fails the image whole). A COCO JSON is parsed whole by the worker reading
   it."""
   storage.prepare_file_systems(source.path, source.image_root or '', chunk_dir)
   lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
@@ -99,6 +100,9 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
     if merge and not failed and item.task is Task.DETECTION:  # merged per image first
       yield OBJECTS, ((item.source, item.image_uri), item)
       continue
+    if merge and failed and item.uri is not None:  # fails the image's other rows too
+      yield OBJECTS, ((item.source, item.uri), error_record(item))
+      continue
     chunk.append(error_record(item) if failed else item)
     if len(chunk) == size:
       yield CHUNK, pack_chunk(chunk, chunk_dir)
@@ -107,8 +111,22 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
     yield CHUNK, pack_chunk(chunk, chunk_dir)
 
 
-def merged_item(rows: Sequence[ManifestRow]) -> Item:
+def merged_item(rows: Sequence[Item]) -> Item:
   """The rows of one detection image merged (`merge_image_rows`); an image whose rows
-  could not merge is an error record."""
+  could not merge is an error record. An image one of whose rows failed to parse (an
+  error record among `rows`) fails whole, as its first failed row, naming the rows
+  that are not written with it: writing it without the failed row's box would write an
+  object as background."""
+  failed = sorted((r for r in rows if not isinstance(r, ManifestRow)),
+                  key=lambda e: (str(e['source']), e['row'] or 0))
+  if failed:
+    others = sorted(r['row'] if isinstance(r, dict) else r.row for r in rows
+                    if r is not failed[0])
+    if not others:
+      return failed[0]
+    listed = ', '.join(str(n) for n in others)
+    return dict(failed[0], message=f'{failed[0]["message"]} (the image fails whole: its '
+                f'row{"s" if len(others) > 1 else ""} {listed} {"are" if len(others) > 1 else "is"} '
+                'not written without this one)')
   merged = merge_image_rows(rows)
   return error_record(merged) if isinstance(merged, RowError) else merged
