@@ -36,6 +36,7 @@ setup(
         'protobuf>=3.20.3,<7',
         'google-crc32c>=1.5',
         'pycocotools>=2.0.7',  # COCO instance masks (include_masks)
+        'pyyaml>=5.4',  # YOLO's data.yaml, class maps in YAML
     ],
     extras_require={
         # tfx[kfp] brings kfp where TFX offers it (TFX 1.21: Python < 3.12).

@@ -417,6 +417,9 @@ FORMAT_SAMPLES = {
     'yolo_obb': ('data.yaml', 'train: images/train\nnames: [cat]\n',
                  {'images/train/a.jpg': '',
                   'labels/train/a.txt': '0 0.1 0.1 0.5 0.1 0.5 0.4 0.1 0.4\n'}),
+    'yolo_darknet': ('obj.data', 'classes = 1\ntrain = train.txt\nnames = obj.names\n',
+                     {'train.txt': 'a.jpg\n', 'obj.names': 'cat\n',
+                      'a.txt': '0 0.5 0.5 0.2 0.2\n'}),
     'labelme': ('m.json', '{"version": "5.2.1", "shapes": [], "imagePath": "a.jpg", '
                 '"imageHeight": 10, "imageWidth": 10}', {}),
     'createml': ('m.json', '[{"image": "a.jpg", "annotations": [{"label": "cat", '

@@ -90,10 +90,11 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--convert-unsupported', action='store_true',
                       help='re-encode WebP, TIFF, ... as PNG instead of failing them')
   parser.add_argument('--include-masks', action='store_true',
-                      help='COCO: write each object\'s mask (polygons or RLE) as a PNG in '
-                      'image/object/mask')
+                      help='COCO, YOLO segmentation, LabelMe, CVAT, Label Studio: write each '
+                      'object\'s mask (polygons or RLE) as a PNG in image/object/mask')
   parser.add_argument('--include-keypoints', action='store_true',
-                      help='COCO: write each object\'s keypoints in image/object/keypoint/*')
+                      help='COCO, YOLO pose: write each object\'s keypoints in '
+                      'image/object/keypoint/*')
   parser.add_argument('--concurrent-reads', type=int, metavar='N',
                       help='reads in flight per worker for images on gs://, s3:// and other '
                       'remote storage (default 64; local files are read in line)')

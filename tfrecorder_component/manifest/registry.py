@@ -22,7 +22,8 @@ from tfrecorder_component.manifest.format_spec import ManifestFormat
 # the AutoML classification CSV for .csv and for a file of no known extension).
 FORMATS: Tuple[ManifestFormat, ...] = (
     vertex_jsonl.FORMAT, labelme.FORMAT, createml.FORMAT, label_studio.FORMAT, coco.FORMAT,
-    cvat.FORMAT, pascal_voc.FORMAT, yolo.FORMAT, yolo.OBB_FORMAT, tf_od_csv.FORMAT,
+    cvat.FORMAT, pascal_voc.FORMAT, yolo.FORMAT, yolo.OBB_FORMAT, yolo.DARKNET_FORMAT,
+    tf_od_csv.FORMAT,
     open_images.FORMAT, segmentation_csv.FORMAT, automl_detection_csv.FORMAT,
     automl_csv.FORMAT)
 MANIFEST_FORMATS = tuple(sorted(f.name for f in FORMATS))
