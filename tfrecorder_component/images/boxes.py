@@ -37,7 +37,11 @@ class BoxIssue:
   # 'bad_area', 'bad_iscrowd' (COCO);
   # masks: 'empty_mask', 'mask_outside_image', 'mask_size_mismatch', 'mask_not_finite',
   # 'bad_mask';
-  # keypoints: 'keypoint_outside', 'keypoint_outside_after_transform'
+  # keypoints: 'keypoint_outside', 'keypoint_outside_after_transform';
+  # oriented-box corners: 'corner_outside_image', 'corner_outside_after_transform';
+  # shapes without an area (LabelMe, CVAT): 'point_shape', 'points_shape', 'line_shape',
+  # 'linestrip_shape', 'polyline_shape', 'points_without_object';
+  # a class the class map drops: 'dropped_class'
   reason: str
   keypoint: Optional[str] = None  # the keypoint's name, for a keypoint issue
 

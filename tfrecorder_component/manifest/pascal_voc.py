@@ -14,6 +14,17 @@ from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import parse_number
 from tfrecorder_component.manifest.rows import ManifestRow, ObjectBox, ParsedItem, resolve_uri
 
+# What parsing an XML manifest's text can raise (ET.iterparse: as it is iterated).
+XML_ERRORS = (ET.ParseError, ValueError, UnicodeError)
+
+
+def xml_bytes(text: str) -> bytes:
+  """A manifest's text (decoded from UTF-8 with 'surrogateescape' by the reader) as the
+  bytes it was read from, for `ET.fromstring` or `ET.iterparse`: parsed as bytes, the
+  XML declaration's encoding (such as ISO-8859-1) applies. Pascal VOC and CVAT XML."""
+  return text.encode('utf-8', 'surrogateescape')
+
+
 _TRUE = ('1', 'true', 'yes')
 _FALSE = ('', '0', 'false', 'no')
 
@@ -26,9 +37,8 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
 
 def _parse(path: str, text: str, image_root: Optional[str]) -> ParsedItem:
   try:
-    # As bytes, so that the XML declaration's encoding (such as ISO-8859-1) applies.
-    root = ET.fromstring(text.encode('utf-8', 'surrogateescape'))
-  except (ET.ParseError, ValueError, UnicodeError) as e:
+    root = ET.fromstring(xml_bytes(text))
+  except XML_ERRORS as e:
     return RowError('bad_row', f'not a valid Pascal VOC XML file: {e}', source=path, row=1)
   filename = (root.findtext('filename') or '').strip()
   if not filename:

@@ -39,11 +39,11 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
   if annotations:
     missing = sorted(set(annotations) - set(spec.annotations))
     if missing:
-      fields = {'masks': '"segmentation"', 'keypoints': '"keypoints"'}
+      able = sorted(f.name for f in registry.FORMATS if set(missing) <= set(f.annotations))
       raise ManifestError(
           f'{path}: include_{" and include_".join(missing)} asked for, but this manifest '
-          f'({spec.name}) has no {" or ".join(missing)}: they are read from the '
-          f'{" and ".join(fields[m] for m in missing)} of COCO JSON annotations')
+          f'({spec.name}) has no {" or ".join(missing)}; formats that have them: '
+          f'{", ".join(able)}')
     extra['annotations'] = frozenset(annotations)
   for item in spec.parse(path, text, image_root=image_root, feature_types=declared, **extra):
     if isinstance(item, ManifestRow):

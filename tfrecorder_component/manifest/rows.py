@@ -68,8 +68,9 @@ class ObjectBox:
   # `keypoint_names` (padded with (0, 0, 0) and '' to the file's longest list).
   keypoints: Tuple[Tuple[float, float, int], ...] = ()
   keypoint_names: Tuple[str, ...] = ()
-  # Why the object cannot be written as annotated ('bad_area', 'bad_iscrowd'), else '':
-  # it is dropped with that reason in box_issues.
+  # Why the object cannot be written as annotated ('bad_area', 'bad_iscrowd' (COCO),
+  # 'point_shape' and the other shapes without an area (LabelMe, CVAT), 'dropped_class'
+  # (the class map)), else '': it is dropped with that reason in box_issues.
   invalid: str = ''
   source_id: Optional[int] = None  # the class id the source gives (COCO's category_id)
   # An oriented box's four corners, x1, y1, ... x4, y4, as annotated (YOLO OBB); the
