@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.run [--sizes 10000,20000] [--repeats 3]
         [--parts throughput,startup,memory,stages,masks,remote]
     .venv/bin/python -m benchmarks.run --parts peers     (TFDS, Ray Data, ...: ~30 minutes)
+    .venv/bin/python -m benchmarks.run --parts formats   (Datumaro on YOLO and COCO)
 
 Throughput: for each repeat, each N and each method (interleaved, so the host's noise
 falls on all alike), one fresh process converts the first N synthetic 256x256 JPEGs.
@@ -23,7 +24,10 @@ proxy adding 0, 20 and 50 ms a request). `peers` (benchmarks/peers.py: the CLI,
 convert() and LocalDagRunner against a TFDS builder, Ray Data, the naive loop and two
 floors at 2,000, 20,000 and 200,000 images, whole processes, 3 repeats) takes about half
 an hour, more when it first makes the 200,000 images, so it runs only when --parts names
-it. Writes
+it; so does `formats` (benchmarks/formats.py: the same YOLO and COCO datasets converted by
+this project's CLI and by Datumaro's `datum convert ... -f tf_detection_api`, in the
+reference readers' environment, scripts/oracles-env; both outputs read back and compared).
+Writes
 benchmarks/results/results.md (all parts), results.png and one file per part.
 """
 from __future__ import annotations
@@ -60,8 +64,10 @@ BEAM_ARGS = {
     'beam_multiproc_2_noverify': ['--direct_running_mode=multi_processing',
                                   '--direct_num_workers=2'],
 }
-PARTS = ('throughput', 'startup', 'timeline', 'memory', 'stages', 'masks', 'remote', 'peers')
-DEFAULT_PARTS = tuple(p for p in PARTS if p != 'peers')  # peers: half an hour, by name only
+PARTS = ('throughput', 'startup', 'timeline', 'memory', 'stages', 'masks', 'remote', 'peers',
+         'formats')
+# peers (half an hour) and formats (Datumaro in its own environment): by name only
+DEFAULT_PARTS = tuple(p for p in PARTS if p not in ('peers', 'formats'))
 
 
 # ---------------------------------------------------------------- worker side
@@ -148,7 +154,7 @@ def main(argv=None) -> int:
   parser.add_argument('--methods', default=','.join(DEFAULT_METHODS),
                       help=f'any of {",".join(METHODS)}')
   parser.add_argument('--parts', default=','.join(DEFAULT_PARTS),
-                      help=f'any of {",".join(PARTS)} (peers only when named)')
+                      help=f'any of {",".join(PARTS)} (peers and formats only when named)')
   parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
   parser.add_argument('--tiny-data', default=os.path.join(HERE, 'out', 'tiny'),
                       help="the memory part's 4x4 PNGs and COCO JSON")
@@ -195,6 +201,9 @@ def main(argv=None) -> int:
     if 'peers' in parts:
       from benchmarks import peers  # pylint: disable=g-import-not-at-top
       peers.main(['--data', args.data, '--scratch', args.scratch, '--results', args.results])
+    if 'formats' in parts:
+      from benchmarks import formats  # pylint: disable=g-import-not-at-top
+      formats.main(['--data', args.data, '--scratch', args.scratch, '--results', args.results])
   print(report.assemble(args.results))
   return 0
 

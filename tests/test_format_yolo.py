@@ -560,7 +560,6 @@ def test_an_ultralytics_classification_folder_converts_with_its_splits(tmp_path)
 def test_a_dataset_on_s3_reads_as_it_does_from_disk(tmp_path, caplog):
   """Listed with one object listing a folder, label files read through Beam's S3 file
   system (moto's S3 server on loopback)."""
-  pytest.importorskip('moto')
   from storage_servers import S3Server  # pylint: disable=g-import-not-at-top
   from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
   path = write_e2e_dataset(tmp_path)
@@ -638,6 +637,16 @@ def test_darknet_cvat_export_reads_its_lists_in_order(tmp_path):
   write_text(path, 'classes = 2\ntrain = data/nothing.txt\nnames = data/obj.names\n')
   with pytest.raises(ManifestError, match=r'`train = data/nothing.txt` names no file'):
     read_darknet(path)
+  # Datumaro's export names the eval list `val`; a key darknet does not know stops the
+  # run rather than leave a split out.
+  write_text(path, 'classes = 2\ntrain = data/train.txt\nval = data/valid.txt\n'
+             'names = data/obj.names\n')
+  write_text(str(tmp_path / 'obj_train_data/b.txt'), '0 .5 .5 .2 .2\n')
+  assert [r.split for r in read_darknet(path)] == ['train', 'train', 'eval']
+  write_text(path, 'classes = 2\ntrain = data/train.txt\nvalidate = data/valid.txt\n'
+             'names = data/obj.names\n')
+  with pytest.raises(ManifestError, match='unknown key validate; a Darknet .data file has'):
+    read_darknet(path)
 
 
 def test_darknet_paths_relative_to_its_working_folder_and_the_labels_rule(tmp_path):
@@ -656,8 +665,6 @@ def test_darknet_paths_relative_to_its_working_folder_and_the_labels_rule(tmp_pa
   assert rows[0].resolved_uri == str(darknet / 'data/obj/a.jpg')
 
 
-@pytest.mark.skipif('yolo_darknet' not in MANIFEST_FORMATS,
-                    reason='yolo_darknet is not in registry.FORMATS yet')
 def test_darknet_export_converts(tmp_path):
   path = write_cvat_export(tmp_path / 'export')
   result = trc.convert(path, str(tmp_path / 'out'))

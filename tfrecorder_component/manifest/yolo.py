@@ -498,8 +498,8 @@ def _keypoint_names(path: str, data: dict, names: Dict[int, str], count: int
 
 def parse_darknet(path: str, text: str, *, image_root: Optional[str] = None,
                   feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
-  """A Darknet dataset's `obj.data`: `classes`, `train`, `valid` (and `test`) image lists
-  and the `names` file, as AlexeyAB's darknet and CVAT's "YOLO 1.1" export write them.
+  """A Darknet dataset's `obj.data`: `classes`, `train`, `valid` (or `val`; and `test`)
+  image lists and the `names` file (a key darknet does not know is a ManifestError), as AlexeyAB's darknet and CVAT's "YOLO 1.1" export write them.
 
   Darknet resolves relative paths against its working folder, usually the parent of the
   `data/` folder holding obj.data: a relative path is tried against obj.data's folder
@@ -515,9 +515,15 @@ def parse_darknet(path: str, text: str, *, image_root: Optional[str] = None,
   base = _folder_of(image_root) if image_root else _parent(_absolute(path))
   names = _darknet_names(path, data, base)
   lines = _LineRules(path, {}, names, frozenset(), 'darknet')
+  unknown = sorted(set(data) - _DARKNET_KEYS)
+  if unknown:  # a split under a name not read would be left out without a word
+    raise ManifestError(f'{path}: unknown key{"s" if len(unknown) > 1 else ""} '
+                        f'{", ".join(unknown)}; a Darknet .data file has '
+                        f'{", ".join(sorted(_DARKNET_KEYS))}')
   row = 0
-  for split, key in _DARKNET_SPLITS:
-    if not data.get(key):
+  for split, keys in _DARKNET_SPLITS:
+    key = next((k for k in keys if data.get(k)), None)
+    if key is None:
       continue
     found = _darknet_path(base, data[key])
     if found is None:
@@ -538,7 +544,12 @@ def parse_darknet(path: str, text: str, *, image_root: Optional[str] = None,
                        lines)
 
 
-_DARKNET_SPLITS = (('train', 'train'), ('eval', 'valid'), ('test', 'test'))
+# obj.data's keys of each split, the first present one read: darknet's `valid`, also
+# `val` and `validation` (Datumaro's Darknet export writes `val`).
+_DARKNET_SPLITS = (('train', ('train',)), ('eval', ('valid', 'val', 'validation')),
+                   ('test', ('test',)))
+_DARKNET_KEYS = {'classes', 'names', 'backup', 'eval', 'results', 'map', 'top', 'difficult',
+                 *(k for _, keys in _DARKNET_SPLITS for k in keys)}
 
 
 def _darknet_keys(path: str, text: str) -> Dict[str, str]:
