@@ -3,6 +3,9 @@
 
     .venv/bin/python -m benchmarks.memory [--sizes 20000,200000] [--coco-images 200000]
 
+`--sizes ''` skips the CSV conversions (the COCO file alone: `--coco-images 20000` is about
+100 MB, 200000 about 1 GB).
+
 Images are distinct 4x4 PNGs (so nothing but the row count grows; generated once under
 benchmarks/out/tiny). `--sizes 20000,200000,2000000` adds the long 2,000,000-row run
 (about 8 GB of small files, made once). Each conversion runs `convert()` in its own
@@ -195,7 +198,8 @@ def main(argv=None) -> int:
   parser.add_argument('--data', default=os.path.join(HERE, 'out', 'tiny'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  results = measure(args.data, sorted(int(s) for s in args.sizes.split(',')), args.coco_images)
+  sizes = sorted(int(s) for s in args.sizes.split(',') if s.strip())
+  results = measure(args.data, sizes, args.coco_images)
   report.write_part(args.results, 'memory.md', markdown(results))
   with open(os.path.join(args.results, 'memory.json'), 'w') as f:
     json.dump(results, f, indent=1)

@@ -8,13 +8,31 @@ Asked for (`annotations`), each object also carries its `segmentation` ('masks':
 polygons, or run-length encoded for crowds, rasterised when the record is built) and
 its `keypoints` ('keypoints': named by its category's `keypoints` list); otherwise both
 are dropped as the file is parsed, since they are most of a COCO file's size.
+
+A file of any size is read in bounded memory: as a stream, a value of "images" and
+"annotations" at a time (with `json`'s own decoder, so that every value is what
+`json.loads` makes of it), its members in any order ("annotations" before "images",
+"categories" last). Images and annotations are keyed by image id and sorted, on local
+temporary disk past MEMORY_BYTES, then merged to join each image to its annotations;
+what is yielded is sorted back into file order the same way (`ExternalSort`).
 """
 from __future__ import annotations
 
+import codecs
+import heapq
 import json
-from array import array
 import math
-from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+import os
+import pickle
+import re
+import shutil
+import struct
+import sys
+import tempfile
+import uuid
+from array import array
+from typing import (AbstractSet, Any, BinaryIO, Callable, Dict, Iterator, List, Mapping,
+                    Optional, Tuple, Union)
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
@@ -22,61 +40,489 @@ from tfrecorder_component.manifest.features import FLOAT32_MAX, as_number
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
                                                 ParsedItem, merge_image_rows, resolve_uri)
 
+# What one file's parse holds in memory, whatever the file's size: the images, the
+# annotations and the rows it has yet to yield are kept as packed entries until they
+# take MEMORY_BYTES, then written as sorted runs to a temporary folder on local disk and
+# merged back a block of each at a time (`steps.runs`).
+MEMORY_BYTES = 16 * 2**20
+READ_BYTES = 2**20  # read from the file at a time
+MAX_OPEN_RUNS = 64  # runs merged at once; more are merged into longer runs first
 
-def parse(path: str, text: str, *, image_root: Optional[str] = None,
+
+def parse(path: str, text: Any, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
           annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+  """The rows of a COCO JSON file, in file order: first the images that fail (in
+  "images" order), then the annotations of no image (in "annotations" order), then each
+  image with its annotations' boxes (in "images" order), preceded by its annotations
+  that fail. `text` is the file's text, or (a streamed file) anything else: the file at
+  `path` is then read as it is parsed, never held whole."""
   del feature_types  # COCO has no extra columns
-  data = _load(path, text, annotations)
-  categories = _categories(path, data.get('categories') or [])
-  keypoints = _keypoint_names(path, data.get('categories') or [], annotations)
-  read = _Read(categories, 'masks' in annotations, keypoints)
-  images: Dict[object, ManifestRow] = {}
-  for number, image in enumerate(data['images'], start=1):
-    row = _image_row(path, number, image, image_root)
-    if isinstance(row, ManifestRow):
-      key = _key(image.get('id'))
-      if key not in images:
-        images[key] = row
+  folder = tempfile.mkdtemp(prefix='tfrecorder-coco-')
+  try:
+    budget = SortBudget(MEMORY_BYTES)
+    failed = ExternalSort(folder, budget)  # failed images and annotations of no image
+    sections = _read(path, text, annotations, image_root, folder, budget, failed)
+    categories = sections.get('categories') or []
+    read = _Read(_categories(path, categories), 'masks' in annotations,
+                 _keypoint_names(path, categories, annotations))
+    joined = ExternalSort(folder, budget)  # images and their annotations, in "images" order
+    _join(path, sections['images'], sections.get('annotations'), read, joined, failed)
+    for key in ('images', 'annotations'):  # joined: their runs are no longer needed
+      if sections.get(key):
+        sections[key].discard()
+    budget.spill()
+    for _, data in failed.entries():
+      yield _unpacked(unpacked_value(data))
+    yield from _image_rows(path, joined, read)
+  finally:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _read(path: str, text: Any, annotations: AbstractSet[str], image_root: Optional[str],
+          folder: str, budget: 'SortBudget', failed: 'ExternalSort') -> Dict[str, Any]:
+  """Reads the file through once: its "images" and "annotations" lists into sorters of
+  entries keyed by image id (so that a merge joins them; failed images into `failed`),
+  its "categories" as a list. Raises ManifestError where the file is not JSON or not of
+  a COCO file's shape, as `json.loads` and the checks after it did."""
+  unread = tuple(key for key, kind in _UNREAD.items() if kind not in annotations)
+  read = tuple(key for key, kind in _UNREAD.items() if kind in annotations)
+  decoder = json.JSONDecoder(object_hook=lambda obj: _drop(obj, unread, read))
+  sections: Dict[str, Any] = {}
+  try:
+    with _Text.open(path, text) as stream:
+      for key in _members(stream, decoder):
+        if key not in _SECTIONS:
+          _skip(stream, decoder)
+          continue
+        if isinstance(sections.get(key), ExternalSort):  # a key given twice: the last counts
+          sections[key].discard()
+          if key == 'images':
+            failed.discard()
+        if stream.next() != '[':
+          sections[key] = stream.value(decoder)
+        elif key == 'categories':
+          sections[key] = list(_items(stream, decoder))
+        elif key == 'images':
+          sections[key] = sorter = ExternalSort(folder, budget)
+          for number, image in enumerate(_items(stream, decoder)):
+            row = _image_row(path, number + 1, image, image_root)
+            if isinstance(row, RowError):
+              failed.add(_failed_key(0, number), _packed(row))
+            else:
+              sorter.add(_join_key(_id_key(image.get('id')), _IMAGE, number),
+                         (_packed(row), repr(image.get('id'))))
+        else:
+          sections[key] = sorter = ExternalSort(folder, budget)
+          for index, annotation in enumerate(_items(stream, decoder)):
+            image_id = (_id_key(annotation.get('image_id')) if isinstance(annotation, dict)
+                        else _NO_IMAGE)
+            sorter.add(_join_key(image_id, _ANNOTATION, index), annotation)
+  except _NotAnObject:
+    raise ManifestError(f'{path}: a COCO JSON file is an object with an "images" list'
+                        ) from None
+  except (ValueError, RecursionError) as e:
+    raise ManifestError(f'{path}: not a valid COCO JSON file: {e}') from e
+  if not isinstance(sections.get('images'), ExternalSort):
+    raise ManifestError(f'{path}: a COCO JSON file is an object with an "images" list')
+  for key in ('annotations', 'categories'):
+    value = sections.get(key)
+    if not isinstance(value or [], (list, ExternalSort)):
+      raise ManifestError(f'{path}: "{key}" must be a list')
+    if not isinstance(value, (list, ExternalSort)):
+      sections[key] = None  # null, false, 0, "" or {}: none
+  budget.spill()  # on disk, all of it: the memory is the join's
+  return sections
+
+
+_SECTIONS = ('images', 'annotations', 'categories')
+
+
+def _join(path: str, images: 'ExternalSort', annotations: Optional['ExternalSort'], read: '_Read',
+          joined: 'ExternalSort', failed: 'ExternalSort') -> None:
+  """Merges the images and the annotations, both sorted by image id: each image (the
+  first of its id) and its annotations go to `joined`, keyed by the image's place in
+  "images"; the other images of an id, and annotations of no image, fail."""
+  group, image = None, None
+  for key, data in ExternalSort.merged(images, *([annotations] if annotations else [])):
+    this, kind, number = key[:-9], key[-9], int.from_bytes(key[-8:], 'big')
+    if this != group:
+      group, image = this, None
+    if kind == _IMAGE:
+      if image is None:
+        image = number
+        joined.add_packed(_image_key(number), data)
         continue
-      row = RowError('bad_row', f'image id {image.get("id")!r} appears twice in "images" '
-                     f'(first at images[{images[key].row - 1}]); give each image its own id',
-                     source=path, row=number, uri=row.image_uri)
-    yield row
-  # Each image's annotations are merged here, so one row an image leaves the parser
-  # (not one per annotation, which the runner would hold until it grouped them).
-  annotations = data.get('annotations') or []
-  by_image: Dict[object, List[int]] = {}
-  for index, annotation in enumerate(annotations):
-    key = _key(annotation.get('image_id')) if isinstance(annotation, dict) else None
-    if key in images:
-      by_image.setdefault(key, []).append(index)
-    else:  # not an object, or an unknown image: its error
-      yield _annotation_row(path, index, annotation, images, read)
-  for key, image in images.items():
-    parts = [image]
-    for index in by_image.pop(key, ()):
-      item = _annotation_row(path, index, annotations[index], images, read)
-      if isinstance(item, RowError):
-        yield item
-      else:
-        parts.append(item)
+      (packed, shown_id), first = unpacked_value(data), image
+      failed.add(_failed_key(0, number), _packed(RowError(
+          'bad_row', f'image id {shown_id} appears twice in "images" (first at '
+          f'images[{first}]); give each image its own id', source=path, row=number + 1,
+          uri=_unpacked(packed).image_uri)))
+    elif image is None:  # an annotation of no image, or not an object
+      failed.add(_failed_key(1, number), _packed(
+          _annotation_row(path, number, unpacked_value(data), None, read)))
+    else:
+      joined.add_packed(_image_key(image, number), data)
+
+
+def _image_rows(path: str, joined: 'ExternalSort', read: '_Read') -> Iterator[ParsedItem]:
+  """Each image with the boxes of its annotations, in "images" order, each preceded by
+  its annotations that fail."""
+  parts: List[ManifestRow] = []
+  for key, data in joined.entries():
+    if key[8] == _IMAGE:
+      if parts:
+        yield merge_image_rows(parts)
+      parts = [_unpacked(unpacked_value(data)[0])]
+      continue
+    item = _annotation_row(path, int.from_bytes(key[9:], 'big'), unpacked_value(data),
+                           parts[0], read)
+    if isinstance(item, RowError):
+      yield item
+    else:
+      parts.append(item)
+  if parts:
     yield merge_image_rows(parts)
 
 
-def _load(path: str, text: str, annotations: AbstractSet[str]) -> dict:
-  unread = tuple(key for key, kind in _UNREAD.items() if kind not in annotations)
-  read = tuple(key for key, kind in _UNREAD.items() if kind in annotations)
+# Sort keys, compared as bytes. Joining: an image id (`_id_key`), then _IMAGE or
+# _ANNOTATION, then the place in "images" or "annotations" (a failed image, or an
+# annotation that is not an object, has the id _NO_IMAGE). Joined: the image's place in
+# "images", then _IMAGE, or _ANNOTATION and the annotation's place. Failed: 0 and the
+# image's place, or 1 and the annotation's.
+_IMAGE, _ANNOTATION = 0, 1
+_LENGTH = struct.Struct('>I')
+_NO_IMAGE = _LENGTH.pack(0)
+
+
+def _id_key(value: object) -> bytes:
+  """An image id as bytes equal exactly where the ids are one (`_key`), led by their
+  length so that the entries of one id sort together."""
+  key = _key(value)
+  kind = type(key)
+  if kind is int:
+    data = b'i%d' % key
+  elif kind is str:
+    data = b's' + key.encode('utf-8', 'surrogatepass')
+  elif kind is float:
+    data = b'f' + repr(key).encode()
+  else:
+    data = b'o' + repr(key).encode('utf-8', 'surrogatepass')
+  return _LENGTH.pack(len(data)) + data
+
+
+def _join_key(image_id: bytes, kind: int, number: int) -> bytes:
+  return image_id + bytes((kind,)) + number.to_bytes(8, 'big')
+
+
+def _image_key(image: int, annotation: Optional[int] = None) -> bytes:
+  if annotation is None:
+    return image.to_bytes(8, 'big') + bytes((_IMAGE,)) + bytes(8)
+  return image.to_bytes(8, 'big') + bytes((_ANNOTATION,)) + annotation.to_bytes(8, 'big')
+
+
+def _failed_key(part: int, number: int) -> bytes:
+  return bytes((part,)) + number.to_bytes(8, 'big')
+
+
+def _packed(item: ParsedItem) -> Tuple[str, Any]:
+  """A row or a RowError as plain values (a RowError does not pickle)."""
+  if isinstance(item, RowError):
+    return 'error', (item.reason, item.message, item.source, item.row, item.uri,
+                     item.annotation)
+  return 'row', item
+
+
+def _unpacked(packed: Tuple[str, Any]) -> ParsedItem:
+  kind, value = packed
+  if kind == 'error':
+    reason, message, source, row, uri, annotation = value
+    return RowError(reason, message, source=source, row=row, uri=uri, annotation=annotation)
+  return value
+
+
+class SortBudget:
+  """The bytes of entries the ExternalSorts of one parse hold together; past `limit`,
+  every one of them writes what it holds as a run."""
+
+  def __init__(self, limit: int):
+    self.limit = limit
+    self.held = 0
+    self.sorters: List['ExternalSort'] = []
+
+  def take(self, size: int) -> None:
+    self.held += size
+    if self.held > self.limit:
+      self.spill()
+
+  def spill(self) -> None:
+    for sorter in self.sorters:
+      sorter.spill()
+    self.held = 0
+
+
+def _deep(function: Callable[..., Any], *args, **kwargs) -> Any:
+  """`function(*args)` (pickle's dumps or loads), given recursion enough for a value
+  nested as deep as `json` reads (pickle takes two levels of recursion for each of
+  JSON's)."""
   try:
-    data = json.loads(text, object_hook=lambda obj: _drop(obj, unread, read))
-  except (ValueError, RecursionError) as e:
-    raise ManifestError(f'{path}: not a valid COCO JSON file: {e}') from e
-  if not isinstance(data, dict) or not isinstance(data.get('images'), list):
-    raise ManifestError(f'{path}: a COCO JSON file is an object with an "images" list')
-  for key in ('annotations', 'categories'):
-    if not isinstance(data.get(key) or [], list):
-      raise ManifestError(f'{path}: "{key}" must be a list')
-  return data
+    return function(*args, **kwargs)
+  except RecursionError:
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit * 3)
+    try:
+      return function(*args, **kwargs)
+    finally:
+      sys.setrecursionlimit(limit)
+
+
+def unpacked_value(data: bytes) -> Any:
+  """The value of an ExternalSort entry (`entries`)."""
+  return _deep(pickle.loads, data)
+
+
+class ExternalSort:
+  """An external sort of entries (a key, a pickled value), gathered in memory until the
+  budget is spent, then written as a sorted run (`steps.runs.RunSpiller`); read back
+  merged, a block of each run at a time (`steps.runs.read_entries`).
+
+  An entry is its key's length, the key, its value's length and the value, compared
+  as bytes: entries sort by key length, then key. Keys must be distinct. Runs are files
+  in `folder` (local temporary disk), removed with it by the caller.
+  (Used by the open_images format too.)"""
+
+  _LENGTH = struct.Struct('>I')
+  _OVERHEAD = 64  # bytes Python spends on an entry held in memory beyond its own
+
+  def __init__(self, folder: str, budget: SortBudget):
+    from tfrecorder_component.steps import runs  # pylint: disable=g-import-not-at-top
+    self._folder = folder
+    self._budget = budget
+    self._spiller = runs.RunSpiller(folder, sys.maxsize, self._write)
+    budget.sorters.append(self)
+
+  def add(self, key: bytes, value: object) -> None:
+    self.add_packed(key, _deep(pickle.dumps, value, protocol=pickle.HIGHEST_PROTOCOL))
+
+  def add_packed(self, key: bytes, data: bytes) -> None:
+    entry = b''.join((self._LENGTH.pack(len(key)), key, self._LENGTH.pack(len(data)), data))
+    self._spiller.add((entry,))
+    self._budget.take(len(entry) + self._OVERHEAD)
+
+  def spill(self) -> None:
+    self._spiller.spill()
+
+  def discard(self) -> None:
+    """Drops every entry (those of a list given twice: the first one's)."""
+    self._spiller.spill()
+    for path in self._spiller.runs:
+      if os.path.exists(path):  # not merged into a longer run (`merged`) already
+        os.remove(path)
+    self._spiller.runs.clear()
+
+  def entries(self) -> Iterator[Tuple[bytes, bytes]]:
+    """Every entry, as (key, pickled value), in key order."""
+    return self.merged(self)
+
+  @classmethod
+  def merged(cls, *sorters: 'ExternalSort') -> Iterator[Tuple[bytes, bytes]]:
+    """The entries of all of `sorters`, as (key, pickled value), in key order."""
+    paths = []
+    for sorter in sorters:
+      sorter.spill()
+      paths += sorter._spiller.runs  # pylint: disable=protected-access
+    folder = sorters[0]._folder  # pylint: disable=protected-access
+    while len(paths) > MAX_OPEN_RUNS:  # longer runs first, so that few files are open
+      merged = os.path.join(folder, f'run-{uuid.uuid4().hex}')
+      with open(merged, 'wb') as f:
+        for entry in heapq.merge(*map(cls._entries, paths[:MAX_OPEN_RUNS])):
+          f.write(entry)
+      for path in paths[:MAX_OPEN_RUNS]:
+        os.remove(path)
+      paths = paths[MAX_OPEN_RUNS:] + [merged]
+    size = cls._LENGTH.size
+    for entry in heapq.merge(*map(cls._entries, paths)):
+      at = size + cls._LENGTH.unpack_from(entry)[0]
+      yield entry[size:at], entry[at + size:]
+
+  @classmethod
+  def _size(cls, buffer: bytes, at: int) -> int:
+    """The size of the entry at `buffer[at]`, or more than is there while its value's
+    length is not (`steps.runs.read_entries`)."""
+    size = cls._LENGTH.size
+    key_end = at + size + cls._LENGTH.unpack_from(buffer, at)[0]
+    if len(buffer) < key_end + size:
+      return key_end + size - at
+    return key_end + size + cls._LENGTH.unpack_from(buffer, key_end)[0] - at
+
+  @classmethod
+  def _entries(cls, path: str) -> Iterator[bytes]:
+    from tfrecorder_component.steps import runs  # pylint: disable=g-import-not-at-top
+    with open(path, 'rb') as f:
+      yield from runs.read_entries(f, cls._size, cls._LENGTH.size, path)
+
+  @staticmethod
+  def _write(path: str, entries: List[bytes]) -> str:
+    entries.sort()
+    with open(path, 'wb') as f:
+      f.write(b''.join(entries))
+    return path
+
+
+class _NotAnObject(Exception):
+  """The file holds JSON, but not an object."""
+
+
+class _Text:
+  """A JSON text read a value at a time with `json`'s own decoder (`raw_decode`), so
+  that values are exactly what `json.loads` makes of them (NaN, lone surrogates, huge
+  numbers...): the whole of a str, or a file read READ_BYTES at a time and decoded as
+  the reader decodes a manifest (UTF-8, a BOM dropped, bad bytes kept as surrogates).
+  `buffer[at:]` is what is left to read; errors name the line, column and character of
+  the whole text, as `json.loads`' do."""
+
+  _SPACE = re.compile(r'[ \t\n\r]*')
+  _ENOUGH = 16  # characters past a value that show it has ended (a number, NaN...)
+
+  def __init__(self, text: str, file: Optional[BinaryIO] = None):
+    self.buffer = text
+    self.at = 0
+    self._file = file
+    self._decoder = codecs.getincrementaldecoder('utf-8-sig')('surrogateescape')
+    self._start = 0  # where the buffer starts in the whole text
+    self._lines = 0  # line breaks before it
+    self._last_line_break = -1  # where the last of those is
+    self.ended = file is None
+
+  @classmethod
+  def open(cls, path: str, text: Any) -> '_Text':
+    if isinstance(text, str):
+      return cls(text)
+    from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+    return cls('', files.open_file(path))
+
+  def __enter__(self) -> '_Text':
+    return self
+
+  def __exit__(self, *exc_info) -> None:
+    if self._file is not None:
+      self._file.close()
+
+  def _more(self) -> None:
+    """Reads on: at least READ_BYTES, and at least as much again as is held (so that a
+    long value is read in a few steps); drops what has been read."""
+    cut, buffer = self.at, self.buffer
+    if cut:
+      breaks = buffer.count('\n', 0, cut)
+      if breaks:
+        self._lines += breaks
+        self._last_line_break = self._start + buffer.rindex('\n', 0, cut)
+      self._start += cut
+    block = self._file.read(max(READ_BYTES, len(buffer) - cut))
+    self.buffer = buffer[cut:] + self._decoder.decode(block, final=not block)
+    self.at = 0
+    self.ended = not block
+
+  def next(self) -> str:
+    """The next character that is not white space ('' at the end), skipping to it."""
+    while True:
+      self.at = self._SPACE.match(self.buffer, self.at).end()
+      if self.at < len(self.buffer):
+        return self.buffer[self.at]
+      if self.ended:
+        return ''
+      self._more()
+
+  def value(self, decoder: json.JSONDecoder) -> Any:
+    """The JSON value that starts here (after `next`), read past."""
+    while True:
+      try:
+        value, end = decoder.raw_decode(self.buffer, self.at)
+      except json.JSONDecodeError as e:
+        if not self.ended and (e.pos >= len(self.buffer) - self._ENOUGH or
+                               e.msg.startswith('Unterminated string')):
+          self._more()  # cut short by the buffer's end, perhaps: read on, and again
+          continue
+        raise self.error(e.msg, e.pos) from None
+      if end > len(self.buffer) - self._ENOUGH and not self.ended:
+        self._more()  # a number or a literal may go on past the buffer
+        continue
+      self.at = end
+      return value
+
+  def expect(self, character: str, message: str) -> None:
+    if self.next() != character:
+      raise self.error(message, self.at)
+    self.at += 1
+
+  def error(self, message: str, at: int) -> ValueError:
+    """`json.JSONDecodeError`'s message for `message` at `buffer[at]`."""
+    position = self._start + at
+    breaks = self.buffer.count('\n', 0, at)
+    last = (self._start + self.buffer.rindex('\n', 0, at) if breaks else
+            self._last_line_break)
+    return ValueError(f'{message}: line {self._lines + breaks + 1} column '
+                      f'{position - last} (char {position})')
+
+
+def _members(stream: _Text, decoder: json.JSONDecoder) -> Iterator[str]:
+  """The names of the members of the object the text holds, each yielded with the
+  stream at its value, which the caller reads (or skips) before the next; then checks
+  that nothing follows. Raises _NotAnObject (after reading it through, so that a text
+  that is not JSON is told as such) for any other value."""
+  if stream.buffer.startswith('\ufeff'):
+    raise stream.error('Unexpected UTF-8 BOM (decode using utf-8-sig)', 0)
+  if stream.next() != '{':
+    _skip(stream, decoder)
+    _end(stream)
+    raise _NotAnObject()
+  stream.at += 1
+  following = stream.next()
+  if following == '}':
+    stream.at += 1
+  while following != '}':
+    if stream.next() != '"':
+      raise stream.error('Expecting property name enclosed in double quotes', stream.at)
+    name = stream.value(decoder)
+    stream.expect(':', "Expecting ':' delimiter")
+    stream.next()
+    yield name
+    following = stream.next()
+    if following not in ('}', ','):
+      raise stream.error("Expecting ',' delimiter", stream.at)
+    stream.at += 1
+  _end(stream)
+
+
+def _end(stream: _Text) -> None:
+  if stream.next():
+    raise stream.error('Extra data', stream.at)
+
+
+def _items(stream: _Text, decoder: json.JSONDecoder) -> Iterator[Any]:
+  """The values of the array the stream is at, one at a time."""
+  stream.at += 1  # [
+  if stream.next() == ']':
+    stream.at += 1
+    return
+  while True:
+    stream.next()
+    yield stream.value(decoder)
+    following = stream.next()
+    if following not in (']', ','):
+      raise stream.error("Expecting ',' delimiter", stream.at)
+    stream.at += 1
+    if following == ']':
+      return
+
+
+def _skip(stream: _Text, decoder: json.JSONDecoder) -> None:
+  """Reads past the value the stream is at (an array a value at a time)."""
+  if stream.next() == '[':
+    for _ in _items(stream, decoder):
+      pass
+  else:
+    stream.value(decoder)
 
 
 def _drop(obj: dict, unread: Tuple[str, ...], read: Tuple[str, ...]) -> dict:
@@ -182,12 +628,11 @@ def _image_row(path: str, number: int, image: object,
 
 
 def _annotation_row(path: str, index: int, annotation: object,
-                    images: Dict[object, ManifestRow], read: _Read) -> ParsedItem:
+                    image: Optional[ManifestRow], read: _Read) -> ParsedItem:
   if not isinstance(annotation, dict):
     return RowError('bad_row', f'annotations[{index}] must be an object', source=path,
                     annotation=index)
   name = f'annotation id {annotation.get("id", "?")!r} (annotations[{index}])'
-  image = images.get(_key(annotation.get('image_id')))
   if image is None:
     return RowError('bad_row', f'{name}: unknown image_id {annotation.get("image_id")!r}; '
                     'it must be the id of an entry of "images"', source=path,
@@ -318,4 +763,5 @@ def _numbers(values: object) -> Optional[Tuple[float, ...]]:
 
 # A COCO file is known by its .json extension alone: JSON text without one is Vertex JSONL.
 FORMAT = ManifestFormat('coco_json', ('.json',), sniff=lambda head: False, parse=parse,
-                        one_row_an_image=True, annotations=('masks', 'keypoints'))
+                        one_row_an_image=True, annotations=('masks', 'keypoints'),
+                        streamed=True)
