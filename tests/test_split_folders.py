@@ -38,3 +38,32 @@ def test_image_folders_are_still_image_folders(tmp_path, layout):
   write_text(str(tmp_path / 'data' / layout.split('/')[0] / 'README.txt'), 'notes\n')
   result = convert(str(tmp_path / 'data'), str(tmp_path / 'out'))
   assert result.records_per_label == {'cat': 1}
+
+
+def test_a_data_set_folder_lists_its_own_files_only(tmp_path):
+  """Beside a data.yaml (Roboflow's export holds README.roboflow.txt), or beside Open
+  Images annotation CSVs (class descriptions, a hierarchy JSON), the other manifest-like
+  files are parts of the data set: the CLI, convert() and ImageExampleGen (all through
+  list_manifest_files) read only the data set's own files."""
+  from tfrecorder_component.files import list_manifest_files  # pylint: disable=g-import-not-at-top
+  yolo = tmp_path / 'yolo'
+  write_image(str(yolo / 'train' / 'images' / 'a.jpg'), height=20, width=30)
+  write_text(str(yolo / 'train' / 'labels' / 'a.txt'), '0 0.5 0.5 0.2 0.2\n')
+  write_text(str(yolo / 'README.roboflow.txt'), 'Exported via roboflow.com\n')
+  write_text(str(yolo / 'data.yaml'), 'train: ../train/images\nnames: [cat]\n')
+  assert list_manifest_files(str(yolo)) == [str(yolo / 'data.yaml')]
+  assert convert(str(yolo), str(tmp_path / 'out-yolo')).records_per_label == {'cat': 1}
+
+  notes = tmp_path / 'annotations'
+  write_text(str(notes / 'oidv6-train-annotations-bbox.csv'),
+             'ImageID,Source,LabelName,Confidence,XMin,XMax,YMin,YMax,IsOccluded,'
+             'IsTruncated,IsGroupOf,IsDepiction,IsInside\n'
+             '0001,xclick,/m/01,1,0.1,0.5,0.1,0.5,0,0,0,0,0\n')
+  write_text(str(notes / 'oidv6-class-descriptions.csv'), 'LabelName,DisplayName\n/m/01,Cat\n')
+  write_text(str(notes / 'bbox_labels_600_hierarchy.json'), '{"LabelName": "/m/0bl9f"}')
+  write_image(str(tmp_path / 'images' / 'train' / '0001.jpg'), height=20, width=30)
+  assert list_manifest_files(str(notes)) == [str(notes / 'oidv6-train-annotations-bbox.csv')]
+  result = convert(str(notes), str(tmp_path / 'out-oi'))
+  assert result.records_per_split['train'] == 1 and result.records_per_label == {'Cat': 1}
+  # A glob names its files: nothing is left out.
+  assert len(list_manifest_files(str(notes / '*'))) == 3

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import posixpath
 import re
 import shutil
 import time
@@ -174,11 +175,42 @@ def list_manifest_files(pattern: str) -> List[str]:
   extension (.csv, .jsonl, .txt, .json for COCO, .xml for Pascal VOC) are skipped, so a
   manifest may sit next to its images."""
   found = match(pattern)
-  if not _has_glob(pattern) and all(_is_dir(p) for p in found):
-    # a folder, or a prefix of an object store
+  folder = not _has_glob(pattern) and all(_is_dir(p) for p in found)
+  if folder:  # a folder, or a prefix of an object store
     found = match(join(pattern, '*'))
-  return sorted(p for p in found
-                if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
+  found = sorted(p for p in found if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
+  return _dataset_parts(pattern, found) if folder else found
+
+
+# Files that describe a whole data set (YOLO's data.yaml, Darknet's obj.data).
+DATASET_FILES = ('.yaml', '.yml', '.data')
+
+
+def _dataset_parts(folder: str, found: List[str]) -> List[str]:
+  """The manifests of a folder that holds a data set's own files, beside which the
+  other manifest-like files are its parts, not manifests: a data.yaml or obj.data (its
+  README.txt, image lists), or Open Images annotation CSVs (their class descriptions,
+  hierarchy JSON, rotation lists). Each file left out is logged."""
+  kept = [p for p in found if p.lower().endswith(DATASET_FILES)]
+  if not kept:
+    kept = [p for p in found if p.lower().endswith('.csv') and _is_open_images(p)]
+  if not kept:
+    return found
+  for path in sorted(set(found) - set(kept)):
+    logging.info('%s: read as a part of the data set beside it (%s), not as a manifest',
+                 path, posixpath.basename(kept[0]))
+  return kept
+
+
+def _is_open_images(path: str) -> bool:
+  """Whether a CSV starts with an Open Images annotation header."""
+  from tfrecorder_component.manifest import open_images  # pylint: disable=g-import-not-at-top
+  try:
+    with open_file(path) as f:
+      head = f.read(4096).decode('utf-8-sig', 'replace')
+  except OSError:
+    return False
+  return open_images.FORMAT.sniff(head)
 
 
 def list_objects(prefix: str) -> List[str]:

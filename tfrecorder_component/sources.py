@@ -10,9 +10,6 @@ from tfrecorder_component import files
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import MANIFEST_EXTENSIONS, ML_USE_TO_SPLIT
 
-# A file that describes a whole data set (YOLO's data.yaml, Darknet's obj.data): in a
-# folder that holds one, the other manifest-like files (README.txt, train.txt) are its parts.
-DATASET_FILES = ('.yaml', '.yml', '.data')
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
 
 
@@ -190,9 +187,6 @@ def manifests_for(source, report_dir: str) -> Manifests:
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
   manifests = files.list_manifest_files(source)
-  datasets = [m for m in manifests if m.lower().endswith(DATASET_FILES)]
-  if datasets and os.path.isdir(source):
-    manifests = datasets  # a YOLO / Darknet dataset: its README.txt, train.txt are no manifests
   if manifests and os.path.isdir(source) and all(
       m.lower().endswith('.txt') for m in manifests) and _has_label_folders(source):
     manifests = []  # a README.txt beside <label>/ folders is no manifest

@@ -118,7 +118,8 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
   for a file of at most 64 KiB, else estimated from its size and its first 64 KiB:
   enough to size the chunks it is read in), its items, parsed as they are consumed, and
   its format. A CSV or JSONL manifest is read as it is parsed, so no reader holds it
-  whole; a COCO JSON or Pascal VOC file is one document, read whole."""
+  whole; a COCO JSON file is streamed by its parser from the path; a Pascal VOC file is one
+  document, read whole."""
   raw = _read(path, _SNIFF_CHARS + 1)
   whole = len(raw) <= _SNIFF_CHARS
   head = raw[:_SNIFF_CHARS]
