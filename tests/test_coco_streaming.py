@@ -14,6 +14,7 @@ from tfrecord_digest import digest
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import coco
+from tfrecorder_component.steps import sort
 from tfrecorder_component.manifest.reader import read_manifest_file
 
 CATEGORIES = [{'id': 3, 'name': 'cat', 'supercategory': 'animal'},
@@ -116,7 +117,7 @@ def test_a_file_larger_than_the_memory_budget_converts_to_the_same_records(
   monkeypatch.setattr(tempfile, 'tempdir', str(scratch))
   monkeypatch.setattr(coco, 'MEMORY_BYTES', 2048)
   monkeypatch.setattr(coco, 'READ_BYTES', 7)
-  monkeypatch.setattr(coco, 'MAX_OPEN_RUNS', 4)
+  monkeypatch.setattr(sort, 'MAX_OPEN_RUNS', 4)
   assert os.path.getsize(path) > 20 * coco.MEMORY_BYTES
   parsed = coco.parse(path, object(), annotations=annotations)  # the file read by path
   first = next(parsed)

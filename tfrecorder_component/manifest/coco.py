@@ -19,19 +19,14 @@ what is yielded is sorted back into file order the same way (`ExternalSort`).
 from __future__ import annotations
 
 import codecs
-import heapq
 import json
 import math
-import os
-import pickle
 import re
 import shutil
 import struct
-import sys
 import tempfile
-import uuid
 from array import array
-from typing import (AbstractSet, Any, BinaryIO, Callable, Dict, Iterator, List, Mapping,
+from typing import (AbstractSet, Any, BinaryIO, Dict, Iterator, List, Mapping,
                     Optional, Tuple, Union)
 
 from tfrecorder_component.errors import ManifestError, RowError
@@ -39,14 +34,14 @@ from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import FLOAT32_MAX, as_number
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
                                                 ParsedItem, merge_image_rows, resolve_uri)
+from tfrecorder_component.steps.sort import ExternalSort, SortBudget, deep, unpacked_value
 
 # What one file's parse holds in memory, whatever the file's size: the images, the
 # annotations and the rows it has yet to yield are kept as packed entries until they
 # take MEMORY_BYTES, then written as sorted runs to a temporary folder on local disk and
-# merged back a block of each at a time (`steps.runs`).
+# merged back a block of each at a time (`steps.sort`).
 MEMORY_BYTES = 16 * 2**20
 READ_BYTES = 2**20  # read from the file at a time
-MAX_OPEN_RUNS = 64  # runs merged at once; more are merged into longer runs first
 
 
 def parse(path: str, text: Any, *, image_root: Optional[str] = None,
@@ -239,134 +234,6 @@ def _unpacked(packed: Tuple[str, Any]) -> ParsedItem:
     reason, message, source, row, uri, annotation = value
     return RowError(reason, message, source=source, row=row, uri=uri, annotation=annotation)
   return value
-
-
-class SortBudget:
-  """The bytes of entries the ExternalSorts of one parse hold together; past `limit`,
-  every one of them writes what it holds as a run."""
-
-  def __init__(self, limit: int):
-    self.limit = limit
-    self.held = 0
-    self.sorters: List['ExternalSort'] = []
-
-  def take(self, size: int) -> None:
-    self.held += size
-    if self.held > self.limit:
-      self.spill()
-
-  def spill(self) -> None:
-    for sorter in self.sorters:
-      sorter.spill()
-    self.held = 0
-
-
-def _deep(function: Callable[..., Any], *args, **kwargs) -> Any:
-  """`function(*args)` (pickle's dumps or loads), given recursion enough for a value
-  nested as deep as `json` reads (pickle takes two levels of recursion for each of
-  JSON's)."""
-  try:
-    return function(*args, **kwargs)
-  except RecursionError:
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(limit * 3)
-    try:
-      return function(*args, **kwargs)
-    finally:
-      sys.setrecursionlimit(limit)
-
-
-def unpacked_value(data: bytes) -> Any:
-  """The value of an ExternalSort entry (`entries`)."""
-  return _deep(pickle.loads, data)
-
-
-class ExternalSort:
-  """An external sort of entries (a key, a pickled value), gathered in memory until the
-  budget is spent, then written as a sorted run (`steps.runs.RunSpiller`); read back
-  merged, a block of each run at a time (`steps.runs.read_entries`).
-
-  An entry is its key's length, the key, its value's length and the value, compared
-  as bytes: entries sort by key length, then key. Keys must be distinct. Runs are files
-  in `folder` (local temporary disk), removed with it by the caller.
-  (Used by the open_images format too.)"""
-
-  _LENGTH = struct.Struct('>I')
-  _OVERHEAD = 64  # bytes Python spends on an entry held in memory beyond its own
-
-  def __init__(self, folder: str, budget: SortBudget):
-    from tfrecorder_component.steps import runs  # pylint: disable=g-import-not-at-top
-    self._folder = folder
-    self._budget = budget
-    self._spiller = runs.RunSpiller(folder, sys.maxsize, self._write)
-    budget.sorters.append(self)
-
-  def add(self, key: bytes, value: object) -> None:
-    self.add_packed(key, _deep(pickle.dumps, value, protocol=pickle.HIGHEST_PROTOCOL))
-
-  def add_packed(self, key: bytes, data: bytes) -> None:
-    entry = b''.join((self._LENGTH.pack(len(key)), key, self._LENGTH.pack(len(data)), data))
-    self._spiller.add((entry,))
-    self._budget.take(len(entry) + self._OVERHEAD)
-
-  def spill(self) -> None:
-    self._spiller.spill()
-
-  def discard(self) -> None:
-    """Drops every entry (those of a list given twice: the first one's)."""
-    self._spiller.spill()
-    for path in self._spiller.runs:
-      if os.path.exists(path):  # not merged into a longer run (`merged`) already
-        os.remove(path)
-    self._spiller.runs.clear()
-
-  def entries(self) -> Iterator[Tuple[bytes, bytes]]:
-    """Every entry, as (key, pickled value), in key order."""
-    return self.merged(self)
-
-  @classmethod
-  def merged(cls, *sorters: 'ExternalSort') -> Iterator[Tuple[bytes, bytes]]:
-    """The entries of all of `sorters`, as (key, pickled value), in key order."""
-    paths = []
-    for sorter in sorters:
-      sorter.spill()
-      paths += sorter._spiller.runs  # pylint: disable=protected-access
-    folder = sorters[0]._folder  # pylint: disable=protected-access
-    while len(paths) > MAX_OPEN_RUNS:  # longer runs first, so that few files are open
-      merged = os.path.join(folder, f'run-{uuid.uuid4().hex}')
-      with open(merged, 'wb') as f:
-        for entry in heapq.merge(*map(cls._entries, paths[:MAX_OPEN_RUNS])):
-          f.write(entry)
-      for path in paths[:MAX_OPEN_RUNS]:
-        os.remove(path)
-      paths = paths[MAX_OPEN_RUNS:] + [merged]
-    size = cls._LENGTH.size
-    for entry in heapq.merge(*map(cls._entries, paths)):
-      at = size + cls._LENGTH.unpack_from(entry)[0]
-      yield entry[size:at], entry[at + size:]
-
-  @classmethod
-  def _size(cls, buffer: bytes, at: int) -> int:
-    """The size of the entry at `buffer[at]`, or more than is there while its value's
-    length is not (`steps.runs.read_entries`)."""
-    size = cls._LENGTH.size
-    key_end = at + size + cls._LENGTH.unpack_from(buffer, at)[0]
-    if len(buffer) < key_end + size:
-      return key_end + size - at
-    return key_end + size + cls._LENGTH.unpack_from(buffer, key_end)[0] - at
-
-  @classmethod
-  def _entries(cls, path: str) -> Iterator[bytes]:
-    from tfrecorder_component.steps import runs  # pylint: disable=g-import-not-at-top
-    with open(path, 'rb') as f:
-      yield from runs.read_entries(f, cls._size, cls._LENGTH.size, path)
-
-  @staticmethod
-  def _write(path: str, entries: List[bytes]) -> str:
-    entries.sort()
-    with open(path, 'wb') as f:
-      f.write(b''.join(entries))
-    return path
 
 
 class _NotAnObject(Exception):

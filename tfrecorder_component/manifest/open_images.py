@@ -37,7 +37,7 @@ eval; `test-...`: test), or FiftyOne's `<split>/labels/` folder; else unassigned
 Rows are grouped per ImageID in bounded memory whatever the file's size: a file whose
 ImageIDs come in order (as Open Images' do) is read twice, once to see that they do,
 then yielding each image as its last line is read; any other file's lines are sorted
-by ImageID on local temporary disk (`coco.ExternalSort`). Either way images come in
+by ImageID on local temporary disk (`steps.sort.ExternalSort`). Either way images come in
 ImageID order (of IDs of one length, as Open Images' are, text order). A line that
 cannot be read fails its image, naming the line and why.
 """
@@ -55,6 +55,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.automl_csv import csv_rows
 from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.steps import sort
 from tfrecorder_component.manifest.features import parse_number
 from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem,
                                                 resolve_uri, split_for_ml_use)
@@ -239,8 +240,8 @@ def _image_id(fields: List[str], layout: _Layout) -> str:
 def _sorted_rows(path: str, text: Any, layout: _Layout, scratch: str) -> Iterator[Any]:
   """As `_rows`, sorted by ImageID, then line (RowErrors first, as they are read)."""
   from tfrecorder_component.manifest import coco  # pylint: disable=g-import-not-at-top
-  budget = coco.SortBudget(coco.MEMORY_BYTES)
-  lines = coco.ExternalSort(scratch, budget)
+  budget = sort.SortBudget(coco.MEMORY_BYTES)
+  lines = sort.ExternalSort(scratch, budget)
   for entry in _rows(path, text, layout):
     if isinstance(entry, RowError):
       yield entry
@@ -249,7 +250,7 @@ def _sorted_rows(path: str, text: Any, layout: _Layout, scratch: str) -> Iterato
     data = image_id.encode('utf-8', 'surrogatepass')
     lines.add(_LENGTH.pack(len(data)) + data + line.to_bytes(8, 'big'), (line, fields))
   for key, value in lines.entries():
-    line, fields = coco.unpacked_value(value)
+    line, fields = sort.unpacked_value(value)
     yield key[_LENGTH.size:-8].decode('utf-8', 'surrogatepass'), line, fields
 
 
