@@ -282,7 +282,7 @@ def test_summarize_counts_records_labels_errors_and_box_issues():
     summary = ((p | 'Stats' >> beam.Create(stats), p | 'Errors' >> beam.Create(errors),
                 p | 'Issues' >> beam.Create(issues)) | Summarize())
     assert_that(summary, equal_to([{
-        'rows_read': 6, 'records_written': 3, 'rows_failed': 3,
+        'rows_read': 6, 'records_written': 3, 'rows_failed': 3, 'rows_left_out': {},
         'records_per_split': {'test': 1, 'train': 2},
         'records_per_label': {'cat': 2, 'dog': 2},
         'errors_per_reason': {'bad_row': 1, 'missing': 2},

@@ -167,4 +167,4 @@ def _box(label: str, coordinates: List[str]) -> ObjectBox | str:
 
 
 FORMAT = ManifestFormat('automl_detection_csv', ('.csv', '.txt'), sniff=sniff, parse=parse,
-                        streamed=True)
+                        streamed=True, one_row_a_box=True)

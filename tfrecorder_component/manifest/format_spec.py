@@ -23,6 +23,9 @@ class ManifestFormat:
   # True when parse yields one row an image (a COCO file joins its annotations itself,
   # a Pascal VOC file is one image): nothing is left to merge across rows.
   one_row_an_image: bool = False
+  # True when each row is one box of an image (the detection CSVs): a row that fails
+  # fails its image whole, since the image without that box would teach it as background.
+  one_row_a_box: bool = False
   # What beyond boxes the format can read when asked (COCO: 'masks', 'keypoints').
   annotations: Tuple[str, ...] = ()
   # True when parse takes its text as a stream of lines (a text file) as well as a str:

@@ -126,4 +126,5 @@ def _sniff(head: str) -> bool:
   return tuple(first.split(',')[:8]) == HEADER
 
 
-FORMAT = ManifestFormat('tf_od_csv', ('.csv',), sniff=_sniff, parse=parse, streamed=True)
+FORMAT = ManifestFormat('tf_od_csv', ('.csv',), sniff=_sniff, parse=parse, streamed=True,
+                        one_row_a_box=True)

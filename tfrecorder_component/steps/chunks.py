@@ -83,8 +83,8 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
   from the file's line count) until chunks reach MAX_CHUNK_ROWS rows, of at least
   `rows_per_batch` rows. Detection rows that must be merged per image first (one row a
   box: AutoML CSV, Vertex AI JSONL) leave one by one, tagged OBJECTS, as ((source, image
-  URI), row), for `merge_image_rows`, as do the error records of the rows of such a
-  format that failed naming their image (`merged_item` fails the image whole). A COCO JSON is streamed, its join sorted on local
+  URI), row), for `merge_image_rows`, as do, for a format of one row a box, the error
+  records of rows that failed naming their image (`merged_item` fails the image whole). A COCO JSON is streamed, its join sorted on local
   temporary disk, by the worker reading it."""
   storage.prepare_file_systems(source.path, source.image_root or '', chunk_dir)
   lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
@@ -100,7 +100,7 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
     if merge and not failed and item.task is Task.DETECTION:  # merged per image first
       yield OBJECTS, ((item.source, item.image_uri), item)
       continue
-    if merge and failed and item.uri is not None:  # fails the image's other rows too
+    if spec.one_row_a_box and failed and item.uri is not None:  # fails its image whole
       yield OBJECTS, ((item.source, item.uri), error_record(item))
       continue
     chunk.append(error_record(item) if failed else item)
