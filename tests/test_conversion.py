@@ -549,3 +549,21 @@ def test_estimate_rows_counts_lines_and_coco_images_across_read_pieces(tmp_path)
   voc = write_text(str(tmp_path / 'a.xml'), '<annotation/>')
   assert run.estimate_rows([coco_path, csv_path, voc]) == 3 + 5 + 1
   assert run.estimate_rows([csv_path], enough=2) >= 2
+
+
+def test_estimate_rows_counts_each_format_s_own_rows(tmp_path):
+  """Each format counts its rows as they are (`ManifestFormat.rows`), so that the run is
+  sized for them: a YOLO data.yaml by the images its splits hold, a CVAT file by its
+  <image> elements, a LabelMe file as one image, a Create ML list by its entries."""
+  import format_datasets  # pylint: disable=g-import-not-at-top
+  yolo = format_datasets.write_yolo(str(tmp_path / 'yolo'))
+  cvat = format_datasets.write_cvat(str(tmp_path / 'cvat'))
+  labelme = format_datasets.write_labelme(str(tmp_path / 'labelme'))
+  createml = write_text(str(tmp_path / 'ml.json'), json.dumps(
+      [{'image': f'{i}.jpg', 'annotations': [{'label': 'cat', 'coordinates': {
+          'x': 5, 'y': 5, 'width': 4, 'height': 4}}]} for i in range(4)]))
+  assert run.estimate_rows([yolo]) == len(format_datasets.IMAGES)
+  assert run.estimate_rows([cvat]) == len(format_datasets.IMAGES)
+  assert run.estimate_rows([str(tmp_path / 'labelme' / 'train' / 'a.json')]) == 1
+  assert run.estimate_rows([createml]) == 4
+  assert labelme

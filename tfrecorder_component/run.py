@@ -128,15 +128,22 @@ def _cgroup_cpu_quota() -> Optional[int]:
 
 
 def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int:
-  """About how many rows the manifest files hold: their lines (CSV, JSONL), images
-  (COCO JSON) or one per file (Pascal VOC), read from any Beam file system in 1 MB
-  pieces; stops counting once past `enough`."""
+  """About how many rows the manifest files hold, as each one's format counts them
+  (`ManifestFormat.rows`): lines (CSV, JSONL), the marks that begin a row (COCO's images,
+  CVAT's <image> elements), one a file (Pascal VOC, LabelMe), or the images a YOLO
+  data.yaml's splits hold; read from any Beam file system in 1 MB pieces; stops counting
+  once past `enough`."""
+  from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
   rows = 0
   for path in manifests:
-    if path.lower().endswith('.xml'):
-      rows += 1
+    if enough is not None and rows >= enough:
+      break
+    with files.open_file(path) as f:
+      head = f.read(2**16)
+    count = registry.detect(path, head.decode('utf-8-sig', 'replace')).rows
+    if not isinstance(count, bytes):
+      rows += count if isinstance(count, int) else count(path)
       continue
-    mark = b'"file_name"' if path.lower().endswith('.json') else b'\n'
     tail = b''
     with files.open_file(path) as f:
       while enough is None or rows < enough:
@@ -144,10 +151,10 @@ def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int
         if not piece:
           break
         data = tail + piece
-        rows += data.count(mark)
+        rows += data.count(count)
         # A mark cut by the piece's end is whole in tail + next piece; the tail is too
         # short to hold a whole one, so none is counted twice.
-        tail = data[-(len(mark) - 1):] if len(mark) > 1 else b''
+        tail = data[-(len(count) - 1):] if len(count) > 1 else b''
   return rows
 
 

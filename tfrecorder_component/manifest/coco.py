@@ -631,4 +631,4 @@ def _numbers(values: object) -> Optional[Tuple[float, ...]]:
 # A COCO file is known by its .json extension alone: JSON text without one is Vertex JSONL.
 FORMAT = ManifestFormat('coco_json', ('.json',), sniff=lambda head: False, parse=parse,
                         one_row_an_image=True, annotations=('masks', 'keypoints'),
-                        streamed=True)
+                        streamed=True, rows=b'"file_name"')

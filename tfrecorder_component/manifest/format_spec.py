@@ -3,7 +3,7 @@ of them is `registry.FORMATS`."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, Tuple
+from typing import Callable, Iterator, Tuple, Union
 
 from tfrecorder_component.manifest.rows import ParsedItem
 
@@ -28,6 +28,11 @@ class ManifestFormat:
   one_row_a_box: bool = False
   # What beyond boxes the format can read when asked (COCO: 'masks', 'keypoints').
   annotations: Tuple[str, ...] = ()
+  # How a file's rows are counted before it is parsed (to size the run: worker processes,
+  # chunks): the bytes that begin each row (a line; COCO's "file_name"; CVAT's <image),
+  # a count per file (1: one file an image), or a function of the file's path (YOLO's
+  # data.yaml: the images its splits hold).
+  rows: Union[bytes, int, Callable[[str], int]] = b'\n'
   # True when parse takes its text as a stream of lines (a text file) as well as a str:
   # such a file is read as it is parsed, never held whole (CSV, JSONL).
   streamed: bool = False

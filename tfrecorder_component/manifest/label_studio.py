@@ -393,4 +393,4 @@ def _sniff(head: str) -> bool:
 
 
 FORMAT = ManifestFormat('label_studio', ('.json',), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, annotations=('masks',))
+                        one_row_an_image=True, annotations=('masks',), rows=b'"data"')

@@ -82,4 +82,4 @@ def _object(element: ET.Element) -> ObjectBox | str:
 
 
 FORMAT = ManifestFormat('pascal_voc', ('.xml',), sniff=lambda head: head.startswith('<'), parse=parse,
-                        one_row_an_image=True)
+                        one_row_an_image=True, rows=1)

@@ -735,16 +735,43 @@ def _files():
   return files
 
 
+def count_images(path: str, darknet: bool = False) -> int:
+  """About how many images a data.yaml's (or Darknet obj.data's) splits hold, found as
+  parse finds them, to size the run before it is parsed; 0 for a file that parse will
+  refuse (it says why)."""
+  try:
+    with _files().open_file(path) as f:
+      text = f.read().decode('utf-8-sig', 'replace')
+    base = _parent(_absolute(path))
+    if darknet:
+      data = _darknet_keys(path, text)
+      total = 0
+      for _, keys in _DARKNET_SPLITS:
+        key = next((k for k in keys if data.get(k)), None)
+        found = _darknet_path(base, data[key]) if key else None
+        if found and not found.lower().endswith(IMG_FORMATS):
+          with _files().open_file(found) as f:
+            total += sum(1 for line in f if line.strip())
+      return total
+    data = _load(path, text)
+    root = _root(path, data, base)
+    listed: _Listings = {}
+    return sum(len(_split_images(path, key, data[key], root, listed)[0])
+               for _, key in _splits(data))
+  except (ManifestError, OSError, ValueError):
+    return 0
+
+
 def _sniff(head: str) -> bool:
   return re.search(r'^names\s*:', head, re.M) is not None
 
 
 FORMAT = ManifestFormat('yolo', ('.yaml', '.yml'), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, annotations=('masks', 'keypoints'))
+                        one_row_an_image=True, annotations=('masks', 'keypoints'), rows=count_images)
 OBB_FORMAT = ManifestFormat('yolo_obb', (), sniff=lambda head: False, parse=parse_obb,
                             one_row_an_image=True)
 # Darknet's obj.data (`parse_darknet`).
 DARKNET_FORMAT = ManifestFormat(
     'yolo_darknet', ('.data',),
     sniff=lambda head: re.search(r'^\s*classes\s*=', head, re.M) is not None,
-    parse=parse_darknet, one_row_an_image=True)
+    parse=parse_darknet, one_row_an_image=True, rows=lambda path: count_images(path, darknet=True))
