@@ -30,3 +30,21 @@ def test_multi_label_and_unlabelled_records_parse():
   none = parse(ManifestRow('m', 2, 'b.png', '/b.png'), data)
   assert none['image/class/text'].values.shape == (0,)
   assert none['image/class/label'].values.shape == (0,)
+
+
+def test_an_object_attribute_never_adds_to_a_key_the_record_already_has():
+  """An attribute named as a key the record writes (a Label Studio control named
+  `truncated`) goes under image/object/attribute/, so each list keeps one value an
+  object."""
+  from tfrecorder_component.example import DetectedObject, build_example  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.images.probe import ImageInfo  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.manifest import ManifestRow  # pylint: disable=g-import-not-at-top
+  row = ManifestRow('m.json', 1, 'a.jpg', 'a.jpg', objects=())
+  objects = [DetectedObject('cat', 1, (0.1, 0.1, 0.5, 0.5), 4.0, truncated=True,
+                            attributes=(('truncated', 'partly'), ('color', 'red'))),
+             DetectedObject('cat', 1, (0.2, 0.2, 0.6, 0.6), 4.0)]
+  example = build_example(row, b'x', ImageInfo('jpeg', 10, 10, 3), objects)
+  feature = example.features.feature
+  assert list(feature['image/object/truncated'].int64_list.value) == [1, 0]
+  assert list(feature['image/object/attribute/truncated'].bytes_list.value) == [b'partly', b'']
+  assert list(feature['image/object/color'].bytes_list.value) == [b'red', b'']

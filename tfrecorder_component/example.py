@@ -123,7 +123,9 @@ _MISSING = {str: '', int: -1, float: float('nan')}
 def _attributes(feature, objects: Sequence[DetectedObject]) -> None:
   """`image/object/<name>`, one value an object, for each attribute any object has: a
   string, an int or a float list by the values given (ints and floats mixed: floats);
-  '' / -1 / NaN for an object without it."""
+  '' / -1 / NaN for an object without it. A name whose key the record already has (a
+  Label Studio control named `truncated` or `area`) is written as
+  `image/object/attribute/<name>`, so no list gets two values for one object."""
   names = sorted({name for o in objects for name, _ in o.attributes})
   values = [dict(o.attributes) for o in objects]
   for name in names:
@@ -132,6 +134,8 @@ def _attributes(feature, objects: Sequence[DetectedObject]) -> None:
             float if any(isinstance(g, float) for g in given) else int)
     column = [v.get(name, _MISSING[kind]) for v in values]
     key = f'image/object/{name}'
+    if key in feature:
+      key = f'image/object/attribute/{name}'
     if kind is str:
       _bytes(feature, key, [str(c).encode('utf-8') for c in column])
     elif kind is float:
