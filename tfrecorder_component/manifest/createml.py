@@ -126,4 +126,5 @@ def _sniff(head: str) -> bool:
   return head.startswith('[') and '"coordinates"' in head
 
 
-FORMAT = ManifestFormat('createml', ('.json',), sniff=_sniff, parse=parse, one_row_an_image=True, rows=b'"annotations"')
+FORMAT = ManifestFormat('createml', ('.json',), sniff=_sniff, parse=parse,
+                        one_row_an_image=True, rows=b'"annotations"')

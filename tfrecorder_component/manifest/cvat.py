@@ -528,4 +528,6 @@ def _sniff(head: str) -> bool:
   return _ROOT.match(head) is not None
 
 
-FORMAT = ManifestFormat('cvat', ('.xml',), sniff=_sniff, parse=parse, one_row_an_image=True, annotations=('masks', 'keypoints'), rows=b'<image ')
+FORMAT = ManifestFormat('cvat', ('.xml',), sniff=_sniff, parse=parse,
+                        one_row_an_image=True, annotations=('masks', 'keypoints'),
+                        rows=b'<image ')

@@ -287,4 +287,5 @@ def _sniff(head: str) -> bool:
   return head.startswith('{') and '"shapes"' in head
 
 
-FORMAT = ManifestFormat('labelme', ('.json',), sniff=_sniff, parse=parse, one_row_an_image=True, annotations=('masks',), rows=1)
+FORMAT = ManifestFormat('labelme', ('.json',), sniff=_sniff, parse=parse,
+                        one_row_an_image=True, annotations=('masks',), rows=1)

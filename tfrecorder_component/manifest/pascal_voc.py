@@ -81,5 +81,5 @@ def _object(element: ET.Element) -> ObjectBox | str:
   return ObjectBox(name, *coordinates, normalized=False, **flags)
 
 
-FORMAT = ManifestFormat('pascal_voc', ('.xml',), sniff=lambda head: head.startswith('<'), parse=parse,
-                        one_row_an_image=True, rows=1)
+FORMAT = ManifestFormat('pascal_voc', ('.xml',), sniff=lambda head: head.startswith('<'),
+                        parse=parse, one_row_an_image=True, rows=1)

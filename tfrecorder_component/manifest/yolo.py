@@ -499,7 +499,8 @@ def _keypoint_names(path: str, data: dict, names: Dict[int, str], count: int
 def parse_darknet(path: str, text: str, *, image_root: Optional[str] = None,
                   feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
   """A Darknet dataset's `obj.data`: `classes`, `train`, `valid` (or `val`; and `test`)
-  image lists and the `names` file (a key darknet does not know is a ManifestError), as AlexeyAB's darknet and CVAT's "YOLO 1.1" export write them.
+  image lists and the `names` file (a key darknet does not know is a ManifestError), as
+  AlexeyAB's darknet and CVAT's "YOLO 1.1" export write them.
 
   Darknet resolves relative paths against its working folder, usually the parent of the
   `data/` folder holding obj.data: a relative path is tried against obj.data's folder
@@ -774,4 +775,5 @@ OBB_FORMAT = ManifestFormat('yolo_obb', (), sniff=lambda head: False, parse=pars
 DARKNET_FORMAT = ManifestFormat(
     'yolo_darknet', ('.data',),
     sniff=lambda head: re.search(r'^\s*classes\s*=', head, re.M) is not None,
-    parse=parse_darknet, one_row_an_image=True, rows=lambda path: count_images(path, darknet=True))
+    parse=parse_darknet, one_row_an_image=True,
+    rows=lambda path: count_images(path, darknet=True))

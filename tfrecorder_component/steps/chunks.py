@@ -84,8 +84,9 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
   `rows_per_batch` rows. Detection rows that must be merged per image first (one row a
   box: AutoML CSV, Vertex AI JSONL) leave one by one, tagged OBJECTS, as ((source, image
   URI), row), for `merge_image_rows`, as do, for a format of one row a box, the error
-  records of rows that failed naming their image (`merged_item` fails the image whole). A COCO JSON is streamed, its join sorted on local
-  temporary disk, by the worker reading it."""
+  records of rows that failed naming their image (`merged_item` fails the image whole).
+  A COCO JSON is streamed, its join sorted on local temporary disk, by the worker
+  reading it."""
   storage.prepare_file_systems(source.path, source.image_root or '', chunk_dir)
   lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
                                           image_root=source.image_root,
