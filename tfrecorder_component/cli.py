@@ -93,7 +93,7 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
                       help='COCO, YOLO segmentation, LabelMe, CVAT, Label Studio: write each '
                       'object\'s mask (polygons or RLE) as a PNG in image/object/mask')
   parser.add_argument('--include-keypoints', action='store_true',
-                      help='COCO, YOLO pose: write each object\'s keypoints in '
+                      help='COCO, YOLO pose, CVAT points: write each object\'s keypoints in '
                       'image/object/keypoint/*')
   parser.add_argument('--concurrent-reads', type=int, metavar='N',
                       help='reads in flight per worker for images on gs://, s3:// and other '
