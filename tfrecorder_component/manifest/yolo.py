@@ -270,14 +270,19 @@ def _listed_images(list_path: str) -> List[Tuple[str, Union[str, RowError]]]:
     name = line.strip()
     if not name:
       continue
-    image = _join(folder, name)
-    if image.lower().endswith(IMG_FORMATS):
-      out.append((image, image))
-    else:
-      out.append((image, RowError(
-          'bad_row', f'{list_path} line {number}: {name!r} is not an image file name (one '
-          f'of {", ".join(IMG_FORMATS)}); list only images', uri=image)))
+    out.append(_list_entry(list_path, number, name, _join(folder, name)))
   return out
+
+
+def _list_entry(list_path: str, number: int, entry: str, image: str
+                ) -> Tuple[str, Union[str, RowError]]:
+  """(image, image) for an image list's line naming an image, else (image, its
+  RowError)."""
+  if image.lower().endswith(IMG_FORMATS):
+    return image, image
+  return image, RowError(
+      'bad_row', f'{list_path} line {number}: {entry!r} is not an image file name (one '
+      f'of {", ".join(IMG_FORMATS)}); list only images', uri=image)
 
 
 def img2label_path(image: str) -> str:
@@ -625,12 +630,7 @@ def _darknet_list(list_path: str, base: str) -> List[Tuple[str, Union[str, RowEr
   out: List[Tuple[str, Union[str, RowError]]] = []
   for number, entry in entries:
     image = _darknet_styles(base, folder, entry)[style] or _join(base, entry)
-    if image.lower().endswith(IMG_FORMATS):
-      out.append((image, image))
-    else:
-      out.append((image, RowError(
-          'bad_row', f'{list_path} line {number}: {entry!r} is not an image file name (one '
-          f'of {", ".join(IMG_FORMATS)}); list only images', uri=image)))
+    out.append(_list_entry(list_path, number, entry, image))
   return out
 
 
