@@ -306,3 +306,26 @@ def test_split_plan_adds_ml_use_splits_to_hash_buckets():
   buckets, names = executor.split_plan(props)
   assert buckets == (('train', 3), ('holdout', 1))
   assert names == ['train', 'holdout', 'eval', 'test']
+
+
+def test_direct_runner_executor_builds_no_tfx_package(tmp_path, monkeypatch):
+  """TFX's Beam executors build an sdist of TFX (about 50 MB, left in a temporary folder)
+  at every start, for remote workers; ImageExampleGen's skips it on the DirectRunner,
+  whose workers import from this environment, and keeps it for Dataflow."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  from tfx.dsl.components.base import base_beam_executor  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv('TMPDIR', str(tmp_path))
+  monkeypatch.setattr(tempfile, 'tempdir', None)
+
+  def started(args):
+    return executor.Executor(base_beam_executor.BaseBeamExecutor.Context(
+        beam_pipeline_args=list(args), tmp_dir=str(tmp_path / 'run'), unique_id='1'))
+
+  for args in (['--direct_running_mode=in_memory', '--direct_num_workers=1'],
+               ['--runner=DirectRunner']):
+    assert started(args)._beam_pipeline_args == args
+    assert list(tmp_path.iterdir()) == []
+  dataflow = started(['--runner=DataflowRunner', '--project=p', '--region=r',
+                      '--temp_location=gs://b/t'])._beam_pipeline_args
+  assert [a for a in dataflow if a.startswith('--extra_package=')]
+  assert glob.glob(str(tmp_path / '*' / 'build' / 'tfx' / 'dist' / 'tfx_ephemeral-*'))

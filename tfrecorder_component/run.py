@@ -168,6 +168,12 @@ def _runner(args: Sequence[str]) -> str:
   return runner
 
 
+def runs_in_process(beam_args: Sequence[str]) -> bool:
+  """Whether Beam runs `beam_args`' pipeline on this machine, from this process's Python
+  environment (the DirectRunner), so that no worker needs this package shipped to it."""
+  return _runner(beam_args) in ('DirectRunner', 'direct')
+
+
 def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
                   outputs: Sequence[str]) -> int:
   """How many worker processes a run without Beam takes (`local.convert_locally`), or 0

@@ -4,6 +4,7 @@ The work is the core Beam transform `ConvertManifests`; this module only finds t
 manifest files, runs the pipeline, applies the error policy and writes the artifact
 properties that ExampleGen promises downstream components.
 """
+import copy
 import json
 import os
 from typing import Any, Dict, List
@@ -174,6 +175,19 @@ def _label_map_options(input_dict: Dict[str, List[types.Artifact]],
 class Executor(base_beam_executor.BaseBeamExecutor):
   """Runs the conversion (`run.run_conversion`: Beam's `ConvertManifests`, or the local
   run on this machine's cores) and writes the Examples artifact's properties."""
+
+  def __init__(self, context=None):
+    args = getattr(context, 'beam_pipeline_args', None)
+    if not args or not run.runs_in_process(args):
+      super().__init__(context)
+      return
+    # TFX's Beam executors package TFX's own installed source (about 50 MB) into an sdist
+    # in a new temporary folder at every start, for remote workers, and never remove it.
+    # The DirectRunner's workers import from this environment: none is needed.
+    bare = copy.copy(context)
+    bare.beam_pipeline_args = []
+    super().__init__(bare)
+    self._beam_pipeline_args = list(args)
 
   def _pipeline(self, args):
     """A Beam pipeline of `args` (the pipeline's Beam arguments completed by
