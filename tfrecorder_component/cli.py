@@ -134,7 +134,9 @@ def _options(args) -> dict:
               append_new_labels=args.append_new_labels,
               image_transform=ImageTransform.from_json(args.transform),
               runner=args.runner, project=args.project, region=args.region,
-              temp_location=args.temp_location, beam_args=args.beam_args, **given)
+              temp_location=args.temp_location, beam_args=args.beam_args,
+              **({'layouts': [n for a in args.layouts for n in a.split(',') if n]}
+                 if getattr(args, 'layouts', None) else {}), **given)
 
 
 def _print_errors(report_dir: str, failed: int, show_path: bool = True) -> None:
@@ -323,6 +325,11 @@ def _main(argv: Optional[List[str]] = None) -> int:
   shards.add_argument('--shard-size-mb', type=float, metavar='MB',
                       help='write shards of about MB megabytes each (TensorFlow suggests '
                       '100 MB or more, and at least as many shards as parallel readers)')
+  convert.add_argument('--layout', dest='layouts', action='append', default=[],
+                       metavar='NAME', help='also write the records in this layout beside '
+                       'TFX\'s GZIP shards (repeatable, or comma-separated): tfrecord '
+                       '(uncompressed + .idx: DALI, PyTorch), tfds (tfds.builder_from_directory), '
+                       'array_record (Grain), parquet (pandas, Hugging Face datasets)')
   _conversion_options(convert)
   convert.set_defaults(run=cmd_convert)
   validate = commands.add_parser('validate', help='probe every image, write no records; '

@@ -58,7 +58,8 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
                 max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
                 progress_every_s=None, num_shards=0, shard_size_mb=0.0, include_masks=False,
                 include_keypoints=False, concurrent_reads=DEFAULT_CONCURRENT_READS,
-                label_map=None, append_new_labels=False, class_map=None, runner='DirectRunner',
+                label_map=None, append_new_labels=False, class_map=None, layouts=(),
+                runner='DirectRunner',
                 project=None, region=None, temp_location=None, beam_args=()):
   """(manifests, options, Beam arguments, ManifestSources) of a conversion, every option
   checked before anything runs."""
@@ -76,7 +77,8 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb,
       include_masks=bool(include_masks), include_keypoints=bool(include_keypoints),
       concurrent_reads=concurrent_reads, label_map=labels_lib.given_label_map(label_map),
-      append_new_labels=bool(append_new_labels), class_map=parse_class_map(class_map))
+      append_new_labels=bool(append_new_labels), class_map=parse_class_map(class_map),
+      layouts=tuple([layouts] if isinstance(layouts, str) else layouts or ()))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index, splits = sources_lib.manifests_for(source, report_dir)
   image_root = image_root or root
@@ -116,7 +118,9 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   folder, a {label: id} dict or a list of labels in id order; a label it lacks fails its
   rows unless `append_new_labels=True` gives it the next free id); `class_map` (classes
   to keep, drop, rename or merge: {"car": "vehicle", "blurry": None, "*": None to drop
-  every class not listed}, or a .json / .yaml file of one; see the README); Beam's `runner`
+  every class not listed}, or a .json / .yaml file of one; see the README); `layouts`
+  (extra output layouts written beside TFX's GZIP shards, from them: 'tfrecord',
+  'tfds', 'array_record', 'parquet'; see `tfrecorder_component.layouts`); Beam's `runner`
   (default DirectRunner: on local files and with no `beam_args`, the run goes without
   Beam, a worker process per 1,000 rows up to one a core), `project`, `region`,
   `temp_location` and extra `beam_args`; `progress_every_s` to print rows done, rate

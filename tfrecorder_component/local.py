@@ -37,6 +37,8 @@ from tfrecorder_component.steps import duplicates as duplicates_lib
 from tfrecorder_component.steps import jsonl
 from tfrecorder_component.steps import report
 from tfrecorder_component.steps import shards as shards_lib
+from tfrecorder_component.layouts import base as layouts_base
+from tfrecorder_component.layouts import index as index_lib
 from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, merged_item,
                                                pack_chunk, parse_manifest)
 from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter,
@@ -275,8 +277,12 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   if label_dir is not None:
     labels_lib.write_label_files(label_dir, dict(zip(held['labels'], held['ids'])),
                                  labels_lib.first_label_id(held['task']))
+  written_layouts = None
   if split_dirs is not None:
     _name_shards([b for r in results for b in r['bundles']], split_dirs, options)
+    if options.layouts:
+      written_layouts = _write_layouts(options.layouts, layouts_base.context(
+          summary, held, label_dir, list(split_dirs)), split_dirs, workers)
 
   def merge(name: str, runs: List[str]) -> None:
     jsonl.merge_runs(runs, files.join(report_dir, name + layout.JSON_LINES),
@@ -304,9 +310,41 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
       report.FIRST_ERRORS, (e for r in results for e in r[key]), key=order)
   report.write_summary(summary, report_dir, held, report.duplicate_counts(duplicate_counts),
                        samples, first('first_errors', report.error_order),
-                       first('first_box_issues', report.box_issue_order), [])
+                       first('first_box_issues', report.box_issue_order), [],
+                       layouts=written_layouts)
+  if label_dir is not None and split_dirs is not None:
+    index_lib.write_index(summary, label_dir, list(split_dirs), held['task'], written_layouts)
   logging.info('Local run: shards named, report written in %.2f s',
                time.perf_counter() - converted)
+
+
+def _layout_shard(job):
+  return layouts_base.write_shard(job, *_LAYOUT_ARGS)
+
+
+_LAYOUT_ARGS = ()  # (names, context) of the run, for the forked processes
+
+
+def _write_layouts(names, ctx, split_dirs, workers: int):
+  """Writes the extra layouts from the finished TFX shards, a task per shard on up to
+  `workers` processes; returns what `layouts.base.finish` returns."""
+  global _LAYOUT_ARGS
+  start = time.perf_counter()
+  layouts_base.check_types(names, ctx)
+  jobs = layouts_base.shard_jobs(split_dirs)
+  _LAYOUT_ARGS = (names, ctx)
+  try:
+    if workers <= 1 or len(jobs) <= 1:
+      written = [_layout_shard(job) for job in jobs]
+    else:
+      with multiprocessing.get_context('fork').Pool(min(workers, len(jobs))) as pool:
+        written = pool.map(_layout_shard, jobs, chunksize=1)
+  finally:
+    _LAYOUT_ARGS = ()
+  info = layouts_base.finish(names, ctx, written)
+  logging.info('Local run: %s written from %d shard(s) in %.2f s', ', '.join(names), len(jobs),
+               time.perf_counter() - start)
+  return info
 
 
 def _name_shards(bundles: List[Tuple[str, str, int, int]], split_dirs: Mapping[str, str],

@@ -97,6 +97,8 @@ class ConversionOptions:
   # Classes to keep, drop, rename or merge (`manifest.class_map`); the manifest sources
   # carry it too, for parsing.
   class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
+  # Output layouts written beside TFX's GZIP shards (`layouts.LAYOUTS`), from them.
+  layouts: Tuple[str, ...] = ()
 
   @property
   def annotations(self) -> FrozenSet[str]:
@@ -117,5 +119,8 @@ class ConversionOptions:
     if not 0 <= self.compression_level <= 9:
       raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
     check_sharding(self.num_shards, self.shard_size_mb)
+    if self.layouts:
+      from tfrecorder_component.layouts import check_layouts  # pylint: disable=g-import-not-at-top
+      object.__setattr__(self, 'layouts', check_layouts(self.layouts))
     if self.progress_every_s is not None and self.progress_every_s <= 0:
       raise UsageError(f'progress_every_s must be positive, got {self.progress_every_s}')

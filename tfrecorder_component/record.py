@@ -32,6 +32,7 @@ class RecordStat(NamedTuple):
   objects: Tuple[str, ...] = ()  # detection: the label of each object written
   image_format: str = ''
   size_bucket: str = ''  # report_html.size_bucket of the stored image
+  features: str = ''  # `feature_signature` of the record
 
 
 class ConvertedRow(NamedTuple):
@@ -80,10 +81,26 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
                           keypoints=options.include_keypoints, class_mask=encoded_mask)
   sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
   stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
-                    report_html.size_bucket(info.width, info.height))
+                    report_html.size_bucket(info.width, info.height),
+                    feature_signature(example))
   # deterministic: byte-reproducible records
   return ConvertedRow(split, example.SerializeToString(deterministic=True), stat, issues,
                       data, objects, converted, bytes_read, encoded_mask)
+
+
+_VALUES = {'bytes_list': 'bytes', 'int64_list': 'int64', 'float_list': 'float'}
+
+
+def feature_signature(example) -> str:
+  """The record's keys with their types and whether each has one value, a line each
+  (`key<TAB>type<TAB>1|n`, sorted): a run's records share a few signatures, which the
+  summary counts into its `features` (`steps.report.record_features`)."""
+  lines = []
+  for key, feature in example.features.feature.items():
+    kind = feature.WhichOneof('kind')
+    one = kind is not None and len(getattr(feature, kind).value) == 1
+    lines.append(f'{key}\t{_VALUES.get(kind, "bytes")}\t{"1" if one else "n"}')
+  return '\n'.join(sorted(lines))
 
 
 def load_image(row: ManifestRow, options: ConversionOptions, read: Read = files.read_bytes

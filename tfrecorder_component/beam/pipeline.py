@@ -27,6 +27,7 @@ from tfrecorder_component.beam import write
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
 from tfrecorder_component.beam.read import ReadManifestRows
+from tfrecorder_component.layouts import index as index_lib
 from tfrecorder_component.steps import report as report_lib
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
@@ -73,13 +74,24 @@ class ConvertManifests(beam.PTransform):
     level = self._options.compression_level
     if self._label_dir is not None:
       _ = held | 'WriteLabelFiles' >> write.WriteLabelFiles(self._label_dir)
+    layouts_written = pbegin.pipeline | 'NoLayouts' >> beam.Create([])
     if self._split_dirs is not None:
-      _ = converted.records | 'WriteSplits' >> write.WriteSplits(
+      shards = converted.records | 'WriteSplits' >> write.WriteSplits(
           self._split_dirs, level, num_shards=self._options.num_shards,
           shard_bytes=int(self._options.shard_size_mb * 2**20))
+      if self._options.layouts:
+        layouts_written = shards | 'WriteLayouts' >> write.WriteLayouts(
+            self._options.layouts, self._split_dirs, self._label_dir, summary, held)
     written = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
-                'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES]}
+                'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES],
+                'layouts': layouts_written}
                | 'WriteReport' >> report.WriteReport(self._report_dir))
+    if self._split_dirs is not None and self._label_dir is not None:
+      _ = summary | 'WriteIndex' >> beam.Map(
+          lambda s, out, splits, held, written: index_lib.write_index(
+              s, out, splits, held['task'], written[0] if written else None),
+          self._label_dir, list(self._split_dirs), beam.pvalue.AsSingleton(held),
+          beam.pvalue.AsList(layouts_written))
     # The summary is written once every row is converted and every duplicate found.
     _ = written | 'RemoveWork' >> beam.Map(lambda _, work: files.remove(work),
                                            layout.work_dir(self._report_dir))

@@ -87,7 +87,8 @@ class WriteReport(beam.PTransform):
 
   Input: a dict of PCollections: 'summary' (from Summarize) and 'held' (`held_labels`),
   one element each; 'errors', 'box_issues' (dicts), 'stats' (RecordStat lists) and
-  'samples' ((label, (uri, thumbnail)) pairs). Returns one element once summary.json and
+  'samples' ((label, (uri, thumbnail)) pairs), 'layouts' (none, or the extra layouts
+  written: `layouts.base.finish`). Returns one element once summary.json and
   report.html are written.
   """
 
@@ -121,4 +122,5 @@ class WriteReport(beam.PTransform):
             | 'SamplesPerLabel' >> beam.combiners.Top.SmallestPerKey(SAMPLES_PER_LABEL)),
         errors=first(errors, 'FirstErrors', report.error_order),
         box_issues=first(box_issues, 'FirstBoxIssues', report.box_issue_order),
-        unused_written=beam.pvalue.AsList(written))  # the summary comes last
+        unused_written=beam.pvalue.AsList(written),  # the summary comes last
+        layouts=beam.pvalue.AsList(pcolls['layouts']))

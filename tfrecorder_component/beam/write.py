@@ -15,9 +15,10 @@ from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component.beam import sink as sink_lib
+from tfrecorder_component.layouts import base as layouts_base
 from tfrecorder_component.steps import shards as shards_lib
 
-__all__ = ['WriteLabelFiles', 'WriteSplits']
+__all__ = ['WriteLabelFiles', 'WriteLayouts', 'WriteSplits']
 
 
 class WriteSplits(beam.PTransform):
@@ -118,3 +119,39 @@ class WriteLabelFiles(beam.PTransform):
         d, dict(zip(h['labels'], h['ids'])), labels_lib.first_label_id(h['task'])),
                            self._directory)
 
+
+
+class WriteLayouts(beam.PTransform):
+  """Writes the extra output layouts (`layouts.LAYOUTS`) from the finished TFX shards,
+  once `WriteSplits` (its input) has written them all: a task per shard, then each
+  layout's metadata. Returns one element, what `layouts.base.finish` returns."""
+
+  def __init__(self, names, split_dirs: Mapping[str, str], output_dir: str, summary, held):
+    super().__init__()
+    self._names = tuple(names)
+    self._split_dirs = dict(split_dirs)
+    self._output_dir = output_dir
+    self._summary = summary
+    self._held = held
+
+  def expand(self, shards):
+    context = beam.pvalue.AsSingleton(
+        self._summary | 'LayoutContext' >> beam.Map(
+            lambda s, held, out, splits, names: _checked(
+                layouts_base.context(s, held, out, splits), names),
+            beam.pvalue.AsSingleton(self._held), self._output_dir, list(self._split_dirs),
+            self._names))
+    return (shards
+            | 'AllShards' >> beam.combiners.ToList()
+            | 'ShardJobs' >> beam.FlatMap(lambda _, dirs: layouts_base.shard_jobs(dirs),
+                                          self._split_dirs)
+            | 'SpreadJobs' >> beam.Reshuffle()
+            | 'WriteShards' >> beam.Map(layouts_base.write_shard, self._names, context)
+            | 'AllWritten' >> beam.combiners.ToList()
+            | 'Finish' >> beam.Map(lambda written, names, ctx: layouts_base.finish(
+                names, ctx, written), self._names, context))
+
+
+def _checked(ctx, names):
+  layouts_base.check_types(names, ctx)
+  return ctx

@@ -1,7 +1,7 @@
 """ImageExampleGen: an image manifest becomes a split `Examples` artifact."""
 import json
 import numbers
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from tfx.components.example_gen import component as example_gen_component
 from tfx.components.example_gen import utils as example_gen_utils
@@ -19,6 +19,7 @@ from tfrecorder_component.component import driver, executor, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
 from tfrecorder_component.manifest.class_map import describe as describe_class_map
 from tfrecorder_component.manifest.class_map import parse_class_map
+from tfrecorder_component.layouts import check_layouts
 from tfrecorder_component.options import DEFAULT_CONCURRENT_READS, check_sharding
 
 
@@ -89,7 +90,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       label_map: Optional[str] = None,
       append_new_labels: bool = False,
       label_map_examples: Optional[channel.BaseChannel] = None,
-      class_map: Optional[Dict[str, Optional[str]]] = None):
+      class_map: Optional[Dict[str, Optional[str]]] = None,
+      layouts: Optional[List[str]] = None):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -148,6 +150,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         write, or None to drop it}; the key "*" says what becomes of the classes not
         listed (None: dropped). Dropped objects are listed in box_issues.jsonl, rows
         left with no label in errors.jsonl (not counted as failures).
+      layouts: Output layouts written into the Examples artifact beside TFX's GZIP
+        shards, from them: 'tfrecord' (uncompressed + .idx, for DALI and PyTorch),
+        'tfds', 'array_record' (Grain), 'parquet'. See the README.
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
@@ -196,6 +201,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         label_map_examples=label_map_examples,
         class_map=json.dumps(describe_class_map(parse_class_map(class_map)), sort_keys=True)
         if class_map else None,
+        layouts=','.join(check_layouts(layouts, check_available=False)) if layouts else None,
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport)))
 

@@ -228,6 +228,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         transform=transform_lib.ImageTransform.from_json(
             exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None),
         class_map=_class_map(exec_properties),
+        layouts=tuple(n for n in (exec_properties.get(spec.LAYOUTS_KEY) or '').split(',') if n),
         **_label_map_options(input_dict, exec_properties))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)

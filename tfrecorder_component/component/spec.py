@@ -30,6 +30,7 @@ LABEL_MAP_KEY = 'label_map'
 APPEND_NEW_LABELS_KEY = 'append_new_labels'
 LABEL_MAP_EXAMPLES_KEY = 'label_map_examples'
 CLASS_MAP_KEY = 'class_map'
+LAYOUTS_KEY = 'layouts'
 REPORT_KEY = 'report'
 
 
@@ -63,6 +64,7 @@ class ImageExampleGenSpec(ComponentSpec):
       APPEND_NEW_LABELS_KEY: ExecutionParameter(type=int, optional=True),  # 0 or 1
       # JSON {class: new class or null}: classes to keep, drop, rename or merge
       CLASS_MAP_KEY: ExecutionParameter(type=str, optional=True),
+      LAYOUTS_KEY: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       MANIFEST_KEY: ChannelParameter(type=ImageManifest, optional=True),

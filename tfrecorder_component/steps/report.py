@@ -53,10 +53,29 @@ def stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
       add('objects', label)
     add('formats', stat.image_format)
     add('sizes', stat.size_bucket)
+    add('features', stat.features)
   return counts
 
 
-STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes')
+STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes', 'features')
+
+
+def record_features(signatures: Dict[str, int], records: int) -> Dict[str, Dict[str, Any]]:
+  """{key: {'type': 'bytes' | 'int64' | 'float', 'records': records holding it, 'scalar':
+  whether every record holds it with exactly one value}} of the records written, from
+  their `record.feature_signature` counts. A key written with two types (an extra
+  column read as text in one manifest, as a number in another) has them joined by '|'."""
+  out: Dict[str, Dict[str, Any]] = {}
+  for signature, n in signatures.items():
+    for line in signature.split('\n') if signature else ():
+      key, kind, values = line.split('\t')
+      entry = out.setdefault(key, {'types': set(), 'records': 0, 'one': 0})
+      entry['types'].add(kind)
+      entry['records'] += n
+      entry['one'] += n if values == '1' else 0
+  return {key: {'type': '|'.join(sorted(e['types'])), 'records': e['records'],
+                'scalar': e['one'] == records}
+          for key, e in sorted(out.items())}
 
 
 def add_counts(acc: Dict[str, Dict[str, int]], counts: Dict[str, Dict[str, int]]):
@@ -108,6 +127,7 @@ def summary(acc: Dict[str, Dict[str, int]]) -> Dict[str, Any]:
       'labels_per_split': per_split,
       'image_formats': dict(sorted(acc['formats'].items())),
       'image_sizes': dict(sorted(acc['sizes'].items())),
+      'features': record_features(acc.get('features', {}), records),
   }
 
 
@@ -160,15 +180,20 @@ def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str
 def write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any],
                    duplicates: Dict[str, Any], samples: Dict[str, List[Tuple[str, bytes]]],
                    errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]],
-                   unused_written: List[str]) -> None:
+                   unused_written: List[str], layouts=None) -> None:
   """summary.json, and report.html: the same counts with a contact sheet and the first
-  failed rows, for people. Written once the JSON-lines files are (`unused_written`)."""
+  failed rows, for people. Written once the JSON-lines files are (`unused_written`);
+  `layouts`: the extra output layouts written (`layouts.base.finish`), if any."""
   summary = dict(summary, vocabulary=held['labels'],
                  label_ids=dict(zip(held['labels'], held['ids'])),
                  labels_left_out=held['left_out'], labels_appended=held['appended'],
                  labels_unknown=held['unknown'], label_id_conflicts=held['conflicts'],
                  label_map_given=held['given'], class_map=held.get('class_map'),
                  duplicates=duplicates)
+  if isinstance(layouts, list):  # Beam's side input: [] or [the layouts written]
+    layouts = layouts[0] if layouts else None
+  if layouts:
+    summary['layouts'] = layouts
   files.write_text(files.join(report_dir, layout.SUMMARY_FILE),
                    json.dumps(summary, indent=2, ensure_ascii=False))
   files.write_text(files.join(report_dir, layout.REPORT_PAGE),
