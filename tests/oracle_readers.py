@@ -51,6 +51,30 @@ def reference(reader: str, fmt: str, path: str, *, images: Optional[str] = None,
   return json.loads(done.stdout)['images']
 
 
+def hf_parquet(path: str) -> Dict[str, Any]:
+  """What Hugging Face `datasets.load_dataset(path)` reads from a `parquet` layout folder
+  (read.py's `datasets` reader): {'features': {column: feature dict}, 'splits': {split:
+  {'count': n, 'rows': [{column: value}]}}}, bytes as bytes again."""
+  import base64  # pylint: disable=g-import-not-at-top
+  import json  # pylint: disable=g-import-not-at-top
+  command = [oracle_python(), READ, '--reader', 'datasets', '--format', 'parquet', str(path)]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONWARNINGS='ignore')
+  done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+  assert done.returncode == 0, f'datasets could not load {path}:\n{done.stderr[-4000:]}'
+
+  def decoded(value):
+    if isinstance(value, dict):
+      if set(value) == {'$bytes'}:
+        return base64.b64decode(value['$bytes'])
+      return {k: decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+      return [decoded(v) for v in value]
+    return value
+
+  read = json.loads(done.stdout)
+  return {'features': read['features'], 'splits': decoded(read['splits'])}
+
+
 def datumaro_export(fmt: str, spec: Dict[str, Any], out: str, **options) -> str:
   """Writes `spec` (tests/oracles/write.py's) as `fmt` with Datumaro's exporter, images
   saved, into `out` (`options` the exporter's); returns `out`."""

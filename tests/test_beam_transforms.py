@@ -268,7 +268,11 @@ def test_convert_batches_detection_reports_dropped_boxes(tmp_path):
 # --- Summarize and FindDuplicates -----------------------------------------------------
 
 def stat(split, labels, sha, uri, objects=()):
-  return RecordStat(split, tuple(labels), sha, uri, tuple(objects), 'jpeg', '< 64 px')
+  keys = ['image/encoded\tbytes\t1', 'image/class/label\tint64\t' + '1n'[len(labels) > 1]]
+  if objects:
+    keys.append('image/object/bbox/xmin\tfloat\tn')
+  return RecordStat(split, tuple(labels), sha, uri, tuple(objects), 'jpeg', '< 64 px',
+                    '\n'.join(sorted(keys)))
 
 
 def test_summarize_counts_records_labels_errors_and_box_issues():
@@ -289,7 +293,13 @@ def test_summarize_counts_records_labels_errors_and_box_issues():
         'objects_written': 2, 'objects_per_label': {'dog': 2},
         'box_issues': {'clipped:clipped': 1, 'dropped:empty': 2},
         'labels_per_split': {'test': {'cat': 1, 'dog': 1}, 'train': {'cat': 1, 'dog': 1}},
-        'image_formats': {'jpeg': 3}, 'image_sizes': {'< 64 px': 3}}]))
+        'image_formats': {'jpeg': 3}, 'image_sizes': {'< 64 px': 3},
+        # the records' keys: in every record or not, with one value in every record or not
+        'features': {
+            'image/class/label': {'type': 'int64', 'records': 3, 'scalar': False},
+            'image/encoded': {'type': 'bytes', 'records': 3, 'scalar': True},
+            'image/object/bbox/xmin': {'type': 'float', 'records': 1, 'scalar': False}},
+    }]))
 
 
 # --- WriteSortedJsonLines -------------------------------------------------------------
@@ -466,7 +476,12 @@ def test_convert_row_classification(tmp_path):
   out = record_lib.convert_row(row(d, 'a.jpg', ['dog'], 'eval'), {'cat': 0, 'dog': 1}, OPTIONS)
   assert out.split == 'eval' and out.box_issues == [] and out.objects is None
   assert out.stat == RecordStat('eval', ('dog',), hashlib.sha256(data).hexdigest(), 'a.jpg', (),
-                                'jpeg', size_bucket(16, 12))
+                                'jpeg', size_bucket(16, 12), '\n'.join([
+                                    'image/channels\tint64\t1', 'image/class/label\tint64\t1',
+                                    'image/class/text\tbytes\t1', 'image/encoded\tbytes\t1',
+                                    'image/filename\tbytes\t1', 'image/format\tbytes\t1',
+                                    'image/height\tint64\t1', 'image/key/sha256\tbytes\t1',
+                                    'image/source_id\tbytes\t1', 'image/width\tint64\t1']))
   assert classes(out.record) == ('a.jpg', [1], ['dog'])
   assert (out.data, out.bytes_read, out.converted) == (data, len(data), False)
 

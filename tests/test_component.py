@@ -183,6 +183,7 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
       'feature_types': {'weight': 'string'},
       'image_transform': {'size': [4, 4]},
       'num_shards': 2,
+      'layouts': ['tfrecord'],
   }
   # shard_size_mb is the alternative to num_shards (one or the other), and include_masks
   # and include_keypoints read COCO only: their own tests below. concurrent_reads changes
@@ -227,6 +228,11 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   for shard in shards:
     with gzip.open(shard, 'rb') as f:
       assert os.path.getsize(shard) < len(f.read())
+  # layouts: the tfrecord layout in the artifact's folder, a file a shard, indexed.
+  assert sorted(os.listdir(os.path.join(examples.uri, 'tfrecord'))) == [
+      f'images-alpha.tfrecord-0000{k}-of-00002{suffix}' for k in (0, 1) for suffix in ('', '.idx')]
+  with open(os.path.join(examples.uri, 'examples.json'), encoding='utf-8') as f:
+    assert list(json.load(f)['layouts']) == ['tfrecord']
 
 
 @pytest.mark.parametrize('masks,keypoints', [(True, False), (False, True)])

@@ -210,7 +210,7 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   # A successful overwrite replaces everything: no split of the old run is left.
   result = trc.convert(second, str(out), overwrite=True)
   assert sorted(os.listdir(out)) == ['Split-eval', 'Split-test', 'Split-train', '_SUCCESS',
-                                     'label_map.pbtxt', 'labels.txt', 'report']
+                                     'examples.json', 'label_map.pbtxt', 'labels.txt', 'report']
   assert result.records_per_split == {'train': 0, 'eval': 0, 'test': 1}
   assert sorted(os.listdir(tmp_path)) == ['data', 'out']  # no partial, old or failed folder
 
@@ -221,8 +221,8 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   # Only a failed run's report there: the next run takes the folder without overwrite.
   trc.convert(second, str(tmp_path / 'new'))
   assert sorted(os.listdir(tmp_path / 'new')) == [
-      'Split-eval', 'Split-test', 'Split-train', '_SUCCESS', 'label_map.pbtxt', 'labels.txt',
-      'report']
+      'Split-eval', 'Split-test', 'Split-train', '_SUCCESS', 'examples.json',
+      'label_map.pbtxt', 'labels.txt', 'report']
   assert (tmp_path / 'new' / 'report' / 'errors.jsonl').read_text() == ''  # the new report
   with pytest.raises(ValueError, match='is a file; the output must be a folder'):
     trc.convert(second, first)

@@ -93,7 +93,8 @@ def test_a_second_run_is_refused_and_a_file_put_in_during_a_run_is_kept(tmp_path
   assert first.returncode == 0, stderr
   assert (out / 'notes.txt').read_text() == 'mine'
   assert sorted(os.listdir(out)) == ['Split-eval', 'Split-test', 'Split-train', '_SUCCESS',
-                                     'label_map.pbtxt', 'labels.txt', 'notes.txt', 'report']
+                                     'examples.json', 'label_map.pbtxt', 'labels.txt',
+                                     'notes.txt', 'report']
   assert 'Wrote 6 records of 6 rows' in stdout
 
 
@@ -133,7 +134,7 @@ def test_a_mount_point_is_written_in_place(tmp_path):
     done = run('convert', manifest, str(out), '--overwrite')
     assert done.returncode == 0, done.stderr
     assert sorted(os.listdir(out)) == ['Split-eval', 'Split-test', 'Split-train', '_SUCCESS',
-                                       'label_map.pbtxt', 'labels.txt', 'report']
+                                       'examples.json', 'label_map.pbtxt', 'labels.txt', 'report']
   finally:
     subprocess.run(['umount', str(out)], check=True)
 

@@ -15,6 +15,8 @@ TensorFlow until a name is used):
   `tfrecorder-component` command, which takes no DataFrame and would wait 0.3 s for it).
 - `load_dataset(examples, split, batch_size, image_size, ...)`: a `tf.data.Dataset` of
   (image, label) batches for Keras or a Trainer's `run_fn`.
+- `examples_importer(output_dir)`: a `tfx.dsl.Importer` of a `convert()` output as
+  `Examples`, with ExampleGen's properties (`split_names` from its `examples.json`).
 """
 import importlib
 import os
@@ -39,6 +41,7 @@ _EXPORTS = {
     'convert': 'tfrecorder_component.conversion',
     'ConversionResult': 'tfrecorder_component.conversion',
     'load_dataset': 'tfrecorder_component.dataset',
+    'examples_importer': 'tfrecorder_component.component.importer',
 }
 __all__ = sorted(_EXPORTS)
 

@@ -27,6 +27,14 @@ Readers and formats (PATH, and --images where the reader needs the image folder)
     tf_detection_api, or any Datumaro format name; PATH what Dataset.import_from takes.
   label-studio-converter: label_studio (PATH the JSON export; --images the folder that
     /data/upload/ URIs are in), through its convert_to_coco, read as COCO.
+
+Hugging Face `datasets` reads a Parquet folder (the `parquet` layout: PATH the folder,
+its README.md the card) with `load_dataset(PATH)`, and prints another document:
+
+  {"reader": "datasets", "format": "parquet", "features": the first split's
+   Features.to_dict(), "splits": {SPLIT: {"count": N, "rows": [{COLUMN: value}]}}}
+
+each row as `datasets` gives it (python format), bytes as {"$bytes": base64}.
 """
 from __future__ import annotations
 
@@ -296,15 +304,50 @@ def read_datumaro(fmt: str, path: str, masks: bool) -> Images:
   return out
 
 
+def _jsonable(value: Any) -> Any:
+  if isinstance(value, bytes):
+    import base64  # pylint: disable=g-import-not-at-top
+    return {'$bytes': base64.b64encode(value).decode('ascii')}
+  if isinstance(value, list):
+    return [_jsonable(v) for v in value]
+  if isinstance(value, dict):
+    return {k: _jsonable(v) for k, v in value.items()}
+  return value
+
+
+def read_hf_parquet(path: str) -> Dict[str, Any]:
+  """What `datasets.load_dataset(path)` gives: the splits its card names, every row. The
+  cache it writes goes to a temporary folder, never the Hub (offline)."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  os.environ.setdefault('HF_HUB_OFFLINE', '1')
+  os.environ.setdefault('HF_DATASETS_DISABLE_PROGRESS_BARS', '1')
+  import datasets  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryDirectory() as cache:
+    loaded = datasets.load_dataset(path, cache_dir=cache)
+    splits = {name: {'count': len(ds), 'rows': [_jsonable(row) for row in ds]}
+              for name, ds in loaded.items()}
+    features = next(iter(loaded.values())).features.to_dict() if loaded else {}
+  return {'features': features, 'splits': splits}
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--reader', required=True, choices=(
-      'supervision', 'datumaro', 'pycocotools', 'label-studio-converter'))
+      'supervision', 'datumaro', 'pycocotools', 'label-studio-converter', 'datasets'))
   parser.add_argument('--format', required=True)
   parser.add_argument('--images', help='the image folder, where the reader needs it')
   parser.add_argument('--masks', action='store_true', help='masks too, as COCO RLEs')
   parser.add_argument('path')
   args = parser.parse_args(argv)
+  if args.reader == 'datasets':
+    if args.format != 'parquet':
+      raise SystemExit('read.py: datasets reads parquet only')
+    with contextlib.redirect_stdout(sys.stderr):
+      read = read_hf_parquet(args.path)
+    json.dump({'reader': args.reader, 'format': args.format, **read}, sys.stdout,
+              sort_keys=True)
+    sys.stdout.write('\n')
+    return 0
   with contextlib.redirect_stdout(sys.stderr):  # what a reader prints is not the result
     if args.reader == 'pycocotools':
       if args.format != 'coco':

@@ -1,0 +1,199 @@
+"""Readers: what the extra output layouts cost to write, and how fast each trainer's
+loader reads them, side by side.
+
+    .venv/bin/python -m benchmarks.readers [--images 20000] [--repeats 3] [--limit 5000]
+
+Writing: the first N synthetic 256x256 JPEGs (benchmarks/data.py, hash-split 8:1:1, 10
+labels) converted by `tfrecorder-component convert MANIFEST OUT`, a fresh process timed
+from launch to exit, with no extra layout (TFX's GZIP shards alone), with each layout
+(`--layout tfrecord`, `tfds`, `array_record`, `parquet`) and with all four; repeats
+interleaved, medians with their range, and each ratio to the TFX-only run taken within
+its repeat. The TFX shards of every run are compared byte for byte with the TFX-only
+run's.
+
+Reading: the all-layouts output's `train` split read by each loader in a fresh process
+(benchmarks/read_layouts.py, in the loader's own environment): tf.data over the GZIP
+shards (what TFX reads) and over the uncompressed `tfrecord` layout, the PyTorch
+`tfrecord` package with the `.idx` files, this project's framework-free iterator
+(`tfrecorder_component.readers`), TFDS (`builder_from_directory`), Grain's
+`ArrayRecordDataSource` (random access, in order), pyarrow over the Parquet files,
+Hugging Face `datasets.load_dataset` of the Parquet folder (scripts/oracles-env) and
+NVIDIA DALI's `fn.readers.tfrecord` on the CPU (scripts/dali-env). The first `--limit`
+records, with and without decoding the JPEGs: records/s and CPU ms per 1,000 records
+after the first record, and the seconds to the first record (imports and opening).
+Writes benchmarks/results/readers.md (figures of every run in benchmarks/out/readers.json).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from typing import Any, Dict, List
+
+import psutil
+
+from benchmarks import data as data_lib
+from benchmarks import procs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAYOUT_RUNS = {
+    'tfx': [],
+    'tfrecord': ['--layout', 'tfrecord'],
+    'tfds': ['--layout', 'tfds'],
+    'array_record': ['--layout', 'array_record'],
+    'parquet': ['--layout', 'parquet'],
+    'all': ['--layout', 'tfrecord,tfds,array_record,parquet'],
+}
+# reader: (environment, what it reads)
+READERS = {
+    'tf_data_gzip': ('product', 'tf.data TFRecordDataset, GZIP shards (TFX layout)'),
+    'tf_data_tfrecord': ('product', 'tf.data TFRecordDataset, `tfrecord` layout'),
+    'tfrecord_package': ('product', 'PyTorch `tfrecord` 1.14 loader + .idx, `tfrecord` layout'),
+    'ours_iterator': ('product', 'ours: `readers.iter_records` (no TensorFlow), `tfrecord` layout'),
+    'tfds': ('product', 'TFDS 4.9 `builder_from_directory`, `tfds` layout'),
+    'grain': ('product', 'Grain `ArrayRecordDataSource`, `array_record` layout'),
+    'pyarrow': ('product', 'pyarrow `ParquetFile.iter_batches`, `parquet` layout'),
+    'hf_datasets': ('oracles', 'Hugging Face `datasets.load_dataset`, `parquet` layout'),
+    'dali': ('dali', 'NVIDIA DALI 2.4 `fn.readers.tfrecord` (CPU), `tfrecord` layout'),
+}
+
+
+def _env_python(env: str) -> str:
+  if env == 'product':
+    return sys.executable
+  script = {'oracles': 'oracles-env', 'dali': 'dali-env'}[env]
+  out = subprocess.run([os.path.join(procs.ROOT, 'scripts', script)], check=True,
+                       stdout=subprocess.PIPE, text=True).stdout
+  return out.strip().splitlines()[-1]
+
+
+def _tfx_digest(out: str) -> str:
+  h = hashlib.sha256()
+  for path in sorted(glob.glob(os.path.join(out, 'Split-*', '*.gz'))):
+    h.update(os.path.relpath(path, out).encode())
+    with open(path, 'rb') as f:
+      h.update(f.read())
+  return h.hexdigest()
+
+
+def write_runs(manifest: str, scratch: str, repeats: int) -> List[Dict[str, Any]]:
+  cli = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
+  runs = []
+  for repeat in range(repeats):
+    for name, flags in LAYOUT_RUNS.items():
+      out = os.path.join(scratch, f'write-{name}')
+      shutil.rmtree(out, ignore_errors=True)
+      r = procs.run([cli, 'convert', manifest, out, *flags])
+      r.pop('stdout')
+      runs.append({'repeat': repeat, 'layouts': name, 'digest': _tfx_digest(out), **r})
+      print(f'write {repeat} {name:13s} {r["wall_s"]:6.1f} s', flush=True)
+      if name != 'all':
+        shutil.rmtree(out)
+  return runs
+
+
+def read_runs(out: str, repeats: int, limit: int, readers: List[str]) -> List[Dict[str, Any]]:
+  pythons = {env: _env_python(env) for env in {READERS[r][0] for r in readers}}
+  script = os.path.join(HERE, 'read_layouts.py')
+  runs = []
+  for repeat in range(repeats):
+    for reader in readers:
+      for decode in (False, True):
+        cmd = [pythons[READERS[reader][0]], script, reader, out, '--limit', str(limit)]
+        r = procs.run(cmd + (['--decode'] if decode else []),
+                      env={'PYTHONPATH': procs.ROOT, 'HF_DATASETS_OFFLINE': '1'})
+        figures = json.loads(r['stdout'].strip().splitlines()[-1])
+        runs.append({'repeat': repeat, 'wall_s': r['wall_s'], 'peak_mb': r['peak_mb'],
+                     **figures})
+        print(f'read {repeat} {reader:17s} decode={int(decode)} {figures["records"]:6d} '
+              f'records, {figures["records"] / figures["read_s"]:8.0f}/s, first after '
+              f'{figures["setup_s"]:.1f} s', flush=True)
+  return runs
+
+
+def _write_table(runs: List[Dict[str, Any]]) -> List[str]:
+  by = lambda name: [r for r in runs if r['layouts'] == name]
+  base = {r['repeat']: r['wall_s'] for r in by('tfx')}
+  digest = by('tfx')[0]['digest']
+  lines = ['| layouts written | wall s, launch to exit | vs TFX only | TFX shards |',
+           '|---|---|---|---|']
+  for name in LAYOUT_RUNS:
+    rs = by(name)
+    walls = procs.spread([r['wall_s'] for r in rs])
+    ratio = procs.spread([r['wall_s'] / base[r['repeat']] for r in rs])
+    same = 'byte-identical' if all(r['digest'] == digest for r in rs) else '**differ**'
+    lines.append(f'| {name} | {procs.fmt(walls)} | {procs.fmt(ratio, 2)}x | {same} |')
+  return lines
+
+
+def _read_table(runs: List[Dict[str, Any]], readers: List[str]) -> List[str]:
+  lines = ['| loader | records/s | CPU ms / 1,000 | records/s, decoded | CPU ms / 1,000, '
+           'decoded | first record after, s |', '|---|---|---|---|---|---|']
+  for reader in readers:
+    cells = []
+    for decode in (False, True):
+      rs = [r for r in runs if r['reader'] == reader and r['decode'] == decode]
+      cells.append(procs.fmt(procs.spread([r['records'] / r['read_s'] for r in rs]), 0))
+      cells.append(procs.fmt(procs.spread([1000 * r['cpu_s'] / r['records'] for r in rs]), 0))
+    first = procs.spread([r['setup_s'] for r in runs if r['reader'] == reader])
+    lines.append(f'| {READERS[reader][1]} | {" | ".join(cells)} | {procs.fmt(first)} |')
+  return lines
+
+
+def report(saved: Dict[str, Any], path: str) -> str:
+  text = '\n'.join([
+      '# Readers: extra output layouts, written and read', '',
+      f'{saved["machine"]}; {saved["images"]:,} synthetic 256x256 JPEGs, '
+      f'{saved["repeats"]} repeats interleaved; medians (range). '
+      'Command: `.venv/bin/python -m benchmarks.readers`.', '',
+      '## Writing: `tfrecorder-component convert` with each layout', '',
+      *_write_table(saved['write']), '',
+      f'## Reading the `train` split: the first {saved["limit"]:,} records', '',
+      'Rates after the first record; CPU is every thread of the loader\'s process.', '',
+      *_read_table(saved['read'], saved['readers']), ''])
+  with open(path, 'w') as f:
+    f.write(text)
+  return text
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--images', type=int, default=20_000)
+  parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--limit', type=int, default=5_000)
+  parser.add_argument('--readers', default=','.join(READERS))
+  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'scratch'))
+  parser.add_argument('--results', default=os.path.join(HERE, 'results'))
+  parser.add_argument('--report-only', action='store_true')
+  args = parser.parse_args(argv)
+  saved_path = os.path.join(HERE, 'out', 'readers.json')
+  if not args.report_only:
+    readers = args.readers.split(',')
+    data_lib.generate(args.data, args.images)
+    manifest = data_lib.write_manifest(args.data, args.images)
+    os.makedirs(args.scratch, exist_ok=True)
+    machine = (f'{platform.machine()}, {psutil.cpu_count()} cores, '
+               f'{psutil.virtual_memory().total / 2**30:.0f} GiB, '
+               f'Python {platform.python_version()}')
+    write = write_runs(manifest, args.scratch, args.repeats)
+    read = read_runs(os.path.join(args.scratch, 'write-all'), args.repeats, args.limit, readers)
+    saved = {'machine': machine, 'images': args.images, 'repeats': args.repeats,
+             'limit': args.limit, 'readers': readers, 'write': write, 'read': read}
+    with open(saved_path, 'w') as f:
+      json.dump(saved, f, indent=1)
+  with open(saved_path) as f:
+    saved = json.load(f)
+  os.makedirs(args.results, exist_ok=True)
+  print(report(saved, os.path.join(args.results, 'readers.md')))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,147 @@
+"""Output layouts beside TFX's shards (`tfrecorder_component/layouts`): the registry, the
+run over the finished shards (local worker processes and Beam), the `tfrecord` layout
+(uncompressed shards + `.idx`) and `examples.json`, the output's index. Each other
+layout has its own test file, read back by its loader."""
+import glob
+import json
+import os
+import struct
+
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+import tfrecorder_component as trc
+from images import write_image
+from tfrecorder_component.cli import main
+from tfrecorder_component.errors import UsageError
+from tfrecorder_component.layouts import base, check_layouts
+
+
+def _frame(path, offset, size):
+  """The record framed at `offset` (`size` bytes with length and CRCs) of a shard."""
+  with open(path, 'rb') as f:
+    f.seek(offset)
+    data = f.read(size)
+  length, = struct.unpack('<Q', data[:8])
+  assert size == length + 16
+  return data[12:12 + length]
+
+
+def _rows(tmp_path, n=30):
+  rows = []
+  for i in range(n):
+    path = str(tmp_path / 'images' / f'{i}.jpg')
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_image(path, height=10 + i % 4, width=12)
+    rows.append({'split': ['TRAIN', 'VALIDATION'][i % 3 == 0], 'image_uri': path,
+                 'label': ['cat', 'dog', 'bird'][i % 3], 'weight': float(i)})
+  return pd.DataFrame(rows)
+
+
+def _tfx_records(split_dir):
+  shards = sorted(glob.glob(os.path.join(split_dir, 'data_tfrecord-*.gz')))
+  return [[r.numpy() for r in tf.data.TFRecordDataset(s, compression_type='GZIP')]
+          for s in shards]
+
+
+@pytest.mark.parametrize('beam_args', [(), ('--direct_num_workers=1',)], ids=['local', 'beam'])
+def test_tfrecord_layout_holds_each_tfx_shard_uncompressed_with_its_index(tmp_path, beam_args):
+  out = tmp_path / 'out'
+  trc.convert(_rows(tmp_path), str(out), layouts=['tfrecord'], num_shards=2,
+              beam_args=beam_args)
+  index = json.loads((out / 'examples.json').read_text())
+  assert index['layouts']['tfrecord']['folder'] == 'tfrecord'
+  for split in ('train', 'eval', 'test'):
+    tfx = _tfx_records(str(out / f'Split-{split}'))
+    assert len(tfx) == 2
+    names = index['layouts']['tfrecord']['files'][split]
+    assert names == [f'images-{split}.tfrecord-{k:05d}-of-00002' for k in range(2)]
+    for k, name in enumerate(names):
+      path = str(out / 'tfrecord' / name)
+      read = [r.numpy() for r in tf.data.TFRecordDataset(path)]  # uncompressed
+      assert read == tfx[k]  # shard k: TFX shard k's records, in order
+      lines = (out / 'tfrecord' / (name + '.idx')).read_text().splitlines()
+      assert [_frame(path, *map(int, line.split())) for line in lines] == tfx[k]
+      assert sum(int(line.split()[1]) for line in lines) == os.path.getsize(path)
+  assert sum(len(s) for s in _tfx_records(str(out / 'Split-train'))) == 20
+
+
+def test_layouts_leave_the_tfx_shards_byte_identical(tmp_path):
+  rows = _rows(tmp_path)
+  trc.convert(rows, str(tmp_path / 'plain'))
+  trc.convert(rows, str(tmp_path / 'more'), layouts=['tfrecord'])
+  plain = sorted(glob.glob(str(tmp_path / 'plain' / 'Split-*' / '*.gz')))
+  assert plain and [open(p, 'rb').read() for p in plain] == [
+      open(p.replace('/plain/', '/more/'), 'rb').read() for p in plain]
+
+
+def test_examples_json_indexes_splits_counts_and_the_records_features(tmp_path):
+  out = tmp_path / 'out'
+  result = trc.convert(_rows(tmp_path), str(out), splits={'zeta': 1})
+  index = json.loads((out / 'examples.json').read_text())
+  assert index['split_names'] == ['zeta', 'train', 'eval', 'test']  # the output's, in order
+  assert index['records_per_split'] == result.records_per_split == {
+      'zeta': 0, 'train': 20, 'eval': 10, 'test': 0}
+  assert index['task'] == 'classification' and index['layouts'] == {}
+  features = index['features']
+  assert features == result.summary['features']
+  assert features['image/encoded'] == {'type': 'bytes', 'records': 30, 'scalar': True}
+  assert features['image/height'] == {'type': 'int64', 'records': 30, 'scalar': True}
+  assert features['weight'] == {'type': 'float', 'records': 30, 'scalar': True}
+  assert features['image/class/label'] == {'type': 'int64', 'records': 30, 'scalar': True}
+  ex = tf.train.Example.FromString(_tfx_records(str(out / 'Split-train'))[0][0])
+  assert sorted(features) == sorted(ex.features.feature)
+
+
+def test_examples_json_tells_list_features_of_detection_records(tmp_path):
+  images = tmp_path / 'images'
+  images.mkdir()
+  coco = {'images': [], 'annotations': [],
+          'categories': [{'id': 1, 'name': 'cat'}, {'id': 2, 'name': 'dog'}]}
+  for i in range(4):
+    write_image(str(images / f'{i}.jpg'), height=20, width=20)
+    coco['images'].append({'id': i, 'file_name': f'{i}.jpg', 'width': 20, 'height': 20})
+    for j in range(i):  # 0, 1, 2, 3 objects
+      coco['annotations'].append({'id': 10 * i + j, 'image_id': i, 'category_id': 1 + j % 2,
+                                  'bbox': [1, 1, 5, 5], 'area': 25, 'iscrowd': 0})
+  (images / 'coco.json').write_text(json.dumps(coco))
+  out = tmp_path / 'out'
+  trc.convert(str(images / 'coco.json'), str(out), layouts=['tfrecord'])
+  features = json.loads((out / 'examples.json').read_text())['features']
+  assert features['image/object/bbox/xmin'] == {'type': 'float', 'records': 4, 'scalar': False}
+  assert features['image/object/class/label']['scalar'] is False
+  assert features['image/encoded']['scalar'] is True
+  assert json.loads((out / 'examples.json').read_text())['task'] == 'detection'
+
+
+def test_a_layout_is_chosen_by_name_with_what_it_needs(tmp_path, capsys):
+  assert check_layouts(['tfrecord']) == ('tfrecord',)
+  assert check_layouts('tfrecord,tfrecord') == ('tfrecord',)
+  with pytest.raises(UsageError, match="unknown output layout 'tfrecords'; one of tfrecord"):
+    check_layouts(['tfrecords'])
+  with pytest.raises(UsageError, match='unknown output layout'):
+    trc.convert(_rows(tmp_path, 3), str(tmp_path / 'out'), layouts=['csv'])
+  assert not (tmp_path / 'out' / '_SUCCESS').exists()
+  src = tmp_path / 'rows.csv'
+  _rows(tmp_path, 3).to_csv(src, index=False)
+  assert main(['convert', str(src), str(tmp_path / 'cli'), '--layout', 'nope']) == 2
+  assert "unknown output layout 'nope'" in capsys.readouterr().err
+  assert main(['convert', str(src), str(tmp_path / 'cli'), '--layout', 'tfrecord']) == 0
+  assert glob.glob(str(tmp_path / 'cli' / 'tfrecord' / '*.idx'))
+
+
+def test_a_layout_with_typed_columns_refuses_a_key_of_two_types():
+  ctx = base.LayoutContext('/out', ('train',), {
+      'a': {'type': 'bytes|int64', 'records': 2, 'scalar': True},
+      'b': {'type': 'float', 'records': 2, 'scalar': True}}, {}, 'classification')
+  base.check_types(['tfrecord'], ctx)  # raw records: any types
+  with pytest.raises(UsageError, match=r'the parquet layout needs one type a feature, but a '
+                     r'is bytes\|int64: declare'):
+    base.check_types(['parquet'], ctx)
+
+
+def test_label_names_by_id_from_zero_for_every_task():
+  ctx = lambda task, ids: base.LayoutContext('/o', (), {}, ids, task)
+  assert ctx('classification', {'cat': 0, 'dog': 1}).label_names() == ['cat', 'dog']
+  assert ctx('detection', {'cat': 1, 'dog': 3}).label_names() == ['cat', 'unused_2', 'dog']
