@@ -46,6 +46,10 @@ setup(
         # S3 and S3-compatible stores (MinIO) for manifests and outputs: Beam's S3 file
         # system (boto3). Images on s3:// are read with pyarrow, which Beam brings.
         'aws': [BEAM.replace('apache-beam', 'apache-beam[aws]')],
+        # The extra output layouts' writers (`--layout tfds`, `--layout array_record`);
+        # `tfrecord` and `parquet` need nothing more (pyarrow comes with Beam).
+        'tfds': ['tensorflow-datasets>=4.9,<5'],
+        'array_record': ['array-record>=0.5'],
     },
     entry_points={'console_scripts': ['tfrecorder-component=tfrecorder_component.cli:main']},
     license='Apache-2.0',

@@ -3,8 +3,9 @@ trainer's loader reads, from the finished TFX shards (no second pass over the im
 
     <output>/Split-<split>/data_tfrecord-SSSSS-of-NNNNN.gz   TFX (always; ExampleGen's)
     <output>/tfrecord/      `tfrecord`: uncompressed shards + `.idx` (DALI, PyTorch's
-                            `tfrecord`), named as TFDS names them
-                            `tfds`: adds dataset_info.json, features.json there
+                            `tfrecord`)
+    <output>/tfds/          `tfds`: TFDS's own records (boxes as BBoxFeature) +
+                            dataset_info.json, features.json (tfds.builder_from_directory)
     <output>/array_record/  `array_record`: ArrayRecord shards (Grain, JAX)
     <output>/parquet/       `parquet`: Parquet shards (pyarrow, pandas, Hugging Face
                             `datasets`)

@@ -5,7 +5,7 @@
 
 The `.idx` file is the one NVIDIA DALI's `fn.readers.tfrecord` and the PyTorch
 `tfrecord` package read (their `tfrecord2idx`): a line per record, its byte offset and
-its framed size. Names are TFDS's, so the `tfds` layout adds only its metadata here.
+its framed size.
 """
 from __future__ import annotations
 
