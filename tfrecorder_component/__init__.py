@@ -15,6 +15,11 @@ TensorFlow until a name is used):
   `tfrecorder-component` command, which takes no DataFrame and would wait 0.3 s for it).
 - `load_dataset(examples, split, batch_size, image_size, ...)`: a `tf.data.Dataset` of
   (image, label) batches for Keras or a Trainer's `run_fn`.
+- `feature_spec(examples)`, `parse_fn(examples)`: the records' tf.io feature spec (from
+  the output's `examples.json`) and a parse function, for a tf.data pipeline of one's own.
+- `iter_records(output_dir, split, ...)`, `RecordDataset`, `collate_detection`: the
+  records as numpy values without TensorFlow, split across ranks and DataLoader workers
+  with each record read once (`readers`).
 - `examples_importer(output_dir)`: a `tfx.dsl.Importer` of a `convert()` output as
   `Examples`, with ExampleGen's properties (`split_names` from its `examples.json`).
 """
@@ -42,6 +47,11 @@ _EXPORTS = {
     'ConversionResult': 'tfrecorder_component.conversion',
     'load_dataset': 'tfrecorder_component.dataset',
     'examples_importer': 'tfrecorder_component.component.importer',
+    'feature_spec': 'tfrecorder_component.dataset',
+    'parse_fn': 'tfrecorder_component.dataset',
+    'iter_records': 'tfrecorder_component.readers',
+    'RecordDataset': 'tfrecorder_component.readers',
+    'collate_detection': 'tfrecorder_component.readers',
 }
 __all__ = sorted(_EXPORTS)
 
@@ -53,7 +63,7 @@ if not _COMMAND:
 # What each optional part needs, named in one line when it is missing.
 _EXTRAS = {
     'tfx': "the TFX component needs TFX: pip install 'tfrecorder-component[tfx]'",
-    'tensorflow': "load_dataset needs TensorFlow: pip install tensorflow "
+    'tensorflow': "it needs TensorFlow: pip install tensorflow "
                   "(or 'tfrecorder-component[tfx]', which brings it)",
 }
 

@@ -7,11 +7,22 @@
 Shards are read with parallel interleave, records parsed per batch, images decoded and
 resized in parallel maps, and batches prefetched; `cache=True` keeps decoded batches
 after the first epoch.
+
+For a pipeline of one's own, every key of the records parsed as written:
+
+    parse = tfrecorder_component.dataset.parse_fn('/tmp/out')
+    ds = tf.data.TFRecordDataset(files, 'GZIP').batch(64).map(parse)
+
+`feature_spec` gives the spec `parse_fn` uses: a scalar `FixedLenFeature` for each key
+that every record holds with exactly one value (`scalar` in examples.json), else a
+`RaggedFeature`.
 """
 from __future__ import annotations
 
+import json
+import logging
 import os
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
@@ -85,6 +96,108 @@ def label_map(examples: Union[str, Sequence[str]]) -> Dict[str, int]:
       with tf.io.gfile.GFile(path, 'rb') as f:
         maps.append((folder, labels_lib.parse_label_map(f.read().decode('utf-8'), path)))
   return labels_lib.merged_label_maps(maps)
+
+
+_DTYPES = {'bytes': tf.string, 'int64': tf.int64, 'float': tf.float32}
+Spec = Dict[str, Union[tf.io.FixedLenFeature, tf.io.RaggedFeature]]
+
+
+def _index_features(folder: str) -> Dict[str, Dict[str, Any]]:
+  """The `features` of one output's examples.json (its report's summary.json when it has
+  none: an output written before the index was)."""
+  from tfrecorder_component.layouts import index  # pylint: disable=g-import-not-at-top
+  for path in (os.path.join(folder, index.INDEX_FILE),
+               os.path.join(folder, layout.REPORT_DIR, layout.SUMMARY_FILE)):
+    if tf.io.gfile.exists(path):  # read with TensorFlow's file systems: no Beam import
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        return json.loads(f.read()).get('features') or {}
+  raise ValueError(f'{folder} has no {index.INDEX_FILE}: not an output of convert or an '
+                   'Examples artifact of ImageExampleGen')
+
+
+def read_features(examples: Union[str, Sequence[str], Dict[str, Any]]
+                  ) -> Dict[str, Dict[str, Any]]:
+  """{key: {'type': 'bytes' | 'int64' | 'float', 'records', 'scalar'}} of the records of
+  `examples`, as examples.json lists them: an output folder or Examples artifact URI, a
+  list of shard patterns or split folders (as `load_dataset` takes; several outputs' are
+  merged: a key is scalar only where it is in all of them), or an index or `features`
+  dict already read."""
+  if isinstance(examples, dict):
+    inner = examples.get('features')
+    if isinstance(inner, dict) and 'type' not in inner:  # a whole examples.json
+      return inner
+    return examples
+  merged: Dict[str, Dict[str, Any]] = {}
+  folders = _label_folders(examples)
+  for folder in folders:
+    for key, f in _index_features(folder).items():
+      entry = merged.setdefault(key, {'types': set(), 'records': 0, 'outputs': 0,
+                                      'scalar': True})
+      entry['types'].update(f['type'].split('|'))
+      entry['records'] += f['records']
+      entry['outputs'] += 1
+      entry['scalar'] = entry['scalar'] and f['scalar']
+  return {key: {'type': '|'.join(sorted(e['types'])), 'records': e['records'],
+                'scalar': e['scalar'] and e['outputs'] == len(folders)}
+          for key, e in sorted(merged.items())}
+
+
+def feature_spec(examples: Union[str, Sequence[str], Dict[str, Any]],
+                 keys: Optional[Sequence[str]] = None) -> Spec:
+  """The `tf.io.parse_example` spec of every key of the records (or of `keys`).
+
+  A key every record holds with exactly one value (`scalar` in examples.json) is a
+  `FixedLenFeature([], dtype)`: a dense [batch] tensor, never missing. Any other key is
+  a `RaggedFeature(dtype)`: a RaggedTensor [batch, None], an empty row for a record
+  without it (a `VarLenFeature` would give a SparseTensor, which batches, pads
+  (`.to_tensor()`) and feeds Keras less readily; ragged is what `load_dataset` uses).
+  dtypes: bytes tf.string, int64 tf.int64, float tf.float32. A key written with two
+  types (see `read_features`) has no single dtype: left out, with a warning, unless
+  asked for in `keys`, which is then a ValueError.
+  """
+  features = read_features(examples)
+  wanted = list(features) if keys is None else list(keys)
+  spec: Spec = {}
+  for key in wanted:
+    if key not in features:
+      raise ValueError(f'the records have no key {key!r}; their keys: '
+                       f'{", ".join(sorted(features))}')
+    kind = features[key]['type']
+    if kind not in _DTYPES:
+      message = (f'{key} was written as {kind}, no single dtype: declare the column\'s '
+                 'type when converting (feature_types / --feature-type)')
+      if keys is not None:
+        raise ValueError(message)
+      logging.warning('feature_spec leaves %s out: %s', key, message)
+      continue
+    dtype = _DTYPES[kind]
+    spec[key] = (tf.io.FixedLenFeature([], dtype) if features[key]['scalar']
+                 else tf.io.RaggedFeature(dtype))
+  return spec
+
+
+def parse_examples(serialized: tf.Tensor, spec: Spec) -> Dict[str, tf.Tensor]:
+  """Serialized records parsed by `spec`: a batch ([batch] strings, as after
+  `.batch(n)`) with `tf.io.parse_example`, one record (a scalar string) with
+  `tf.io.parse_single_example` (ragged keys then come as 1-D tensors)."""
+  serialized = tf.convert_to_tensor(serialized, tf.string)
+  if serialized.shape.rank == 0:
+    return tf.io.parse_single_example(serialized, spec)
+  return tf.io.parse_example(serialized, spec)
+
+
+def parse_fn(examples: Union[str, Sequence[str], Dict[str, Any]],
+             keys: Optional[Sequence[str]] = None
+             ) -> Callable[[tf.Tensor], Dict[str, tf.Tensor]]:
+  """A function for `Dataset.map` that parses records into {key: tensor} by
+  `feature_spec(examples, keys)`, batched or not:
+
+      parse = parse_fn('/tmp/out')
+      files = tf.io.gfile.glob('/tmp/out/Split-train/*')
+      ds = tf.data.TFRecordDataset(files, 'GZIP').batch(32).map(parse)
+  """
+  spec = feature_spec(examples, keys)
+  return lambda serialized: parse_examples(serialized, spec)
 
 
 def _sniff_mode(patterns: List[str], label_key: str) -> str:
