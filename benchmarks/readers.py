@@ -140,7 +140,7 @@ def _read_table(runs: List[Dict[str, Any]], readers: List[str]) -> List[str]:
     for decode in (False, True):
       rs = [r for r in runs if r['reader'] == reader and r['decode'] == decode]
       cells.append(procs.fmt(procs.spread([r['records'] / r['read_s'] for r in rs]), 0))
-      cells.append(procs.fmt(procs.spread([1000 * r['cpu_s'] / r['records'] for r in rs]), 0))
+      cells.append(procs.fmt(procs.spread([1e6 * r['cpu_s'] / r['records'] for r in rs]), 0))
     first = procs.spread([r['setup_s'] for r in runs if r['reader'] == reader])
     lines.append(f'| {READERS[reader][1]} | {" | ".join(cells)} | {procs.fmt(first)} |')
   return lines

@@ -57,7 +57,9 @@ def shard_jobs(split_dirs: Mapping[str, str]) -> List[Tuple[str, int, int, str]]
   """(split, index, count, path) of every finished TFX shard."""
   jobs = []
   for split, folder in split_dirs.items():
-    paths = sorted(files.match(posixpath.join(folder, f'{layout.TFRECORD_FILE_NAME}-*')))
+    # `folder/*` lists a local folder without importing Beam; the shards by their names.
+    paths = sorted(p for p in files.match(files.join(folder, '*'))
+                   if posixpath.basename(p).startswith(f'{layout.TFRECORD_FILE_NAME}-'))
     jobs.extend((split, k, len(paths), path) for k, path in enumerate(paths))
   return jobs
 
