@@ -145,3 +145,28 @@ def test_label_names_by_id_from_zero_for_every_task():
   ctx = lambda task, ids: base.LayoutContext('/o', (), {}, ids, task)
   assert ctx('classification', {'cat': 0, 'dog': 1}).label_names() == ['cat', 'dog']
   assert ctx('detection', {'cat': 1, 'dog': 3}).label_names() == ['cat', 'unused_2', 'dog']
+
+
+def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_told(tmp_path):
+  """The local run writes the layouts on its worker processes, a shard a task: the same
+  files as one process; a shard that cannot be read fails the run with its cause."""
+  from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  out = tmp_path / 'out'
+  trc.convert(_rows(tmp_path), str(out), layouts=['tfrecord'], num_shards=3)
+  one = {p: open(p, 'rb').read() for p in glob.glob(str(out / 'tfrecord' / '*'))}
+  index = index_lib.read_index(str(out))
+  summary = json.loads((out / 'report' / 'summary.json').read_text())
+  ctx = base.LayoutContext(str(out), tuple(index['split_names']), summary['features'],
+                           summary['label_ids'], 'classification')
+  split_dirs = {s: str(out / f'Split-{s}') for s in index['split_names']}
+  for path in one:
+    os.remove(path)
+  info = local._write_layouts(('tfrecord',), ctx, split_dirs, 2)  # pylint: disable=protected-access
+  assert info == index['layouts']
+  assert {p: open(p, 'rb').read() for p in glob.glob(str(out / 'tfrecord' / '*'))} == one
+  shard = sorted(glob.glob(str(out / 'Split-train' / '*.gz')))[1]
+  with open(shard, 'r+b') as f:
+    f.truncate(os.path.getsize(shard) // 2)
+  with pytest.raises(EOFError):
+    local._write_layouts(('tfrecord',), ctx, split_dirs, 2)  # pylint: disable=protected-access

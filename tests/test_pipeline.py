@@ -2,6 +2,7 @@
 import hashlib
 import os
 
+import pytest
 import tensorflow as tf
 import tensorflow_data_validation as tfdv
 from tfx import v1 as tfx
@@ -113,3 +114,64 @@ def test_input_base_resolves_latest_span_and_input_splits(tmp_path):
     records = by_source_id(examples.uri, [split])
     assert list(records) == ['img.png']
     assert feature(records['img.png'][1], 'image/class/text') == [b'label2']
+
+
+def test_every_layout_in_the_examples_artifact_reads_with_its_loader(tmp_path):
+  """ImageExampleGen(layouts=...) on LocalDagRunner: the Examples artifact holds TFX's
+  shards (which StatisticsGen reads, by split) and every other layout beside them, each
+  read back by its own loader with the same records."""
+  # The loaders are in the TFX 1.16 stack's lock (the README's), not TFX 1.21's.
+  grain = pytest.importorskip('grain.python')
+  tfds = pytest.importorskip('tensorflow_datasets')
+  pytest.importorskip('array_record')
+  import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component import readers  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  data = tmp_path / 'data'
+  rows = []
+  for i in range(12):
+    write_image(str(data / f'{i}.png'), 'PNG', 'RGB', 6 + i % 3, 7, seed=i)
+    rows.append(f'{("TRAIN", "VALIDATION")[i % 4 == 0]},{i}.png,{("cat", "dog", "fox")[i % 3]}\n')
+  manifest = write_text(str(data / 'manifest.csv'), ''.join(rows))
+  importer = tfx.dsl.Importer(source_uri=manifest, artifact_type=ImageManifest).with_id('importer')
+  gen = ImageExampleGen(manifest=importer.outputs['result'],
+                        layouts=['tfrecord', 'tfds', 'array_record', 'parquet'])
+  stats = tfx.components.StatisticsGen(examples=gen.outputs['examples'])
+  config = run([importer, gen, stats], str(tmp_path), 'layouts')
+  examples = latest_output(config, 'layouts', 'ImageExampleGen', 'examples')
+  uri = examples.uri
+  index = index_lib.read_index(uri)
+  assert list(index['layouts']) == ['tfrecord', 'tfds', 'array_record', 'parquet']
+  assert index['records_per_split'] == {'train': 9, 'eval': 3, 'test': 0}
+  tfx_records = {split: [r.numpy() for r in tf.data.TFRecordDataset(
+      sorted(tf.io.gfile.glob(os.path.join(uri, f'Split-{split}', '*'))), 'GZIP')]
+                 for split in ('train', 'eval')}
+  stats_uri = latest_output(config, 'layouts', 'StatisticsGen', 'statistics').uri
+  for split, records in tfx_records.items():
+    stats_file = os.path.join(stats_uri, f'Split-{split}', 'FeatureStats.pb')
+    assert tfdv.load_stats_binary(stats_file).datasets[0].num_examples == len(records)
+    # tfrecord: uncompressed, the same records, as tf.data and our iterator read them
+    files = [os.path.join(uri, 'tfrecord', n) for n in index['layouts']['tfrecord']['files'][split]]
+    assert [r.numpy() for r in tf.data.TFRecordDataset(files)] == records
+    assert sorted(r['image/key/sha256'] for r in readers.iter_records(uri, split, worker=0,
+                                                                       num_workers=1)) == sorted(
+        tf.train.Example.FromString(r).features.feature['image/key/sha256'].bytes_list.value[0]
+        for r in records)
+    # array_record: random access to every record
+    source = grain.ArrayRecordDataSource([
+        os.path.join(uri, 'array_record', n)
+        for n in index['layouts']['array_record']['files'][split]])
+    assert [source[i] for i in range(len(source))] == records
+    # parquet: a row a record
+    table = pq.read_table([os.path.join(uri, 'parquet', n)
+                           for n in index['layouts']['parquet']['files'][split]])
+    assert table.column('image/encoded').to_pylist() == [
+        tf.train.Example.FromString(r).features.feature['image/encoded'].bytes_list.value[0]
+        for r in records]
+  # tfds: the builder loads the splits with records, labels by name
+  builder = tfds.builder_from_directory(os.path.join(uri, 'tfds'))
+  assert {s: builder.info.splits[s].num_examples for s in ('train', 'eval')} == {
+      'train': 9, 'eval': 3}
+  names = builder.info.features['label'].names
+  labels = sorted(names[int(e['label'])] for e in tfds.as_numpy(builder.as_dataset('eval')))
+  assert labels == ['cat', 'dog', 'fox']  # images 0, 4 and 8

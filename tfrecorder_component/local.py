@@ -186,9 +186,9 @@ def _work(worker: _Worker, tasks, results) -> None:
       results.put(('failed', (RuntimeError(str(e)), text)))
 
 
-def _convert_chunks(chunks: List[Chunk], make_worker, workers: int) -> List[Dict[str, Any]]:
-  """The workers' results, every chunk converted by one of `workers` processes forked
-  from this one (in this process when one is enough)."""
+def _convert_chunks(chunks: List[Any], make_worker, workers: int) -> List[Any]:
+  """The workers' results, every chunk (or other task) converted by one of `workers`
+  processes forked from this one (in this process when one is enough)."""
   if workers <= 1 or len(chunks) <= 1:
     worker = make_worker()
     for chunk in chunks:
@@ -318,30 +318,31 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
                time.perf_counter() - converted)
 
 
-def _layout_shard(job):
-  return layouts_base.write_shard(job, *_LAYOUT_ARGS)
+class _LayoutWorker:
+  """What one worker process makes of the TFX shards it takes: each written into every
+  extra layout (`layouts.base.write_shard`); its result, what each gave."""
 
+  def __init__(self, names, ctx):
+    self._names = names
+    self._ctx = ctx
+    self._written: List[Tuple[str, int, int]] = []
 
-_LAYOUT_ARGS = ()  # (names, context) of the run, for the forked processes
+  def convert(self, job) -> None:
+    self._written.append(layouts_base.write_shard(job, self._names, self._ctx))
+
+  def result(self) -> List[Tuple[str, int, int]]:
+    return self._written
 
 
 def _write_layouts(names, ctx, split_dirs, workers: int):
   """Writes the extra layouts from the finished TFX shards, a task per shard on up to
-  `workers` processes; returns what `layouts.base.finish` returns."""
-  global _LAYOUT_ARGS
+  `workers` processes (as the conversion's: `_convert_chunks`); returns what
+  `layouts.base.finish` returns."""
   start = time.perf_counter()
   layouts_base.check_types(names, ctx)
   jobs = layouts_base.shard_jobs(split_dirs)
-  _LAYOUT_ARGS = (names, ctx)
-  try:
-    if workers <= 1 or len(jobs) <= 1:
-      written = [_layout_shard(job) for job in jobs]
-    else:
-      with multiprocessing.get_context('fork').Pool(min(workers, len(jobs))) as pool:
-        written = pool.map(_layout_shard, jobs, chunksize=1)
-  finally:
-    _LAYOUT_ARGS = ()
-  info = layouts_base.finish(names, ctx, written)
+  results = _convert_chunks(jobs, lambda: _LayoutWorker(names, ctx), min(workers, len(jobs)))
+  info = layouts_base.finish(names, ctx, [w for r in results for w in r])
   logging.info('Local run: %s written from %d shard(s) in %.2f s', ', '.join(names), len(jobs),
                time.perf_counter() - start)
   return info
