@@ -144,8 +144,9 @@ class _Sink:
     rows = len(self._values[0]) if self._values else 0
     if not rows:
       return
-    arrays = [pa.array(values, type=field.type) for values, field in zip(self._values,
-                                                                         self._schema)]
+    arrays = [_binary(values) if field.type == pa.binary() and None not in values
+              else pa.array(values, type=field.type)
+              for values, field in zip(self._values, self._schema)]
     self._values = [[] for _ in self._columns]
     self._buffered = 0
     self._writer.write_table(pa.Table.from_arrays(arrays, schema=self._schema),
@@ -160,6 +161,17 @@ class _Sink:
     finally:
       self._writer = None
       self._file.close()
+
+
+def _binary(values: List[bytes]):
+  """A binary column of `values` (none null) from one joined buffer and its offsets:
+  a third of pa.array's time on encoded images, which it copies one object at a time."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  offsets = np.zeros(len(values) + 1, dtype=np.int32)
+  np.cumsum([len(v) for v in values], out=offsets[1:])
+  return pa.Array.from_buffers(pa.binary(), len(values),
+                               [None, pa.py_buffer(offsets), pa.py_buffer(b''.join(values))])
 
 
 def open_shard(ctx, split: str, index: int, count: int) -> _Sink:
