@@ -127,7 +127,9 @@ def test_a_layout_is_chosen_by_name_with_what_it_needs(tmp_path, capsys):
   _rows(tmp_path, 3).to_csv(src, index=False)
   assert main(['convert', str(src), str(tmp_path / 'cli'), '--layout', 'nope']) == 2
   assert "unknown output layout 'nope'" in capsys.readouterr().err
+  capsys.readouterr()
   assert main(['convert', str(src), str(tmp_path / 'cli'), '--layout', 'tfrecord']) == 0
+  assert f'  layout tfrecord: {tmp_path / "cli" / "tfrecord"}\n' in capsys.readouterr().out
   assert glob.glob(str(tmp_path / 'cli' / 'tfrecord' / '*.idx'))
 
 

@@ -162,6 +162,8 @@ def cmd_convert(args) -> int:
         f'{result.output_dir}')
   for split, count in result.records_per_split.items():
     print(f'  {split}: {count:,} records in {result.split_dirs[split]}')
+  for name, written in (result.summary.get('layouts') or {}).items():
+    print(f'  layout {name}: {os.path.join(result.output_dir, written["folder"])}')
   if result.rows_failed:
     print(f'{result.rows_failed:,} rows failed: {result.errors_per_reason}')
     _print_errors(result.report_dir, result.rows_failed)
