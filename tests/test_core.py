@@ -105,10 +105,11 @@ def test_missing_extras_are_named_in_one_line():
   code = ('import sys\nsys.modules["tfx"] = None\nsys.modules["tensorflow"] = None\n'
           'import tfrecorder_component\n'
           'for name in ("ImageExampleGen", "ImageManifest", "ConversionReportPage", '
-          '"load_dataset"):\n'
+          '"load_dataset", "feature_spec", "examples_importer"):\n'
           '  try:\n    getattr(tfrecorder_component, name)\n'
           '  except ImportError as e:\n    print(e)\n'
-          'from tfrecorder_component import convert\nprint("convert", callable(convert))')
+          'from tfrecorder_component import convert, iter_records\n'
+          'print("convert", callable(convert), callable(iter_records))')
   done = python(code)
   assert done.returncode == 0, done.stderr
   assert done.stdout.splitlines() == [
@@ -116,9 +117,13 @@ def test_missing_extras_are_named_in_one_line():
       "ImageManifest: the TFX component needs TFX: pip install 'tfrecorder-component[tfx]'",
       "ConversionReportPage: the TFX component needs TFX: pip install "
       "'tfrecorder-component[tfx]'",
-      "load_dataset: load_dataset needs TensorFlow: pip install tensorflow "
+      "load_dataset: it needs TensorFlow: pip install tensorflow "
       "(or 'tfrecorder-component[tfx]', which brings it)",
-      'convert True']
+      "feature_spec: it needs TensorFlow: pip install tensorflow "
+      "(or 'tfrecorder-component[tfx]', which brings it)",
+      "examples_importer: the TFX component needs TFX: pip install "
+      "'tfrecorder-component[tfx]'",
+      'convert True True']  # the numpy reader needs neither
 
 
 def test_masks_and_class_masks_need_neither_tfx_nor_tensorflow(tmp_path):
