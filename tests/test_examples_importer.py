@@ -12,11 +12,11 @@ from tfx import v1 as tfx
 from tfx.types import artifact_utils
 
 from images import write_image
+from test_pipeline import run  # LocalDagRunner on SQLite, as the other pipeline tests
 import tfrecorder_component as trc
 from tfrecorder_component.component.importer import examples_importer
 from tfrecorder_component.component.mlmd import latest_output
 
-BEAM_ARGS = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
 SPLITS = ['train', 'eval', 'test']  # convert's splits: test is empty here
 
 
@@ -37,15 +37,6 @@ def convert(root, out, train, evaluate, overwrite=False):
 def output(tmp_path_factory):
   root = str(tmp_path_factory.mktemp('converted'))
   return convert(root, os.path.join(root, 'out'), 20, 10)
-
-
-def run(components, root, name):
-  config = tfx.orchestration.metadata.sqlite_metadata_connection_config(
-      os.path.join(root, 'metadata.db'))
-  tfx.orchestration.LocalDagRunner().run(tfx.dsl.Pipeline(
-      pipeline_name=name, pipeline_root=os.path.join(root, 'root'), components=components,
-      metadata_connection_config=config, enable_cache=True, beam_pipeline_args=BEAM_ARGS))
-  return config
 
 
 def test_statistics_gen_and_schema_gen_take_the_imported_output(tmp_path, monkeypatch):

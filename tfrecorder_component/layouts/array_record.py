@@ -26,6 +26,7 @@ from typing import Any, Dict, List
 
 from tfrecorder_component import files
 from tfrecorder_component.errors import UsageError
+from tfrecorder_component.layouts.base import split_files
 
 FOLDER = 'array_record'
 REQUIRES = ()
@@ -95,6 +96,5 @@ def open_shard(ctx, split: str, index: int, count: int) -> _Sink:
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
-  return {'files': {split: [shard_name(split, k, len(n)) for k in range(len(n))]
-                    for split, n in counts.items()},
+  return {'files': split_files(counts, shard_name),
           'writer_options': WRITER_OPTIONS}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import layout
@@ -88,6 +88,14 @@ def write_shard(job: Tuple[str, int, int, str], names: Sequence[str],
   for sink in sinks:
     sink.close()
   return split, index, n
+
+
+def split_files(counts: Mapping[str, Sequence[int]],
+                shard_name: Callable[[str, int, int], str]) -> Dict[str, List[str]]:
+  """{split: its shard files' names, in order} of a layout naming shards `shard_name(split,
+  index, count)`, from `finish`'s counts ({split: [records per shard]})."""
+  return {split: [shard_name(split, k, len(n)) for k in range(len(n))]
+          for split, n in counts.items()}
 
 
 def finish(names: Sequence[str], ctx: LayoutContext,

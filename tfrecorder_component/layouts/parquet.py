@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component.errors import UsageError
+from tfrecorder_component.layouts.base import split_files
 
 FOLDER = 'parquet'
 REQUIRES = ()
@@ -195,8 +196,7 @@ def card(split_files: Dict[str, Sequence[str]], records: Dict[str, int]) -> str:
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
-  split_files = {split: [shard_name(split, k, len(n)) for k in range(len(n))]
-                 for split, n in counts.items()}
+  names = split_files(counts, shard_name)
   records = {split: sum(n) for split, n in counts.items()}
-  files.write_text(files.join(ctx.folder('parquet'), CARD), card(split_files, records))
-  return {'files': split_files, 'card': CARD, 'row_group_bytes': ROW_GROUP_BYTES}
+  files.write_text(files.join(ctx.folder('parquet'), CARD), card(names, records))
+  return {'files': names, 'card': CARD, 'row_group_bytes': ROW_GROUP_BYTES}

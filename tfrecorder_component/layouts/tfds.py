@@ -48,7 +48,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from tfrecorder_component import example_proto
 from tfrecorder_component import files
 from tfrecorder_component.errors import UsageError
-from tfrecorder_component.layouts.base import DATASET_NAME
+from tfrecorder_component.layouts.base import DATASET_NAME, split_files
 from tfrecorder_component.steps.shards import tfrecord_frame
 
 FOLDER = 'tfds'
@@ -289,8 +289,7 @@ def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
   """Removes the stats files and the shards of empty splits; writes TFDS's metadata."""
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   folder = ctx.folder('tfds')
-  names = {split: [shard_name(split, k, len(n)) for k in range(len(n))]
-           for split, n in counts.items()}
+  names = split_files(counts, shard_name)
   stats = {}
   for split, shards in names.items():
     for name in shards:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from tfrecorder_component import files
-from tfrecorder_component.layouts.base import DATASET_NAME
+from tfrecorder_component.layouts.base import DATASET_NAME, split_files
 from tfrecorder_component.steps.shards import tfrecord_frame
 
 FOLDER = 'tfrecord'
@@ -51,6 +51,5 @@ def open_shard(ctx, split: str, index: int, count: int) -> _Sink:
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
-  return {'files': {split: [shard_name(split, k, len(n)) for k in range(len(n))]
-                    for split, n in counts.items()},
+  return {'files': split_files(counts, shard_name),
           'index_suffix': INDEX_SUFFIX}
