@@ -49,13 +49,13 @@ import struct
 import sys
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-import google_crc32c
 import numpy as np
 
 from tfrecorder_component import example_proto
 from tfrecorder_component import files
 from tfrecorder_component import layout as layout_lib
 from tfrecorder_component.layouts import index as index_lib
+from tfrecorder_component.steps.shards import masked_crc32c
 
 IMAGE_KEY = 'image/encoded'
 DECODED_IMAGE_KEY = 'image'
@@ -235,11 +235,6 @@ def plan(source: Source, reader: int, readers: int) -> List[Part]:
 # --- reading ------------------------------------------------------------------------------
 
 
-def _masked_crc(data: bytes) -> int:
-  crc = google_crc32c.value(data)
-  return (((crc >> 15) | (crc << 17)) + 0xa282ead8) & 0xffffffff
-
-
 def _frames(f: BinaryIO, path: str, first: int = 0, limit: Optional[int] = None,
             keep: Callable[[int], bool] = lambda j: True) -> Iterator[bytes]:
   """The records of an open TFRecord stream from where it stands (record `first` of its
@@ -254,7 +249,7 @@ def _frames(f: BinaryIO, path: str, first: int = 0, limit: Optional[int] = None,
       return
     if len(header) < 12:
       raise ValueError(f'{path} is truncated: a record header has {len(header)} bytes')
-    if struct.unpack('<I', header[8:])[0] != _masked_crc(header[:8]):
+    if header[8:] != masked_crc32c(header[:8]):
       raise ValueError(f'{path}: record {j} has a corrupt length (CRC mismatch)')
     length, = struct.unpack('<Q', header[:8])
     if not keep(j):  # another reader's: skipped, its data unchecked
@@ -265,7 +260,7 @@ def _frames(f: BinaryIO, path: str, first: int = 0, limit: Optional[int] = None,
     crc = f.read(4)
     if len(data) < length or len(crc) < 4:
       raise ValueError(f'{path} is truncated in record {j}')
-    if struct.unpack('<I', crc)[0] != _masked_crc(data):
+    if crc != masked_crc32c(data):
       raise ValueError(f'{path}: record {j} is corrupt (CRC mismatch)')
     yield data
     j += 1

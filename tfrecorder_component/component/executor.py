@@ -136,10 +136,10 @@ def keep_failed_report(report_dir: str) -> str:
 
 
 def _fingerprint(sources: List[ManifestSource]) -> str:
-  return '\n'.join(_file_fingerprint(s.split or 'single_split', s.path) for s in sources)
+  return '\n'.join(file_fingerprint(s.split or 'single_split', s.path) for s in sources)
 
 
-def _file_fingerprint(split: str, path: str) -> str:
+def file_fingerprint(split: str, path: str) -> str:
   """TFX's `io_utils.generate_fingerprint` of one manifest file; on remote storage read
   through Beam's file systems (TensorFlow's gs:// client has a fixed endpoint, so it
   cannot see a storage emulator), in the same form."""

@@ -54,7 +54,7 @@ FILE_FORMAT = 'tfrecords_gzip'  # what the executor sets: every shard is GZIP TF
 def _fingerprint(output_dir: str, split_names: Sequence[str]) -> str:
   """TFX's fingerprint (files, bytes, modification times) of each split's shards."""
   return '\n'.join(
-      executor._file_fingerprint(  # pylint: disable=protected-access
+      executor.file_fingerprint(
           name, files.join(layout.split_dir(output_dir, name), '*'))
       for name in split_names)
 

@@ -26,7 +26,8 @@ DEFAULT_COMPRESSION_LEVEL = 0
 TEMP_FILE_BYTES = 16 * 2**20
 
 
-def _masked_crc32c(data: bytes) -> bytes:
+def masked_crc32c(data: bytes) -> bytes:
+  """TFRecord's masked CRC32C of `data`, as the 4 bytes a frame holds."""
   crc = google_crc32c.value(data)
   return struct.pack('<I', (((crc >> 15) | (crc << 17)) + 0xa282ead8) & 0xffffffff)
 
@@ -38,7 +39,7 @@ def tfrecord_frame(record: bytes) -> bytes:
 
 def _frame_parts(record: bytes) -> Tuple[bytes, bytes, bytes, bytes]:
   length = struct.pack('<Q', len(record))
-  return length, _masked_crc32c(length), record, _masked_crc32c(record)
+  return length, masked_crc32c(length), record, masked_crc32c(record)
 
 
 def tfrecord_frames(records) -> bytes:
