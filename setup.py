@@ -37,6 +37,7 @@ setup(
         'google-crc32c>=1.5',
         'pycocotools>=2.0.7',  # COCO instance masks (include_masks)
         'pyyaml>=5.4',  # YOLO's data.yaml, class maps in YAML
+        'tqdm>=4.66',  # the command's progress bar
     ],
     extras_require={
         # tfx[kfp] brings kfp where TFX offers it (TFX 1.21: Python < 3.12).

@@ -27,8 +27,8 @@ def test_every_format_writes_the_same_records_and_report_without_beam_as_with_it
   monkeypatch.setattr(local, 'CHUNK_ROWS', 2)  # every run's rows spread over 2 workers
   forked = []
   start = local._convert_chunks  # pylint: disable=protected-access
-  monkeypatch.setattr(local, '_convert_chunks', lambda chunks, make, workers: forked.append(
-      min(workers, len(chunks))) or start(chunks, make, workers))
+  monkeypatch.setattr(local, '_convert_chunks', lambda chunks, make, workers, *a: forked.append(
+      min(workers, len(chunks))) or start(chunks, make, workers, *a))
   without_beam = digests.digests(str(tmp_path / 'work'))
   assert forked.count(2) >= 6, forked  # the runs of more than one chunk
   taken = []

@@ -162,13 +162,75 @@ def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_
   ctx = base.LayoutContext(str(out), tuple(index['split_names']), summary['features'],
                            summary['label_ids'], 'classification')
   split_dirs = {s: str(out / f'Split-{s}') for s in index['split_names']}
+  shards = [(*job, None, -1) for job in base.shard_jobs(split_dirs)]
   for path in one:
     os.remove(path)
-  info = local._write_layouts(('tfrecord',), ctx, split_dirs, 2)  # pylint: disable=protected-access
+  info = local._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
   assert info == index['layouts']
   assert {p: open(p, 'rb').read() for p in glob.glob(str(out / 'tfrecord' / '*'))} == one
   shard = sorted(glob.glob(str(out / 'Split-train' / '*.gz')))[1]
   with open(shard, 'r+b') as f:
     f.truncate(os.path.getsize(shard) // 2)
   with pytest.raises(EOFError):
-    local._write_layouts(('tfrecord',), ctx, split_dirs, 2)  # pylint: disable=protected-access
+    local._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
+
+
+def _available_layouts():
+  names = []
+  for name in ('tfrecord', 'tfds', 'array_record', 'parquet'):
+    try:
+      check_layouts([name])
+      names.append(name)
+    except UsageError:
+      pass
+  return names
+
+
+def _layout_files(out):
+  return {os.path.relpath(p, out): open(p, 'rb').read()
+          for name in ('tfrecord', 'tfds', 'array_record', 'parquet')
+          for p in glob.glob(str(out / name / '**'), recursive=True) if os.path.isfile(p)}
+
+
+@pytest.mark.parametrize('second_label_at', [None, 100])
+def test_layouts_written_as_records_are_converted_equal_those_written_from_the_shards(
+    tmp_path, caplog, second_label_at):
+  """The local run writes the layouts as it converts, each typed layout (tfds, parquet)
+  with the record keys of its shard's first records. Its files are the bytes the run
+  over the finished TFX shards writes; a shard whose records change those keys on the
+  way (a second label from row 100 makes `image/class/label` a list column) is written
+  again from its TFX shard."""
+  from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  names = _available_layouts()
+  assert 'parquet' in names and 'tfrecord' in names
+  lines = []
+  for i in range(150):
+    path = str(tmp_path / 'images' / f'{i}.jpg')
+    write_image(path, height=10 + i % 4, width=12)
+    labels = ['cat', 'dog'][i % 2] + (',bird' if i == second_label_at else '')
+    lines.append(f'{"TRAIN" if i % 5 else "TEST"},{path},{labels}')
+  manifest = tmp_path / 'manifest.csv'
+  manifest.write_text('\n'.join(lines) + '\n')
+  out = tmp_path / 'out'
+  caplog.set_level('INFO')
+  trc.convert(str(manifest), str(out), layouts=names)
+  inline = _layout_files(out)
+  # The empty eval split's shard; with a second label, the parquet files of the test
+  # shard (whose records change on the way) and of the train shard (whose records all
+  # hold one label, where the run's column is a list).
+  rewritten = 1 if second_label_at is None else 3
+  assert f'written ({rewritten} of 3 shard(s) from the TFX shards)' in caplog.text
+  assert not glob.glob(str(out / '*' / '.part-*'))
+  index = index_lib.read_index(str(out))
+  summary = json.loads((out / 'report' / 'summary.json').read_text())
+  assert summary['features']['image/class/label']['scalar'] == (second_label_at is None)
+  ctx = base.LayoutContext(str(out), tuple(index['split_names']), summary['features'],
+                           summary['label_ids'], 'classification')
+  split_dirs = {s: str(out / f'Split-{s}') for s in index['split_names']}
+  for path in inline:
+    if not path.endswith('.json') and not path.endswith('README.md'):
+      os.remove(out / path)
+  shards = [(*job, None, -1) for job in base.shard_jobs(split_dirs)]
+  local._write_layouts(tuple(names), ctx, shards, {}, 1)  # pylint: disable=protected-access
+  assert _layout_files(out) == inline

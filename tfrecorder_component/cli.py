@@ -53,6 +53,21 @@ def _splits(text: str):
   return pairs
 
 
+def _seconds(text: str) -> float:
+  try:
+    value = float(text)
+  except ValueError:
+    value = 0.0
+  if not value > 0:
+    raise argparse.ArgumentTypeError(f'expected a number of seconds above 0, got {text!r}')
+  return value
+
+
+def _progress_every(args) -> Optional[float]:
+  """`progress_every_s` for the command: None (no progress on stderr) with --quiet."""
+  return None if args.quiet else args.progress_every
+
+
 def _json_object(text: str) -> dict:
   try:
     value = json.loads(text)
@@ -120,6 +135,12 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--beam-arg', dest='beam_args', action='append', default=[],
                       help='an extra Beam argument (repeatable), e.g. '
                       '--beam-arg=--direct_num_workers=0')
+  parser.add_argument('-q', '--quiet', action='store_true',
+                      help='show no progress on stderr (errors still print)')
+  parser.add_argument('--progress-every', type=_seconds, default=PROGRESS_EVERY_S,
+                      metavar='SECONDS', help='where stderr is not a terminal (CI, logs): a '
+                      'progress line at most this often (default: %(default)s); a terminal '
+                      'gets a live bar')
 
 
 def _options(args) -> dict:
@@ -156,7 +177,7 @@ def _print_label_notes(summary) -> None:
 def cmd_convert(args) -> int:
   from tfrecorder_component.conversion import convert  # pylint: disable=g-import-not-at-top
   result = convert(args.source, args.output_dir, max_error_ratio=args.max_error_ratio,
-                   overwrite=args.overwrite, progress_every_s=PROGRESS_EVERY_S,
+                   overwrite=args.overwrite, progress_every_s=_progress_every(args),
                    **_options(args))
   print(f'Wrote {result.records_written:,} records of {result.rows_read:,} rows to '
         f'{result.output_dir}')
@@ -198,7 +219,7 @@ def cmd_validate(args) -> int:
   from tfrecorder_component import interrupt  # pylint: disable=g-import-not-at-top
   key = interrupt.on_interrupt(lambda: shutil.rmtree(report_dir, ignore_errors=True) or '')
   try:
-    summary = validate(args.source, report_dir, progress_every_s=PROGRESS_EVERY_S,
+    summary = validate(args.source, report_dir, progress_every_s=_progress_every(args),
                        **_options(args))
     rows, failed = summary['rows_read'], summary['rows_failed']
     print(f'{rows:,} rows read, {rows - failed:,} valid, {failed:,} failed')
@@ -282,10 +303,13 @@ _ESCAPED = {c: f'\\x{c:02x}' for c in [*range(0x20), *range(0x7f, 0xa0)] if c no
 
 
 class _EscapingStream:
-  """A text stream that writes control characters as escapes (see `_ESCAPED`)."""
+  """A text stream that writes control characters as escapes (see `_ESCAPED`).
+  `unescaped`: the stream itself, for the progress bar's own carriage returns
+  (`progress.Progress`), which writes nothing from the manifest."""
 
   def __init__(self, stream):
     self._stream = stream
+    self.unescaped = stream
 
   def write(self, text: str) -> int:
     return self._stream.write(text.translate(_ESCAPED))

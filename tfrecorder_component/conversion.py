@@ -30,6 +30,7 @@ from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
                                           ManifestSource)
 from tfrecorder_component.output_swap import OutputSwap, local_folder, output_folder
+from tfrecorder_component.progress import Progress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +124,10 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   'tfds', 'array_record', 'parquet'; see `tfrecorder_component.layouts`); Beam's `runner`
   (default DirectRunner: on local files and with no `beam_args`, the run goes without
   Beam, a worker process per 1,000 rows up to one a core), `project`, `region`,
-  `temp_location` and extra `beam_args`; `progress_every_s` to print rows done, rate
-  and failures.
+  `temp_location` and extra `beam_args`; `progress_every_s` to show the run's progress
+  on stderr (rows done of the total, rate, ETA, failed rows, the stage): a live bar
+  where stderr is a terminal, else a line every `progress_every_s` seconds; None (the
+  default): only `logging` INFO lines (`tfrecorder_component.progress`).
 
   Failed rows are in `<output_dir>/report/errors.jsonl`; more than `max_error_ratio` of
   them (default 0: any) raise, naming the first ones and where the report was kept (no
@@ -132,23 +135,31 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   """
   output_dir = output_folder(output_dir)
   swap = OutputSwap(output_dir, overwrite)
+  progress, published = None, False
   try:
-    work_report = local_folder(posixpath.join(swap.work, layout.REPORT_DIR))
-    manifests, conversion_options, beam_args, sources = _conversion(source, work_report,
-                                                                    **options)
-    split_names = splits_lib.output_split_names(conversion_options.buckets)
-    summary = run.run_conversion(beam_args, _pipeline, sources,
-                                 layout.split_dirs(swap.work, split_names), swap.work,
-                                 work_report, conversion_options)
-  except BaseException:
-    swap.abandon()
-    raise
-  try:
-    policy.apply_error_policy(summary, max_error_ratio, manifests, swap.keep_failed_report)
-  except ManifestError:  # no row was read: nothing of the run is worth keeping
-    swap.abandon()
-    raise
-  swap.commit()
+    try:
+      work_report = local_folder(posixpath.join(swap.work, layout.REPORT_DIR))
+      manifests, conversion_options, beam_args, sources = _conversion(source, work_report,
+                                                                      **options)
+      progress = Progress.for_run(conversion_options.progress_every_s)
+      split_names = splits_lib.output_split_names(conversion_options.buckets)
+      summary = run.run_conversion(beam_args, _pipeline, sources,
+                                   layout.split_dirs(swap.work, split_names), swap.work,
+                                   work_report, conversion_options, progress)
+    except BaseException:
+      swap.abandon()
+      raise
+    try:
+      policy.apply_error_policy(summary, max_error_ratio, manifests, swap.keep_failed_report)
+    except ManifestError:  # no row was read: nothing of the run is worth keeping
+      swap.abandon()
+      raise
+    progress.stage('publishing')
+    swap.commit()
+    published = True
+  finally:
+    if progress is not None:
+      progress.close('done' if published else 'stopped')
   return ConversionResult(
       output_dir=output_dir, split_dirs=layout.split_dirs(output_dir, split_names),
       records_per_split={n: summary['records_per_split'].get(n, 0) for n in split_names},

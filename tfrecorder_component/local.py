@@ -2,8 +2,9 @@
 `beam.pipeline.ConvertManifests`, the same bytes out, in a fraction of the fixed cost.
 
     parse manifests into chunk files -> vocabulary -> N worker processes convert chunks
-    (each writes its own shard per split, spills its sorted runs) -> shards named,
-    JSON-lines files merged, duplicates found, summary.json and report.html written
+    (each writes its own shard per split, and its shard of every extra layout, spills its
+    sorted runs) -> shards named, JSON-lines files merged, duplicates found,
+    summary.json and report.html written
 
 Importing Beam takes seconds, building and starting a pipeline and its worker
 processes more (each worker imports Beam and this package again): on a small run that
@@ -24,14 +25,16 @@ import logging
 import multiprocessing
 import os
 import posixpath
+import threading
 import time
 import traceback
 import uuid
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
+from tfrecorder_component import progress as progress_lib
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.steps import duplicates as duplicates_lib
 from tfrecorder_component.steps import jsonl
@@ -40,7 +43,7 @@ from tfrecorder_component.steps import shards as shards_lib
 from tfrecorder_component.layouts import base as layouts_base
 from tfrecorder_component.layouts import index as index_lib
 from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, merged_item,
-                                               pack_chunk, parse_manifest)
+                                               pack_chunk, parse_manifest, unpack_chunk)
 from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter,
                                                 VocabularyBuilder)
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, OBJECTS, RECORDS, SAMPLES, STATS
@@ -72,13 +75,20 @@ def _json_lines(report_dir: str, name: str) -> RunSpiller:
 
 class _Worker:
   """What one worker process makes of the chunks it takes: its shard (or temporary
-  bundle file) per split, its counts, its sorted runs and its samples, handed back by
-  `result()`."""
+  bundle file) per split and, with `layouts_dir`, that shard in every extra layout
+  (`layouts.base.InlineShard`), its counts, its sorted runs and its samples, handed back
+  by `result()`."""
 
   def __init__(self, options: ConversionOptions, vocabulary: Dict[str, Any],
                split_dirs: Optional[Mapping[str, str]], report_dir: str,
-               first_error_of):
+               first_error_of, layouts_dir: Optional[str] = None):
     self._options = options
+    # Where the extra layouts are written as the records are (None: from the finished
+    # TFX shards, after the run: `_write_layouts`).
+    self._layouts_dir = layouts_dir
+    self._inline: Dict[str, layouts_base.InlineShard] = {}
+    self._unsigned: Dict[str, List[List[bytes]]] = {}  # a batch's records till its STATS
+    self._placed: Dict[str, Dict[str, Any]] = {}  # {TFX file: its InlineShard's close()}
     self._vocabulary = vocabulary
     self._split_dirs = split_dirs
     self._report_dir = report_dir
@@ -108,13 +118,15 @@ class _Worker:
     return {'bundles': self._bundles, 'counts': self._counts,
             'error_runs': self._errors.runs, 'box_issue_runs': self._box_issues.runs,
             'first_errors': self._first_errors, 'first_box_issues': self._first_box_issues,
-            'index_runs': self._index.runs, 'samples': self._samples}
+            'index_runs': self._index.runs, 'samples': self._samples,
+            'inline': self._placed}
 
   def _take(self, outputs) -> None:
     for tag, value in outputs:
       if tag == RECORDS:
         self._write(*value)
       elif tag == STATS:
+        self._write_inline(value)
         report.count(self._counts, report.stat_counts(value))
         self._index.add(map(duplicates_lib.entry, value))
       elif tag == ERRORS:
@@ -145,8 +157,28 @@ class _Worker:
           posixpath.join(folder, f'.part-{uuid.uuid4().hex}.gz'),
           self._options.compression_level)
     writer.write(records)
+    if self._layouts_dir is not None:
+      self._unsigned.setdefault(split, []).append(records)
     if self._planned and writer.bytes >= shards_lib.TEMP_FILE_BYTES:
       self._close(split)
+
+  def _write_inline(self, stats) -> None:
+    """Hands the batch's records, now that their stats (in the same order, split by
+    split) have come, to each split's InlineShard."""
+    if not self._unsigned:
+      return
+    signatures: Dict[str, List[str]] = {}
+    for stat in stats:
+      signatures.setdefault(stat.split, []).append(stat.features)
+    for split, batches in self._unsigned.items():
+      records = [r for batch in batches for r in batch]
+      inline = self._inline.get(split)
+      if inline is None:
+        inline = self._inline[split] = layouts_base.InlineShard(
+            self._options.layouts, self._layouts_dir, split, self._vocabulary['task'],
+            dict(zip(self._vocabulary['labels'], self._vocabulary['ids'])))
+      inline.write(records, signatures[split])
+    self._unsigned = {}
 
   @property
   def _planned(self) -> bool:
@@ -156,6 +188,11 @@ class _Worker:
     writer = self._writers.pop(split)
     writer.close()
     self._bundles.append((split, writer.path, writer.records, writer.bytes))
+    inline = self._inline.pop(split, None)
+    if inline is not None and self._unsigned.pop(split, None):  # records it never had
+      inline.abort()
+    elif inline is not None:
+      self._placed[writer.path] = inline.close()
 
 
 def _first(kept: List[Dict[str, Any]], record: Dict[str, Any], order) -> List[Dict[str, Any]]:
@@ -167,10 +204,14 @@ def _first(kept: List[Dict[str, Any]], record: Dict[str, Any], order) -> List[Di
 
 
 # ------------------------------------------------------------------ worker processes
-def _work(worker: _Worker, tasks, results) -> None:
+def _work(worker: _Worker, tasks, results, counts: Optional[progress_lib.SharedCounts] = None,
+          slot: int = 0) -> None:
   """A worker process: converts the chunks it takes from `tasks` until None, then puts
   ('done', its result) on `results`, or ('failed', (exception, traceback)) at the first
-  failure."""
+  failure. The rows it converts are counted in `counts`' slot `slot`, which the process
+  that forked it reads for the run's progress."""
+  if counts is not None:
+    progress_lib.set_sink(counts.adder(slot))
   try:
     while True:
       chunk = tasks.get()
@@ -186,30 +227,53 @@ def _work(worker: _Worker, tasks, results) -> None:
       results.put(('failed', (RuntimeError(str(e)), text)))
 
 
-def _convert_chunks(chunks: List[Any], make_worker, workers: int) -> List[Any]:
+# How often the process that forked the workers checks on them and redraws the progress.
+POLL_S = progress_lib.DRAW_EVERY_S
+
+
+def _convert_chunks(chunks: List[Any], make_worker, workers: int,
+                    counts: Optional[progress_lib.SharedCounts] = None,
+                    poll: Optional[Callable[[], None]] = None,
+                    meanwhile: Optional[Callable[[], None]] = None) -> List[Any]:
   """The workers' results, every chunk (or other task) converted by one of `workers`
-  processes forked from this one (in this process when one is enough)."""
+  processes forked from this one (in this process when one is enough). `counts`: where
+  each worker counts its rows (`progress.count`), slot i for worker i; `poll`: called
+  every POLL_S while they work (and after each row counted when this process converts),
+  to redraw the progress; `meanwhile`: run on a thread of this process while the workers
+  convert, started once they are forked and joined before this returns (no thread
+  outlives it into a later fork), its exception raised here."""
   if workers <= 1 or len(chunks) <= 1:
     worker = make_worker()
-    for chunk in chunks:
-      worker.convert(chunk)
-    return [worker.result()]
+    with progress_lib.counting(counts.adder(0, poll) if counts is not None else None):
+      for chunk in chunks:
+        worker.convert(chunk)
+      result = [worker.result()]
+    if meanwhile is not None:
+      meanwhile()
+    return result
   context = multiprocessing.get_context('fork')
   tasks, results = context.Queue(), context.Queue()
-  processes = [context.Process(target=_work, args=(make_worker(), tasks, results),
+  processes = [context.Process(target=_work, args=(make_worker(), tasks, results, counts, i),
                                name=f'tfrecorder-worker-{i}', daemon=True)
                for i in range(workers)]
+  thread, failure = None, []
   try:
     for p in processes:  # forked before this process starts the queues' threads
       p.start()
+    if meanwhile is not None:
+      thread = threading.Thread(target=_catching(meanwhile, failure), name='tfrecorder-meanwhile',
+                                daemon=True)
+      thread.start()
     for chunk in chunks:
       tasks.put(chunk)
     for _ in range(workers):
       tasks.put(None)
     done = []
     while len(done) < workers:
+      if poll is not None:
+        poll()
       try:
-        kind, value = results.get(timeout=1.0)
+        kind, value = results.get(timeout=POLL_S)
       except Exception:  # queue.Empty: check that every worker still runs  pylint: disable=broad-except
         dead = [p for p in processes if p.exitcode not in (None, 0)]
         if dead:
@@ -220,7 +284,6 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int) -> List[Any]:
         error, text = value
         raise error from RuntimeError(f'in a worker process:\n{text}')
       done.append(value)
-    return done
   finally:
     for p in processes:
       if p.is_alive():
@@ -228,31 +291,55 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int) -> List[Any]:
       p.join()
     tasks.close()
     results.close()
+    if thread is not None:
+      thread.join()
+  if failure:
+    raise failure[0]
+  return done
+
+
+def _catching(function: Callable[[], None], failure: List[BaseException]) -> Callable[[], None]:
+  def run() -> None:
+    try:
+      function()
+    except BaseException as e:  # pylint: disable=broad-except  (raised by the caller)
+      failure.append(e)
+  return run
 
 
 # ------------------------------------------------------------------ the run
 def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapping[str, str]],
                     label_dir: Optional[str], report_dir: str, options: ConversionOptions,
-                    workers: int, first_error_of=lambda e: e) -> None:
+                    workers: int, first_error_of=lambda e: e,
+                    progress: Optional[progress_lib.Progress] = None) -> None:
   """Runs the conversion of `sources` with `workers` processes: writes what
   `ConvertManifests` writes (see there; `split_dirs` and `label_dir` None: only the
-  report). `first_error_of`: applied to each error record (the DataFrame index cited)."""
+  report). `first_error_of`: applied to each error record (the DataFrame index cited).
+  `progress`: told each stage, and the rows read, then done and failed, as they go
+  (the caller closes it)."""
+  progress = progress or progress_lib.Progress('off')
   start = time.perf_counter()
+  progress.stage('reading', counted=True)
+  read = 0
   chunk_dir = layout.work_dir(report_dir, layout.CHUNK_DIR)
   builder = VocabularyBuilder(options.label_map, options.append_new_labels,
                               options.class_map)
   acc = builder.new()
   chunks: List[Chunk] = []
   objects: Dict[Tuple[str, str], List[Any]] = {}
-  for source in sources:
-    for tag, value in parse_manifest(source, chunk_dir, options.annotations, CHUNK_ROWS):
-      if tag == CHUNK:
-        chunks.append(value)
-      elif tag == OBJECTS:
-        key, row = value
-        objects.setdefault(key, []).append(row)
+  with progress.ticking():  # ended before any worker is forked
+    for source in sources:
+      for tag, value in parse_manifest(source, chunk_dir, options.annotations, CHUNK_ROWS):
+        if tag == CHUNK:
+          chunks.append(value)
+          read += len(unpack_chunk(value))  # the progress's total: a few ms per 10,000 rows
+          progress.update(read)
+        elif tag == OBJECTS:
+          key, row = value
+          objects.setdefault(key, []).append(row)
   merged = [merged_item(rows) for rows in objects.values()]
   del objects
+  read += len(merged)
   for start in range(0, len(merged), CHUNK_ROWS):
     chunks.append(pack_chunk(merged[start:start + CHUNK_ROWS], chunk_dir))
   del merged
@@ -262,9 +349,21 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   parsed = time.perf_counter()
   logging.info('Local run: manifests read into %d chunks in %.2f s', len(chunks), parsed - start)
 
-  make_worker = lambda: _Worker(options, vocabulary, split_dirs, report_dir, first_error_of)
+  # The extra layouts are written by the workers as they write the TFX files, where
+  # those files become the shards as they are (not planned) on this machine's disk.
+  inline = (options.layouts and split_dirs is not None and label_dir is not None
+            and not (options.num_shards or options.shard_size_mb) and files.is_local(label_dir))
+  make_worker = lambda: _Worker(options, vocabulary, split_dirs, report_dir, first_error_of,
+                                label_dir if inline else None)
   workers = min(workers, len(chunks))
-  results = _convert_chunks(chunks, make_worker, workers)
+  progress.stage('converting', total=read)
+  counts = progress_lib.SharedCounts(workers)
+  # Meanwhile this process loads what the layouts' metadata needs (TFDS, half a second).
+  results = _convert_chunks(chunks, make_worker, workers, counts,
+                            lambda: progress.update(*counts.totals()),
+                            (lambda: layouts_base.prepare(options.layouts)) if options.layouts
+                            else None)
+  progress.update(*counts.totals())
   converted = time.perf_counter()
   logging.info('Local run: rows converted in %.2f s by %d worker process(es)',
                converted - parsed, max(workers, 1))
@@ -279,15 +378,19 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
                                  labels_lib.first_label_id(held['task']))
   written_layouts = None
   if split_dirs is not None:
-    _name_shards([b for r in results for b in r['bundles']], split_dirs, options)
+    progress.stage('writing shards')
+    shards = _name_shards([b for r in results for b in r['bundles']], split_dirs, options)
     if options.layouts:
+      progress.stage('writing layouts')
+      placed = {path: shard for r in results for path, shard in r['inline'].items()}
       written_layouts = _write_layouts(options.layouts, layouts_base.context(
-          summary, held, label_dir, list(split_dirs)), split_dirs, workers)
+          summary, held, label_dir, list(split_dirs)), shards, placed, workers)
 
   def merge(name: str, runs: List[str]) -> None:
     jsonl.merge_runs(runs, files.join(report_dir, name + layout.JSON_LINES),
                      layout.work_dir(report_dir, name))
 
+  progress.stage('writing the report')
   merge(layout.ERRORS, [p for r in results for p in r['error_runs']])
   merge(layout.BOX_ISSUES, [p for r in results for p in r['box_issue_runs']])
   duplicate_counts = report.new_duplicate_counts()
@@ -319,50 +422,72 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
 
 
 class _LayoutWorker:
-  """What one worker process makes of the TFX shards it takes: each written into every
-  extra layout (`layouts.base.write_shard`); its result, what each gave."""
+  """What one worker process makes of the TFX shards it takes (`(job, layouts)`): each
+  written into those layouts (`layouts.base.write_shard`); its result, what each gave."""
 
-  def __init__(self, names, ctx):
-    self._names = names
+  def __init__(self, ctx):
     self._ctx = ctx
     self._written: List[Tuple[str, int, int]] = []
 
-  def convert(self, job) -> None:
-    self._written.append(layouts_base.write_shard(job, self._names, self._ctx))
+  def convert(self, task) -> None:
+    job, names = task
+    self._written.append(layouts_base.write_shard(job, names, self._ctx))
 
   def result(self) -> List[Tuple[str, int, int]]:
     return self._written
 
 
-def _write_layouts(names, ctx, split_dirs, workers: int):
-  """Writes the extra layouts from the finished TFX shards, a task per shard on up to
-  `workers` processes (as the conversion's: `_convert_chunks`); returns what
-  `layouts.base.finish` returns."""
+def _write_layouts(names, ctx, shards, placed, workers: int):
+  """The extra layouts of every TFX shard of `shards` (`_name_shards`): the files the
+  workers wrote as they converted (`placed`: {TFX file: InlineShard.close()}) named as
+  their shard, and any shard or layout they could not write (an empty split, a spec
+  that is not the run's, planned shards) written from the finished TFX shard, a task per
+  shard on up to `workers` processes (as the conversion's: `_convert_chunks`); returns
+  what `layouts.base.finish` returns."""
   start = time.perf_counter()
   layouts_base.check_types(names, ctx)
-  jobs = layouts_base.shard_jobs(split_dirs)
-  results = _convert_chunks(jobs, lambda: _LayoutWorker(names, ctx), min(workers, len(jobs)))
-  info = layouts_base.finish(names, ctx, [w for r in results for w in r])
-  logging.info('Local run: %s written from %d shard(s) in %.2f s', ', '.join(names), len(jobs),
-               time.perf_counter() - start)
+  written: Dict[Tuple[str, int], int] = {}
+  tasks = []
+  for split, index, count, path, part, records in shards:
+    todo = layouts_base.place(placed.get(part), names, ctx, split, index, count)
+    if todo:
+      tasks.append(((split, index, count, path), todo))
+    else:
+      written[split, index] = records
+  results = _convert_chunks(tasks, lambda: _LayoutWorker(ctx), min(workers, len(tasks)))
+  for r in results:
+    for split, index, n in r:
+      written[split, index] = n
+  info = layouts_base.finish(names, ctx, [(s, i, n) for (s, i), n in written.items()])
+  logging.info('Local run: %s written (%d of %d shard(s) from the TFX shards) in %.2f s',
+               ', '.join(names), len(tasks), len(shards), time.perf_counter() - start)
   return info
 
 
 def _name_shards(bundles: List[Tuple[str, str, int, int]], split_dirs: Mapping[str, str],
-                 options: ConversionOptions) -> None:
+                 options: ConversionOptions) -> List[Tuple[str, int, int, str, Optional[str],
+                                                          int]]:
   """Gives the workers' files their shard names: by default each worker's file of a
   split is one shard (an empty split gets one empty shard, as Beam writes it); with
   `num_shards` or `shard_size_mb` the records are spread over exactly that many shards
-  (`shards.plan_split_shards`)."""
+  (`shards.plan_split_shards`). Returns (split, index, count, path, the worker's file
+  it was (None: made here), records) of every shard."""
   if options.num_shards or options.shard_size_mb:
     plan = shards_lib.plan_split_shards(bundles, split_dirs, options.num_shards,
                                         int(options.shard_size_mb * 2**20))
     for shard in plan:
       shards_lib.write_shard(shard, options.compression_level)
-    return
+    return [(split, index, count, path, None, -1)
+            for split, index, count, path in layouts_base.shard_jobs(split_dirs)]
+  shards = []
   for split, folder in split_dirs.items():
-    paths = sorted(path for s, path, _, _ in bundles if s == split)
-    if not paths:
-      shards_lib.ShardWriter(layout.shard_path(folder, 0, 1), options.compression_level).close()
-    for k, path in enumerate(paths):
-      os.replace(path, layout.shard_path(folder, k, len(paths)))
+    parts = sorted((path, records) for s, path, records, _ in bundles if s == split)
+    if not parts:
+      path = layout.shard_path(folder, 0, 1)
+      shards_lib.ShardWriter(path, options.compression_level).close()
+      shards.append((split, 0, 1, path, None, 0))
+    for k, (part, records) in enumerate(parts):
+      path = layout.shard_path(folder, k, len(parts))
+      os.replace(part, path)
+      shards.append((split, k, len(parts), path, part, records))
+  return shards

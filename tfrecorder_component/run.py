@@ -14,6 +14,7 @@ from tfrecorder_component import layout
 from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.options import ConversionOptions, ManifestSource
+from tfrecorder_component.progress import Progress
 
 # Small runs on Beam: the in-memory DirectRunner starts in about a second; worker
 # processes cost some 5 s to start, which a larger run earns back on every core.
@@ -27,6 +28,9 @@ PARALLEL_FROM_ROWS = 8_000
 # to one a core: a fork costs milliseconds, and each worker writes its own shard of
 # each split, so a small run stays one shard a split.
 LOCAL_ROWS_PER_WORKER = 1_000
+# The environment variable that sets how many worker processes a local run takes (a
+# whole number, 1 or more), whatever its rows; still at most one per chunk of rows.
+LOCAL_WORKERS_ENV = 'TFRECORDER_LOCAL_WORKERS'
 _DIRECT_FLAGS = ('--direct_running_mode', '--direct_num_workers')
 # Beam arguments that tell Dataflow how its workers get this package.
 _PACKAGE_ARGS = ('--setup_file', '--sdk_container_image', '--extra_package', '--requirements_file')
@@ -181,7 +185,7 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
   name nothing but the runner, and whose manifests and outputs (split, label and report
   folders) are all local, runs without Beam on LOCAL_ROWS_PER_WORKER rows a worker, up
   to every core. Any other Beam argument (`--direct_num_workers`, a runner's option) is
-  for Beam, and gets Beam."""
+  for Beam, and gets Beam. LOCAL_WORKERS_ENV, where set, is the number of workers."""
   args = list(beam_args or ())
   if _runner(args) not in ('DirectRunner', 'direct'):
     return 0
@@ -189,6 +193,11 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
           if not a.startswith('--runner') and not (i and args[i - 1] == '--runner')]
   if rest or not all(files.is_local(p) for p in (*manifests, *outputs)):
     return 0
+  forced = os.environ.get(LOCAL_WORKERS_ENV, '').strip()
+  if forced:
+    if not forced.isdigit() or int(forced) < 1:
+      raise UsageError(f'{LOCAL_WORKERS_ENV} must be a whole number, 1 or more, got {forced!r}')
+    return int(forced)
   rows = estimate_rows(manifests, LOCAL_ROWS_PER_WORKER * cores())
   return max(1, min(cores(), rows // LOCAL_ROWS_PER_WORKER))
 
@@ -211,12 +220,32 @@ def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str])
 def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]], Any],
                    sources: Sequence[ManifestSource],
                    split_dirs: Optional[Mapping[str, str]], label_dir: Optional[str],
-                   report_dir: str, options: ConversionOptions) -> Dict[str, Any]:
+                   report_dir: str, options: ConversionOptions,
+                   progress: Optional[Progress] = None) -> Dict[str, Any]:
   """Runs the conversion and returns the run's summary.json: without Beam where
   `local_workers` allows, else `ConvertManifests` in the pipeline that
   `make_pipeline(args)` makes (a `beam.Pipeline`, not yet entered) of `beam_args`
   completed by `with_default_parallelism`. With `split_dirs` and `label_dir` None, only
-  the report is written (a validation)."""
+  the report is written (a validation).
+
+  `progress`: told the stages and counts, left open for the caller's own stages; None:
+  one made here (`Progress.for_run(options.progress_every_s)`: logging lines unless an
+  interval is given) and closed with the final counts."""
+  if progress is not None:
+    return _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir,
+                           report_dir, options, progress)
+  progress, outcome = Progress.for_run(options.progress_every_s), 'stopped'
+  try:
+    summary = _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir,
+                              report_dir, options, progress)
+    outcome = 'done'
+  finally:
+    progress.close(outcome)
+  return summary
+
+
+def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, report_dir,
+                    options: ConversionOptions, progress: Progress) -> Dict[str, Any]:
   manifests = [s.path for s in sources]
   outputs = [report_dir, *(split_dirs or {}).values(), *([label_dir] if label_dir else [])]
   storage.prepare_file_systems(report_dir, *manifests)
@@ -227,12 +256,18 @@ def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]]
       from tfrecorder_component.steps.report import CiteIndex  # pylint: disable=g-import-not-at-top
       local.convert_locally(sources, split_dirs, label_dir, report_dir, options, workers,
                             CiteIndex(sources) if any(s.row_index for s in sources)
-                            else lambda e: e)
+                            else lambda e: e, progress=progress)
     else:
+      progress.stage('converting (Beam pipeline)', counted=True)
       from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
-      with make_pipeline(with_default_parallelism(beam_args or (), manifests)) as p:
-        _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
-                                                       report_dir, options)
+      # Rows converted in this process (the in-memory DirectRunner) are counted as they
+      # go; Beam's metrics are read only once a DirectRunner pipeline has finished.
+      with progress.live():
+        with make_pipeline(with_default_parallelism(beam_args or (), manifests)) as p:
+          _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
+                                                         report_dir, options)
   finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
     files.remove(layout.work_dir(report_dir))
-  return layout.read_summary(report_dir)
+  summary = layout.read_summary(report_dir)
+  progress.update(summary['rows_read'], summary['rows_failed'])  # the exact final counts
+  return summary

@@ -11,6 +11,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import storage
+from tfrecorder_component.manifest.class_map import DROPPED
 from tfrecorder_component.options import ConversionOptions
 from tfrecorder_component.steps.chunks import Chunk
 from tfrecorder_component.steps.convert import BATCH, ChunkConverter, VocabularyBuilder
@@ -26,7 +27,12 @@ Records = Tuple[str, List[bytes]]
 class _ConvertBatch(beam.DoFn):
   """A Chunk of rows in; per split, batches of serialized Examples out, and the tagged
   outputs of `steps.convert.ChunkConverter` (errors, stats, box issues, samples) as
-  Beam's tagged outputs; what each batch did goes to Beam metrics counters. Rows whose
+  Beam's tagged outputs; what each batch did goes to Beam metrics counters (namespace
+  `tfrecorder_component`: `rows` done and `rows_failed`, as the run's progress counts
+  them: rows that failed to parse included, rows a class map leaves out done but not
+  failed; `images_loaded`, `images_converted`,
+  `images_failed`, `image_bytes_read`), which Dataflow's job page and
+  `PipelineResult.metrics()` show. Rows whose
   remote reads are still in flight at the end of a bundle are converted in
   `finish_bundle`."""
 
@@ -36,6 +42,8 @@ class _ConvertBatch(beam.DoFn):
     self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
     self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
     self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
+    self._rows = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'rows')
+    self._rows_failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'rows_failed')
 
   def setup(self):
     storage.prepare_file_systems()
@@ -62,7 +70,12 @@ class _ConvertBatch(beam.DoFn):
       self._failed.inc(failed)
       self._converted.inc(converted)
       self._bytes.inc(read)
+      self._rows.inc(rows - failed)  # each failed row is counted by its ERRORS output
       return None
+    if tag == ERRORS:  # one per failed row, of a batch or failed to parse
+      self._rows.inc()
+      if value.get('reason') != DROPPED:  # rows a class map leaves out have not failed
+        self._rows_failed.inc()
     return value if tag == RECORDS else beam.pvalue.TaggedOutput(tag, value)
 
 

@@ -18,7 +18,11 @@ Each layout is a module with one entry in LAYOUTS, offering:
     FOLDER: str                     its folder under the output
     REQUIRES: tuple                 layouts it builds on (written too)
     check_available() -> None       UsageError if a library it needs is missing
-    open_shard(context, split, index, count) -> a sink with write(record) and close()
+    SUFFIXES: tuple                 the files a shard at `path` is: path + each suffix
+    shard_name(split, index, count) -> str   a shard's file name in FOLDER
+    open_path(context, split, path) -> a sink with write(record) and close()
+    spec(context) -> hashable       (optional) what a shard's bytes depend on beyond its
+                                    records; where absent, nothing
     finish(context, counts) -> dict once every shard is written ({split: [records per
                                     shard]}): metadata files; what the index lists
 """

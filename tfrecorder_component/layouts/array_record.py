@@ -32,6 +32,7 @@ FOLDER = 'array_record'
 REQUIRES = ()
 WRITER_OPTIONS = 'group_size:1,uncompressed'
 PIP = 'pip install array-record'
+SUFFIXES = ('',)
 
 
 def check_available() -> None:
@@ -91,8 +92,8 @@ class _Sink:
       os.remove(self._local)
 
 
-def open_shard(ctx, split: str, index: int, count: int) -> _Sink:
-  return _Sink(files.join(ctx.folder('array_record'), shard_name(split, index, count)))
+def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
+  return _Sink(path)
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:

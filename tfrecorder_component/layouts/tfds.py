@@ -38,6 +38,7 @@ segmentation_mask) for segmentation; metadata.json holds the task and the label 
 """
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -55,6 +56,7 @@ FOLDER = 'tfds'
 REQUIRES = ()
 VERSION = '1.0.0'
 STATS_SUFFIX = '.stats.json'
+SUFFIXES = ('', STATS_SUFFIX)
 
 # Keys example.py writes that the TFDS example holds under other names, or not at all.
 _COMMON = ('image/encoded', 'image/format', 'image/height', 'image/width', 'image/channels',
@@ -79,11 +81,16 @@ _LIST_FIELD = {'bytes': 'bytes_list', 'int64': 'int64_list', 'float': 'float_lis
 
 
 def check_available() -> None:
-  try:
-    import tensorflow_datasets  # pylint: disable=g-import-not-at-top,unused-import
-  except ImportError as e:
+  """Whether TFDS is installed; imported later (`prepare`), as the records are written:
+  half a second that a run's first row need not wait for."""
+  if importlib.util.find_spec('tensorflow_datasets') is None:
     raise UsageError('the tfds layout needs TensorFlow Datasets: pip install '
-                     f'tensorflow-datasets ({type(e).__name__}: {e})') from None
+                     'tensorflow-datasets (ModuleNotFoundError: No module named '
+                     "'tensorflow_datasets')")
+
+
+def prepare() -> None:
+  import tensorflow_datasets  # pylint: disable=g-import-not-at-top,unused-import
 
 
 def shard_name(split: str, index: int, count: int) -> str:
@@ -165,7 +172,7 @@ def tfds_example(record: bytes, plan: _Plan) -> Tuple[bytes, str, int, int]:
   for key, kind, _ in plan.others:
     if key in src:
       dst[key].CopyFrom(src[key])
-  return out.SerializeToString(), fmt, channels, labels
+  return out.SerializeToString(deterministic=True), fmt, channels, labels
 
 
 def _objects(src, dst, plan: _Plan) -> None:
@@ -213,8 +220,15 @@ class _Sink:
                                                             **self._counts}))
 
 
-def open_shard(ctx, split: str, index: int, count: int) -> _Sink:
-  return _Sink(files.join(ctx.folder('tfds'), shard_name(split, index, count)), _Plan(ctx))
+def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
+  return _Sink(path, _Plan(ctx))
+
+
+def spec(ctx) -> Tuple[Any, ...]:
+  """What a record's rewrite depends on beyond the record: two contexts with the same
+  spec write the same bytes for it."""
+  plan = _Plan(ctx)
+  return (plan.task, tuple(plan.attributes), tuple((key, kind) for key, kind, _ in plan.others))
 
 
 def _read_stats(path: str) -> Dict[str, Any]:

@@ -18,6 +18,7 @@ from tfrecorder_component.steps.shards import tfrecord_frame
 FOLDER = 'tfrecord'
 REQUIRES = ()
 INDEX_SUFFIX = '.idx'
+SUFFIXES = ('', INDEX_SUFFIX)  # the files a shard at `path` is: path + each
 
 
 def check_available() -> None:
@@ -46,8 +47,8 @@ class _Sink:
     files.write_text(self._path + INDEX_SUFFIX, ''.join(self._index))
 
 
-def open_shard(ctx, split: str, index: int, count: int) -> _Sink:
-  return _Sink(files.join(ctx.folder('tfrecord'), shard_name(split, index, count)))
+def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
+  return _Sink(path)
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:

@@ -10,18 +10,17 @@ import bisect
 import collections
 import concurrent.futures
 import os
-import sys
 import threading
-import time
 from typing import Any, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
+from tfrecorder_component import progress
 from tfrecorder_component import record as record_lib
 from tfrecorder_component import storage
 from tfrecorder_component.errors import ManifestError, RowError, error_record
 from tfrecorder_component.images import thumbnail as thumbnail_lib
-from tfrecorder_component.manifest.class_map import ClassMap
+from tfrecorder_component.manifest.class_map import DROPPED, ClassMap
 from tfrecorder_component.manifest.class_map import describe as describe_class_map
 from tfrecorder_component.manifest import ManifestRow, Task
 from tfrecorder_component.options import ConversionOptions
@@ -143,6 +142,7 @@ class ChunkConverter:
       if isinstance(item, ManifestRow):
         rows.append(item)
       else:  # the error record of a row that failed to parse or merge
+        progress.count(1, int(item.get('reason') != DROPPED))  # left out: not failed
         yield ERRORS, item
     window = 2 * self._options.concurrent_reads
     for start in range(0, len(rows), ROWS_PER_BATCH):
@@ -179,8 +179,10 @@ class ChunkConverter:
       out = record_lib.convert_row(row, self._label_ids(), self._options, _reader(fetched))
     except RowError as e:
       batch.failed += 1
+      progress.count(1, 1)
       yield ERRORS, error_record(e, row)
       return
+    progress.count(1, 0)  # per row: a batch of large remote images may take seconds
     for issue in out.box_issues:
       yield BOX_ISSUES, dict(source=row.source, row=row.row, uri=row.image_uri,
                              **issue.as_dict())
@@ -193,8 +195,6 @@ class ChunkConverter:
 
   def _end_batch(self) -> Iterator[Output]:
     batch, self._batch = self._batch, _Batch()
-    if self._options.progress_every_s:
-      _PROGRESS.add(batch.rows, batch.failed, self._options.progress_every_s)
     yield BATCH, (batch.rows, batch.failed, batch.converted, batch.bytes)
     for split, serialized in batch.records.items():
       yield RECORDS, (split, serialized)
@@ -222,30 +222,6 @@ class ChunkConverter:
         out.data, [(o.label, o.box) for o in objects],
         [(o.label, o.mask) for o in objects if o.mask is not None], out.class_mask)
     return [] if thumbnail is None else [(label, (uri, thumbnail)) for label in wanted]
-
-
-class _Progress:
-  """Rows done, rate and failures of this worker process, printed at most every few
-  seconds (each worker of a multi-process run reports its own share)."""
-
-  def __init__(self):
-    self._start = self._last = None
-    self._rows = self._failed = 0
-
-  def add(self, rows: int, failed: int, every_s: float) -> None:
-    now = time.monotonic()
-    if self._start is None:
-      self._start = self._last = now
-    self._rows += rows
-    self._failed += failed
-    if now - self._last >= every_s:
-      self._last = now
-      rate = self._rows / max(now - self._start, 1e-9)
-      print(f'[{os.getpid()}] {self._rows:,} rows done, {rate:,.0f} rows/s, '
-            f'{self._failed:,} failed', file=sys.stderr, flush=True)
-
-
-_PROGRESS = _Progress()
 
 
 class VocabularyBuilder:
