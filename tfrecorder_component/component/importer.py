@@ -96,8 +96,9 @@ def examples_importer(output_dir: str, *, reimport: bool = False, span: int = 0,
       or an ImageExampleGen Examples artifact's URI; a local path is made absolute.
     reimport: register a new artifact even where one with the same URI and properties
       exists (TFX's Importer option).
-    span, version: the artifact's `span` and `version` properties, for resolvers that
-      pick spans (e.g. one output folder per day, imported with its span).
+    span: the artifact's `span` property, for resolvers that pick spans (e.g. one
+      output folder per day, imported with its span).
+    version: the artifact's `version` property.
     split_names: the splits, where the pipeline is defined before the folder is written:
       used as given while the folder is unfinished (no `input_fingerprint` then), checked
       against examples.json once it is finished. Without it examples.json is read.
