@@ -119,7 +119,7 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   folder, a {label: id} dict or a list of labels in id order; a label it lacks fails its
   rows unless `append_new_labels=True` gives it the next free id); `class_map` (classes
   to keep, drop, rename or merge: {"car": "vehicle", "blurry": None, "*": None to drop
-  every class not listed}, or a .json / .yaml file of one; see the README); `layouts`
+  every class not listed}, or a .json / .yaml file of one; see docs/guides/output.md); `layouts`
   (extra output layouts written beside TFX's GZIP shards, from them: 'tfrecord',
   'tfds', 'array_record', 'parquet'; see `tfrecorder_component.layouts`); Beam's `runner`
   (default DirectRunner: on local files and with no `beam_args`, the run goes without

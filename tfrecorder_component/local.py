@@ -340,8 +340,8 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   merged = [merged_item(rows) for rows in objects.values()]
   del objects
   read += len(merged)
-  for start in range(0, len(merged), CHUNK_ROWS):
-    chunks.append(pack_chunk(merged[start:start + CHUNK_ROWS], chunk_dir))
+  for first in range(0, len(merged), CHUNK_ROWS):
+    chunks.append(pack_chunk(merged[first:first + CHUNK_ROWS], chunk_dir))
   del merged
   for chunk in chunks:
     builder.add(acc, chunk)

@@ -102,8 +102,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         train/eval/test).
       range_config: Span range, as for FileBasedExampleGen.
       manifest_format: One of 'automl_csv', 'automl_detection_csv', 'vertex_jsonl',
-        'coco_json', 'pascal_voc', 'segmentation_csv'; detected per file if unset
-        (see README).
+        'coco_json', 'pascal_voc', 'segmentation_csv', 'yolo' ... (docs/guides/formats.md);
+        detected per file if unset.
       max_pixels: Images whose header claims more pixels are refused before they are
         decoded (decompression bombs).
       max_bytes: Image files larger than this are refused (default 64 MiB).
@@ -152,7 +152,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         left with no label in errors.jsonl (not counted as failures).
       layouts: Output layouts written into the Examples artifact beside TFX's GZIP
         shards, from them: 'tfrecord' (uncompressed + .idx, for DALI and PyTorch),
-        'tfds', 'array_record' (Grain), 'parquet'. See the README.
+        'tfds', 'array_record' (Grain), 'parquet' (docs/guides/layouts.md).
     """
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '

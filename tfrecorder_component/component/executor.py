@@ -82,7 +82,7 @@ def resolve_spans(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
   driver (the `preCacheCheck` hook) before the executor; both leave `span` in the
   exec properties. Kubeflow Pipelines 2.x runs no such hook, so the executor resolves
   the latest span and version itself with the same input processor (there the span is
-  not part of the cache key: see the README).
+  not part of the cache key: see docs/guides/component.md).
   """
   if not exec_properties.get(spec.INPUT_BASE_KEY) or exec_properties.get(
       example_gen_utils.SPAN_PROPERTY_NAME) is not None:

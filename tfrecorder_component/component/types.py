@@ -8,7 +8,7 @@ from tfx.types.artifact import Artifact
 class ImageManifest(Artifact):
   """An image manifest: one manifest file, or a folder of them.
 
-  Any format the component reads (see the README). The type name is both Vertex AI's
+  Any format the component reads (docs/guides/formats.md). The type name is both Vertex AI's
   `prefix.CamelName` form and this class's import path (the Kubeflow V2 container
   entry point imports custom artifact types by their schema title), and the type
   declares no PROPERTIES, so Vertex AI Pipelines accepts it.
