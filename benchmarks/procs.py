@@ -3,6 +3,7 @@ of its whole process tree (the runner and every Beam worker), sampled every 50 m
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,11 +33,13 @@ def tree_rss(proc: psutil.Process, peaks: Optional[Dict[int, int]] = None) -> in
 
 def run(cmd: Sequence[str], env: Optional[Dict[str, str]] = None,
         cwd: str = ROOT) -> Dict[str, object]:
-  """Runs `cmd`; returns wall_s, peak_mb (the tree), process_mb (the launched process's
+  """Runs `cmd`; returns wall_s, cpu_s (user and system time of the command and the
+  processes it waited for), peak_mb (the tree), process_mb (the launched process's
   own peak), child_mb (the largest child's, e.g. a Beam worker), largest_mb (the largest
   single process's peak, the launched one or any descendant) and stdout. Raises with
   stderr's tail on failure."""
   start = time.perf_counter()
+  before = resource.getrusage(resource.RUSAGE_CHILDREN)
   proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env={**os.environ, **QUIET, **(env or {})}, cwd=cwd)
   # Both pipes drain while it runs, so a chatty command (progress bars) never blocks on a
@@ -53,6 +56,8 @@ def run(cmd: Sequence[str], env: Optional[Dict[str, str]] = None,
     peak = max(peak, tree_rss(ps, peaks))
     time.sleep(0.05)
   wall = time.perf_counter() - start
+  after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command and its waited-for
+  cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)  # descendants
   for t in readers:  # a descendant that outlives the command may hold a pipe open
     t.join(timeout=30)
   out, err = streams.get('out', b''), streams.get('err', b'')
@@ -60,7 +65,7 @@ def run(cmd: Sequence[str], env: Optional[Dict[str, str]] = None,
     raise RuntimeError(f'{" ".join(cmd)[:300]} exited {proc.returncode}:\n'
                        f'{err.decode(errors="replace")[-3000:]}')
   children = [v for pid, v in peaks.items() if pid != proc.pid]
-  return {'wall_s': wall, 'peak_mb': peak / 2**20,
+  return {'wall_s': wall, 'cpu_s': cpu, 'peak_mb': peak / 2**20,
           'process_mb': peaks.get(proc.pid, 0) / 2**20,
           'child_mb': max(children, default=0) / 2**20,
           'largest_mb': max(peaks.values(), default=0) / 2**20,

@@ -7,8 +7,9 @@ Writing: the first N synthetic 256x256 JPEGs (benchmarks/data.py, hash-split 8:1
 labels) converted by `tfrecorder-component convert MANIFEST OUT`, a fresh process timed
 from launch to exit, with no extra layout (TFX's GZIP shards alone), with each layout
 (`--layout tfrecord`, `tfds`, `array_record`, `parquet`) and with all four; repeats
-interleaved, medians with their range, and each ratio to the TFX-only run taken within
-its repeat. The TFX records of every run (each split's, in any order: which shard a
+interleaved (the disk synced before each), medians with their range: wall time, and
+the CPU time of the command and its worker processes (steadier than wall time on a
+shared machine), each ratio to the TFX-only run taken within its repeat. The TFX records of every run (each split's, in any order: which shard a
 record lands in varies between multi-process runs) are compared with the TFX-only run's.
 
 Reading: the all-layouts output's `train` split read by each loader in a fresh process
@@ -93,7 +94,8 @@ def write_runs(manifest: str, scratch: str, repeats: int) -> List[Dict[str, Any]
     for name, flags in LAYOUT_RUNS.items():
       out = os.path.join(scratch, f'write-{name}')
       shutil.rmtree(out, ignore_errors=True)
-      r = procs.run([cli, 'convert', manifest, out, *flags])
+      os.sync()  # no run pays for the writing back of the one before
+      r = procs.run([cli, 'convert', manifest, out, *flags, '--quiet'])
       r.pop('stdout')
       runs.append({'repeat': repeat, 'layouts': name, 'digest': _tfx_digest(out), **r})
       print(f'write {repeat} {name:13s} {r["wall_s"]:6.1f} s', flush=True)
@@ -123,16 +125,19 @@ def read_runs(out: str, repeats: int, limit: int, readers: List[str]) -> List[Di
 
 def _write_table(runs: List[Dict[str, Any]]) -> List[str]:
   by = lambda name: [r for r in runs if r['layouts'] == name]
-  base = {r['repeat']: r['wall_s'] for r in by('tfx')}
+  base = {r['repeat']: r for r in by('tfx')}
   digest = by('tfx')[0]['digest']
-  lines = ['| layouts written | wall s, launch to exit | vs TFX only | TFX records |',
-           '|---|---|---|---|']
+  lines = ['| layouts written | wall s, launch to exit | vs TFX only | CPU s, every process '
+           '| vs TFX only | TFX records |', '|---|---|---|---|---|---|']
   for name in LAYOUT_RUNS:
     rs = by(name)
-    walls = procs.spread([r['wall_s'] for r in rs])
-    ratio = procs.spread([r['wall_s'] / base[r['repeat']] for r in rs])
+    cells = []
+    for key in ('wall_s', 'cpu_s'):
+      cells.append(procs.fmt(procs.spread([r[key] for r in rs])))
+      cells.append(procs.fmt(procs.spread([r[key] / base[r['repeat']][key] for r in rs]), 2)
+                   + 'x')
     same = 'the same' if all(r['digest'] == digest for r in rs) else '**differ**'
-    lines.append(f'| {name} | {procs.fmt(walls)} | {procs.fmt(ratio, 2)}x | {same} |')
+    lines.append(f'| {name} | {" | ".join(cells)} | {same} |')
   return lines
 
 
@@ -151,16 +156,21 @@ def _read_table(runs: List[Dict[str, Any]], readers: List[str]) -> List[str]:
 
 
 def report(saved: Dict[str, Any], path: str) -> str:
+  """readers.md; each table between snippet markers (`<!-- --8<-- [start:write] -->`), so
+  the documentation includes it by name (`--8<-- "benchmarks/results/readers.md:write"`)."""
+  section = lambda name, lines: [f'<!-- --8<-- [start:{name}] -->', *lines,
+                                 f'<!-- --8<-- [end:{name}] -->']
   text = '\n'.join([
       '# Readers: extra output layouts, written and read', '',
-      f'{saved["machine"]}; {saved["images"]:,} synthetic 256x256 JPEGs, '
-      f'{saved["repeats"]} repeats interleaved; medians (range). '
+      f'{saved["machine"]}; {saved["images"]:,} synthetic 256x256 JPEGs; medians (range). '
       'Command: `.venv/bin/python -m benchmarks.readers`.', '',
-      '## Writing: `tfrecorder-component convert` with each layout', '',
-      *_write_table(saved['write']), '',
-      f'## Reading the `train` split: the first {saved["limit"]:,} records', '',
-      'Rates after the first record; CPU is every thread of the loader\'s process.', '',
-      *_read_table(saved['read'], saved['readers']), ''])
+      f'## Writing: `tfrecorder-component convert` with each layout, {saved["repeats"]} '
+      'repeats interleaved', '',
+      *section('write', _write_table(saved['write'])), '',
+      f'## Reading the `train` split: the first {saved["limit"]:,} records, '
+      f'{saved.get("read_repeats", saved["repeats"])} repeats interleaved', '',
+      *section('read', ['Rates after the first record; CPU is every thread of the loader\'s '
+                        'process.', '', *_read_table(saved['read'], saved['readers'])]), ''])
   with open(path, 'w') as f:
     f.write(text)
   return text
@@ -188,10 +198,17 @@ def main(argv=None) -> int:
                f'{psutil.virtual_memory().total / 2**30:.0f} GiB, '
                f'Python {platform.python_version()}')
     write = write_runs(manifest, args.scratch, args.repeats)
-    read = (read_runs(os.path.join(args.scratch, 'write-all'), args.repeats, args.limit, readers)
-            if readers else [])
     saved = {'machine': machine, 'images': args.images, 'repeats': args.repeats,
-             'limit': args.limit, 'readers': readers, 'write': write, 'read': read}
+             'limit': args.limit, 'readers': readers, 'write': write, 'read': []}
+    if readers:
+      saved['read'] = read_runs(os.path.join(args.scratch, 'write-all'), args.repeats,
+                                args.limit, readers)
+    elif os.path.exists(saved_path):  # a writing-only run keeps the last reading figures
+      with open(saved_path) as f:
+        last = json.load(f)
+      saved.update({k: last[k] for k in ('limit', 'readers', 'read')},
+                   read_repeats=last.get('read_repeats', last['repeats']))
+    saved.setdefault('read_repeats', args.repeats)
     with open(saved_path, 'w') as f:
       json.dump(saved, f, indent=1)
   with open(saved_path) as f:
