@@ -235,3 +235,17 @@ def test_beam_metrics_count_rows_done_and_failed(tmp_path):
   assert counters['images_loaded'] == 4, counters
   assert counters['images_failed'] == 2, counters
   assert counters['image_bytes_read'] > 0, counters
+
+
+def test_convert_and_the_component_log_the_stages_and_final_counts(tmp_path, caplog):
+  """convert() prints nothing by default; what it says goes to logging at INFO, which is
+  what the TFX component's executor (the same run_conversion) writes to its logs."""
+  import tfrecorder_component as trc  # pylint: disable=g-import-not-at-top
+  manifest, failed = _dataset(str(tmp_path / 'data'), rows=48, side=32)
+  caplog.set_level('INFO')
+  trc.convert(manifest, str(tmp_path / 'out'), max_error_ratio=0.5)
+  said = [r.getMessage() for r in caplog.records if r.getMessage().startswith('Conversion: ')]
+  assert 'Conversion: converting (48 rows)' in said, said
+  assert 'Conversion: publishing' in said, said
+  assert re.fullmatch(rf'Conversion: \[[\d:.]+\] done: 48 rows, {failed} failed, [\d,.]+ rows/s',
+                      said[-1]), said
