@@ -59,11 +59,12 @@ def _env(workers: int = 2) -> dict:
   return env
 
 
-def _run_in_pty(args, env, timeout: float = 120.0):
+def _run_in_pty(args, env, timeout: float = 120.0, columns: int = 120):
   """(exit status, everything the terminal received) of the command run with stdout and
-  stderr on a pseudo-terminal 120 columns wide."""
+  stderr on a pseudo-terminal `columns` wide (0: a size nobody set, as under `script`)."""
   master, slave = pty.openpty()
-  fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 40, 120, 0, 0))
+  if columns:
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 40, columns, 0, 0))
   proc = subprocess.Popen(COMMAND + args, stdin=subprocess.DEVNULL, stdout=slave,
                           stderr=slave, env=env, cwd=REPO)
   os.close(slave)
@@ -249,3 +250,15 @@ def test_convert_and_the_component_log_the_stages_and_final_counts(tmp_path, cap
   assert 'Conversion: publishing' in said, said
   assert re.fullmatch(rf'Conversion: \[[\d:.]+\] done: 48 rows, {failed} failed, [\d,.]+ rows/s',
                       said[-1]), said
+
+
+def test_a_terminal_of_no_reported_width_gets_a_bar_of_80_columns(tmp_path, dataset):
+  manifest, failed = dataset
+  env = dict(_env(workers=2))
+  env.pop('COLUMNS', None)
+  rc, out = _run_in_pty(['convert', manifest, str(tmp_path / 'out'), '--max-error-ratio', '0.5'],
+                        env, columns=0)
+  assert rc == 0, out
+  done = [m for m in BAR.finditer(out) if m['stage'] == 'done']
+  assert done and int(done[-1]['n']) == ROWS and int(done[-1]['failed']) == failed, out
+  assert len(done[-1].group(0)) <= 80

@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import logging
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -350,8 +351,14 @@ def _new_bar(stream, stage: Optional[str], total: Optional[int]):
   class Bar(tqdm.tqdm):
     monitor_interval = 0
 
+  # A terminal that reports no width (a pseudo-terminal nobody sized: `script`, some CI
+  # runners) gets 80 columns, not a bar of none.
+  try:
+    sized = os.get_terminal_size(stream.fileno()).columns > 0
+  except (AttributeError, OSError, ValueError):
+    sized = False
   return Bar(desc=stage, total=total, unit=' rows', file=stream, smoothing=0, mininterval=0,
-             dynamic_ncols=True, leave=True)
+             dynamic_ncols=sized, ncols=None if sized else 80, leave=True)
 
 
 class _ClearBar(logging.Filter):
