@@ -1,5 +1,6 @@
 """Output layouts beside TFX's: the same records, written once more in the form another
-trainer's loader reads, from the finished TFX shards (no second pass over the images).
+trainer's loader reads, with no second pass over the images: by the local run's workers
+as they write their TFX shards, else from the finished TFX shards (`base`).
 
     <output>/Split-<split>/data_tfrecord-SSSSS-of-NNNNN.gz   TFX (always; ExampleGen's)
     <output>/tfrecord/      `tfrecord`: uncompressed shards + `.idx` (DALI, PyTorch's
