@@ -169,22 +169,11 @@ class Progress:
       else:
         self.tick()
 
-  def set_total(self, total: int) -> None:
-    """The counted stage's total, once known."""
-    with self._lock:
-      self._total = total
-      self.tick()
-
   def update(self, rows: int, failed: int = 0) -> None:
     """The counted stage's rows done and failed so far (absolute); redraws when due."""
     with self._lock:
       self._rows, self._failed = rows, failed
       self.tick()
-
-  def add(self, rows: int, failed: int = 0) -> None:
-    """Adds to the counted stage's rows done and failed; redraws when due."""
-    with self._lock:
-      self.update(self._rows + rows, self._failed + failed)
 
   def tick(self) -> None:
     """Redraws (bar) or writes a line (lines, log) if one is due."""

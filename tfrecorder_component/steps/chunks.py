@@ -28,13 +28,14 @@ MAX_CHUNK_ROWS = 4096  # so that no worker unpacks a large share of a large file
 # A chunk of rows: (labels of its rows, the tasks of its rows (Task values joined by ',';
 # a run converts one task, which the vocabulary step checks; '' when all its rows
 # failed), the path of its rows, the (label, id) pairs its source defines (COCO category
-# ids; `labels.assign_ids`)). The rows are one zlib-compressed pickle of plain
+# ids; `labels.assign_ids`), how many items it holds (rows and error records: the run's
+# progress counts them without opening the file)). The rows are one zlib-compressed pickle of plain
 # tuples (error records stay dicts) in a file of the run's chunk folder: the
 # DirectRunner holds every element that crosses a stage boundary in memory, in several
 # copies (the stage's output, the shuffle's buffer, the next stage's input), and the
 # freed copies stay in the process; a path costs the same at any chunk size. The labels
 # let the vocabulary be built without opening the rows.
-Chunk = Tuple[Tuple[str, ...], str, str, Tuple[Tuple[str, int], ...]]
+Chunk = Tuple[Tuple[str, ...], str, str, Tuple[Tuple[str, int], ...], int]
 # What a chunk holds: rows, and the error records (`errors.error_record`) of failed rows.
 Item = Union[ManifestRow, Dict[str, Any]]
 
@@ -59,7 +60,8 @@ def pack_chunk(items: Sequence[Item], folder: str) -> Chunk:
   path = files.join(folder, f'chunk-{uuid.uuid4().hex}')
   with files.create_file(path) as f:
     f.write(zlib.compress(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL), 1))
-  return tuple(sorted(labels)), ','.join(sorted(tasks)), path, tuple(sorted(source_ids))
+  return (tuple(sorted(labels)), ','.join(sorted(tasks)), path, tuple(sorted(source_ids)),
+          len(packed))
 
 
 def unpack_chunk(chunk: Chunk) -> List[Item]:

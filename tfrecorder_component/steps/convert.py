@@ -241,7 +241,7 @@ class VocabularyBuilder:
 
   @staticmethod
   def add(acc, chunk: Chunk):
-    labels, tasks, _, source_ids = chunk
+    labels, tasks, _, source_ids, _ = chunk
     acc[0].update(labels)
     acc[1].update(t for t in tasks.split(',') if t)  # '': only failed rows
     acc[2].update(source_ids)
