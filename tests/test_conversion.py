@@ -194,7 +194,7 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   before = {p: open(p, 'rb').read() for p in glob.glob(str(out / '**' / '*'), recursive=True)
             if os.path.isfile(p)}
   second = write_text(str(data / 'second.csv'), 'split,image_uri,label\nTEST,c.png,dog\n')
-  with pytest.raises(ValueError, match=f'{out} is not empty: .*overwrite=True'):
+  with pytest.raises(ValueError, match=f'{out} holds an earlier output: pass overwrite=True'):
     trc.convert(second, str(out))
 
   # A failing overwrite leaves the old output as it was and keeps its report beside it.

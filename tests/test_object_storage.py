@@ -283,11 +283,21 @@ def test_a_failed_run_on_gcs_publishes_nothing(gcs, proxy, tmp_path):
   server.upload(BUCKET, 'failed/Split-old/stray.gz', b'x')
   done = cli('convert', str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed',
              '--max-error-ratio', '1')
-  assert done.returncode == 2 and f'gs://{BUCKET}/failed is not empty' in done.stderr
+  assert done.returncode == 2 and f'gs://{BUCKET}/failed holds an earlier output' in done.stderr
+  # An object the user put beside the output is not the tool's: an overwrite keeps it.
+  server.upload(BUCKET, 'failed/NOTES.md', b'my notes')
   trc.convert(str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed', max_error_ratio=1.0,
               overwrite=True)
   left = server.list(BUCKET, 'failed/')
   assert 'failed/_SUCCESS' in left and 'failed/Split-old/stray.gz' not in left
+  assert 'failed/NOTES.md' in left
+  # A prefix holding only the user's objects is no output: overwrite refuses it.
+  server.upload(BUCKET, 'mine/photo.jpg', b'not an output')
+  done = cli('convert', str(tmp_path / 'm.csv'), f'gs://{BUCKET}/mine', '--overwrite',
+             '--max-error-ratio', '1')
+  assert done.returncode == 2 and 'is not an output of this tool (it holds photo.jpg)' in (
+      done.stderr), done.stderr
+  assert server.list(BUCKET, 'mine/') == ['mine/photo.jpg']
 
 
 @beam_gcs

@@ -338,10 +338,13 @@ def _main(argv: Optional[List[str]] = None) -> int:
   commands = parser.add_subparsers(dest='command', required=True)
   convert = commands.add_parser('convert', help='convert a manifest or image folder')
   convert.add_argument('source', help=SOURCE_HELP)
-  convert.add_argument('output_dir', help='the folder to write (new or empty, or --overwrite)')
+  convert.add_argument('output_dir', help='the folder to write: new or empty, or an earlier '
+                       'output with --overwrite; never an input, or in or around one')
   convert.add_argument('--overwrite', action='store_true',
-                       help='replace what OUTPUT_DIR holds (by default it must be new or '
-                       'empty); the old output stays until the new one is complete')
+                       help='replace an earlier output of this tool in OUTPUT_DIR (by default '
+                       'it must be new or empty); files of yours there stay, a folder that is '
+                       'no output is refused, and the old output stays until the new one is '
+                       'complete')
   convert.add_argument('--max-error-ratio', type=float, default=0.0,
                        help='fraction of rows that may fail (default 0: any failure fails)')
   shards = convert.add_mutually_exclusive_group()

@@ -29,7 +29,8 @@ from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
 from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
                                           ManifestSource)
-from tfrecorder_component.output_swap import OutputSwap, local_folder, output_folder
+from tfrecorder_component.output_swap import (OutputSwap, local_folder, output_folder,
+                                              refuse_overlap)
 from tfrecorder_component.progress import Progress
 
 
@@ -82,7 +83,10 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       layouts=tuple([layouts] if isinstance(layouts, str) else layouts or ()))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index, splits = sources_lib.manifests_for(source, report_dir)
-  image_root = image_root or root
+  # Absolute before any runner sees them: a Beam worker's working folder is not ours.
+  image_root = files.absolute(image_root) if image_root else root
+  splits = {files.absolute(m): split for m, split in splits.items()}
+  manifests = [files.absolute(m) for m in manifests]
   sources = [ManifestSource(m, manifest_format, splits.get(m), image_root, declared,
                             row_index, options.class_map) for m in manifests]
   return manifests, options, args, sources
@@ -103,8 +107,11 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   columns as features), a manifest file of any supported format, a folder of manifests,
   or an image folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
 
-  `output_dir` must be new or empty unless `overwrite=True` (a mount point, a symbolic
-  link or a folder in a parent you cannot write are fine). The run locks it, writes
+  `output_dir` must be new or empty unless `overwrite=True`, which replaces an earlier
+  output of this tool and only that (files of yours in it stay; a folder that is no
+  output is refused); it may not be, hold or lie inside an input (the manifest, the
+  image folder or `image_root`, a label or class map file). A mount point, a symbolic
+  link or a folder in a parent you cannot write are fine. The run locks it, writes
   into a staging folder inside it and moves its files in only when it succeeds, then
   writes `_SUCCESS` last: the folder never holds two runs' files, and what is not
   finished has no `_SUCCESS`. What a killed run left there is removed by the next run.
@@ -134,6 +141,15 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   records are left then).
   """
   output_dir = output_folder(output_dir)
+  inputs = sources_lib.input_paths(source, options.get('image_root'), options.get('label_map'),
+                                   options.get('class_map'))
+  refuse_overlap(output_dir, inputs)
+  run.refuse_local_paths(
+      run.beam_pipeline_args(options.get('runner', 'DirectRunner'), options.get('project'),
+                             options.get('region'), options.get('temp_location'),
+                             options.get('beam_args', ())),
+      [(what, path) for what, path in inputs if what not in sources_lib.READ_BY_THE_LAUNCHER],
+      output_dir)
   swap = OutputSwap(output_dir, overwrite)
   progress, published = None, False
   try:

@@ -108,6 +108,12 @@ def is_local(path: str) -> bool:
   return '://' not in path
 
 
+def absolute(path: str) -> str:
+  """`path` made absolute if local (as this process's working folder resolves it), for
+  processes that do not share that folder: Beam's workers, Dataflow's. URIs as given."""
+  return os.path.abspath(path) if is_local(path) else path
+
+
 def join(path: str, *parts: str) -> str:
   """`path` joined with `parts`, as Beam's `FileSystems.join` joins them."""
   return os.path.join(path, *parts) if is_local(path) else file_systems().join(path, *parts)

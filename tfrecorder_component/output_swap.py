@@ -6,11 +6,18 @@ mount point, a symbolic link, a folder whose parent the user cannot write. Local
 - The folder is created with the user's umask (a prepared one keeps its mode and
   group), then locked (`flock` on the folder) for the whole run: a second run into it
   is refused in one line.
+- The folder must be new or empty. `overwrite` replaces an earlier output of this tool
+  (a folder holding `_SUCCESS`, `examples.json` or a failed run's report) and nothing
+  else: only the names a run writes (`written_by_a_run`) are replaced; anything else in
+  the folder (a README, notes, a notebook) is kept, and a folder that is no output of
+  this tool is refused, naming what it holds. The output may not be, hold or lie inside
+  an input (`refuse_overlap`), which is checked before anything is read.
 - The run writes into `<output>/.tfrecorder-partial-<id>/`. When it succeeded, the old
   `_SUCCESS` is removed, what the run replaces (with `overwrite`, the old output) is
   moved into `.tfrecorder-old-<id>/`, the new entries are moved in, and `_SUCCESS` is
   written last: an output is finished when, and only when, `_SUCCESS` is there. What
-  appeared in the folder during the run (without `overwrite`) is never touched.
+  appeared in the folder during the run, and what the run does not replace, is never
+  touched.
 - A run killed at any point (SIGKILL, the OOM killer) leaves its staging folder; the
   next run into the folder, holding the lock, removes it and, if the killed run had
   started moving its files in (`.tfrecorder-commit` in the staging folder, the plan of
@@ -20,9 +27,9 @@ mount point, a symbolic link, a folder whose parent the user cannot write. Local
 On object storage (gs://, s3://), where nothing can be locked or renamed at once, a run
 into a new, empty or unfinished folder (no `_SUCCESS`, only this layout's names) writes
 in place; an `overwrite` of a finished output writes under
-`<output>/.tfrecorder-partial-<id>/` and, once complete, removes the old objects, copies
-its own into place and writes `_SUCCESS` last, so a failed run leaves the old output as
-it was.
+`<output>/.tfrecorder-partial-<id>/` and, once complete, removes the old output's objects
+(those under the names a run writes; others stay), copies its own into place and writes
+`_SUCCESS` last, so a failed run leaves the old output as it was.
 
 A failed run (the error policy) keeps its report and no record: at `<output>/report`
 when the folder held no output before, else at `<output>.failed/report` (an old output
@@ -36,7 +43,7 @@ import os
 import posixpath
 import shutil
 import uuid
-from typing import List, Optional
+from typing import Iterable, List, Optional, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import interrupt
@@ -44,6 +51,8 @@ from tfrecorder_component import labels
 from tfrecorder_component import layout
 from tfrecorder_component import storage
 from tfrecorder_component.errors import UsageError
+from tfrecorder_component.layouts import LAYOUTS
+from tfrecorder_component.layouts.index import INDEX_FILE
 
 try:
   import fcntl
@@ -55,6 +64,70 @@ OLD = '.tfrecorder-old-'  # what a finishing run replaces, until it is removed
 COMMIT = '.tfrecorder-commit'  # in a staging folder: complete, being moved into place
 FAILED_SUFFIX = '.failed'
 FAILED_REPORT_INSIDE = 'report.failed'
+# The names a run writes at the top of its output folder, besides `Split-<name>`: the
+# only ones `overwrite` replaces.
+_RUN_NAMES = frozenset((labels.LABELS_FILE, labels.LABEL_MAP_FILE, layout.REPORT_DIR,
+                        FAILED_REPORT_INSIDE, layout.SUCCESS_MARKER, INDEX_FILE, *LAYOUTS))
+_SUMMARY = posixpath.join(layout.REPORT_DIR, layout.SUMMARY_FILE)
+_NAMED = 5  # entries a message names before "and N more"
+
+
+def written_by_a_run(name: str) -> bool:
+  """Whether `name`, at the top of an output folder, is one a run writes: a split, the
+  label files, the index, a layout's folder, the report (or a failed run's, kept inside
+  an old output), `_SUCCESS`."""
+  return name.startswith(layout.SPLIT_PREFIX) or name in _RUN_NAMES
+
+
+def _earlier_output(names: Iterable[str], exists) -> bool:
+  """Whether a folder whose top entries are `names` is an output of this tool: finished
+  (`_SUCCESS`), indexed (`examples.json`) or a failed run's report. `exists(relative
+  path)` answers for a file in it."""
+  names = set(names)
+  return bool({layout.SUCCESS_MARKER, INDEX_FILE} & names) or (
+      layout.REPORT_DIR in names and exists(_SUMMARY)) or (
+          FAILED_REPORT_INSIDE in names
+          and exists(posixpath.join(FAILED_REPORT_INSIDE, layout.SUMMARY_FILE)))
+
+
+def _listing(names: List[str]) -> str:
+  shown = ', '.join(names[:_NAMED])
+  return shown + (f' and {len(names) - _NAMED} more' if len(names) > _NAMED else '')
+
+
+def _comparable(path: str) -> str:
+  """`path` as `refuse_overlap` compares it: local paths absolute with links resolved,
+  URIs without a trailing slash."""
+  if '://' in path:
+    return path.rstrip('/')
+  return os.path.realpath(os.path.abspath(path))
+
+
+def _within(path: str, folder: str) -> bool:
+  return path.startswith(folder.rstrip('/') + '/')
+
+
+def refuse_overlap(output_dir: str, inputs: Iterable[Tuple[str, Optional[str]]]) -> None:
+  """Refuses (UsageError, one line) an output folder that is, holds or lies inside one of
+  `inputs` ((what, path): a manifest, an image folder or root, a label map, a class map):
+  a run there would put its files among the user's, a later run read them as input, and
+  an overwrite replace them. Local paths are compared with links resolved; URIs as
+  written. Checked before anything is read or created."""
+  out = _comparable(output_dir)
+  for what, path in inputs:
+    if not path:
+      continue
+    where = _comparable(path)
+    if where == out:
+      relation = 'is'
+    elif _within(where, out):
+      relation = 'holds'
+    elif _within(out, where):
+      relation = 'lies inside'
+    else:
+      continue
+    raise UsageError(f'the output folder {output_dir} {relation} the {what} {path}: '
+                     'convert into a folder outside the inputs (nothing was written)')
 
 
 def local_folder(path: str) -> str:
@@ -80,9 +153,22 @@ def _staging(name: str) -> bool:
   return name.startswith((PARTIAL, OLD))
 
 
-def _not_empty(output_dir: str) -> UsageError:
-  return UsageError(f'{output_dir} is not empty: convert into a new or empty folder, or '
-                    'pass overwrite=True (--overwrite) to replace what is there')
+def _not_empty(output_dir: str, foreign: List[str], overwrite: bool,
+               earlier: bool) -> UsageError:
+  """The refusal of a folder that holds something: an earlier output (which `overwrite`
+  replaces, keeping any file of the user's beside it), or files this tool did not write
+  (which nothing here replaces)."""
+  if earlier:
+    kept = (f' and files this tool did not write ({_listing(foreign)}), which stay'
+            if foreign else '')
+    return UsageError(f'{output_dir} holds an earlier output{kept}: pass overwrite=True '
+                      '(--overwrite) to replace it, or convert into a new or empty folder')
+  if overwrite:
+    return UsageError(f'{output_dir} is not an output of this tool (it holds '
+                      f'{_listing(foreign)}): overwrite replaces only an earlier output, '
+                      'so nothing there was changed; convert into a new or empty folder')
+  return UsageError(f'{output_dir} is not empty (it holds {_listing(foreign)}): convert '
+                    'into a new or empty folder')
 
 
 class _Lock:
@@ -194,12 +280,19 @@ class OutputSwap:
       try:
         _recover(output_dir)
         entries = self._entries()
+        earlier = _earlier_output(entries, lambda p: os.path.isfile(
+            os.path.join(output_dir, p)))
+        ours = [n for n in entries if earlier and written_by_a_run(n)]
+        foreign = [n for n in entries if n not in ours]
         # An earlier failed run's report alone counts as empty: this run replaces it.
-        self._had_output = bool(entries) and not (entries == [layout.REPORT_DIR] and (
-            os.path.isfile(os.path.join(output_dir, layout.REPORT_DIR, layout.SUMMARY_FILE))))
-        if self._had_output and not overwrite:
-          raise _not_empty(output_dir)
-        self._replace = entries  # the old output, or an earlier failed run's report
+        self._had_output = bool(entries) and not (ours == [layout.REPORT_DIR] and not foreign)
+        if self._had_output and (foreign and not (overwrite and earlier) or not overwrite):
+          raise _not_empty(output_dir, foreign, overwrite, earlier)
+        if foreign:
+          logging.info('Keeping what this tool did not write in %s: %s', output_dir,
+                       _listing(foreign))
+        self._before = entries
+        self._replace = ours  # the old output, or an earlier failed run's report
         self.work = os.path.join(output_dir, PARTIAL + run_id)
         try:
           os.mkdir(self.work)
@@ -215,13 +308,16 @@ class OutputSwap:
       finished = layout.SUCCESS_MARKER in listed
       # A run writes its report's scratch files first: objects of this layout, some
       # under report/ and no _SUCCESS are what a killed or failed run left.
-      self._had_output = bool(listed) and (
-          finished or not all(_layout_object(p) for p in listed)
-          or not any(p.startswith(layout.REPORT_DIR + '/') for p in listed))
-      if self._had_output and not overwrite:
-        raise _not_empty(output_dir)
-      if listed and not self._had_output:
-        files.remove(output_dir)  # a killed or failed run's leftovers: unfinished
+      leftovers = bool(listed) and not finished and all(_layout_object(p) for p in listed) \
+          and any(p.startswith(layout.REPORT_DIR + '/') for p in listed)
+      self._had_output = bool(listed) and not leftovers
+      tops = sorted({p.split('/', 1)[0] for p in listed})
+      earlier = _earlier_output(tops, set(listed).__contains__)
+      foreign = [t for t in tops if not (earlier and written_by_a_run(t))]
+      if self._had_output and (foreign and not (overwrite and earlier) or not overwrite):
+        raise _not_empty(output_dir, foreign, overwrite, earlier)
+      if leftovers:
+        self._remove_remote(keep=None)  # a killed or failed run's: unfinished
       self.work = (posixpath.join(output_dir, PARTIAL + run_id) if self._had_output
                    else output_dir)
     self._key = interrupt.on_interrupt(self._interrupted)
@@ -244,12 +340,15 @@ class OutputSwap:
     return f'{self.output_dir} is as it was before the run'
 
   def failed_report_dir(self) -> str:
-    """Where the report of a failed run is kept (see the module)."""
+    """Where the report of a failed run is kept (see the module): beside the output
+    unless the parent cannot be written or something not a failed run's report has the
+    sibling's name there."""
     if not self._had_output:
       return posixpath.join(self.output_dir, layout.REPORT_DIR)
     sibling = self.output_dir + FAILED_SUFFIX
-    if self.local and not os.access(os.path.dirname(self.output_dir), os.W_OK | os.X_OK):
-      return os.path.join(self.output_dir, FAILED_REPORT_INSIDE)
+    if (self.local and not os.access(os.path.dirname(self.output_dir), os.W_OK | os.X_OK)
+        or not _failed_report_folder(sibling, missing=True)):
+      return posixpath.join(self.output_dir, FAILED_REPORT_INSIDE)
     return posixpath.join(sibling, layout.REPORT_DIR)
 
   def _retarget(self, report: str, new: str) -> None:
@@ -272,9 +371,12 @@ class OutputSwap:
       report = posixpath.join(self.work, layout.REPORT_DIR)
       if self.local:
         if (kept == os.path.join(self.output_dir, layout.REPORT_DIR) and os.path.lexists(kept)
-            and layout.REPORT_DIR not in self._replace):
+            and layout.REPORT_DIR not in self._before):
           # A report folder appeared while the run worked: not this run's to replace.
-          kept = os.path.join(self.output_dir + FAILED_SUFFIX, layout.REPORT_DIR)
+          sibling = self.output_dir + FAILED_SUFFIX
+          kept = (os.path.join(sibling, layout.REPORT_DIR)
+                  if _failed_report_folder(sibling, missing=True)
+                  else os.path.join(self.output_dir, FAILED_REPORT_INSIDE))
         # An earlier failed run's report goes (`<output>.failed` as a whole).
         files.remove(os.path.dirname(kept) if kept.endswith(FAILED_SUFFIX + '/'
                                                             + layout.REPORT_DIR) else kept)
@@ -286,8 +388,9 @@ class OutputSwap:
         self._finish_local()
       elif self.work == self.output_dir:
         self._remove_remote(keep=report)
-      else:
-        files.remove(posixpath.dirname(kept))
+      else:  # an earlier failure's report goes (`<output>.failed` as a whole)
+        files.remove(kept if kept.endswith('/' + FAILED_REPORT_INSIDE)
+                     else posixpath.dirname(kept))
         self._retarget(report, kept)
         _move_objects(report, kept)
         files.remove(self.work)
@@ -308,7 +411,7 @@ class OutputSwap:
         self._release()
         return
       new = sorted(os.listdir(self.work))
-      appeared = set(self._entries()) - set(self._replace)
+      appeared = set(self._entries()) - set(self._before)
       clash = sorted(appeared & set(new + [layout.SUCCESS_MARKER]))
       if clash:
         self.abandon()
@@ -322,7 +425,8 @@ class OutputSwap:
       old = os.path.join(self.output_dir, OLD + os.path.basename(self.work)[len(PARTIAL):])
       _roll_forward(self.output_dir, self.work, old, plan)
       try:
-        files.remove(self.output_dir + FAILED_SUFFIX)  # an earlier failure's: out of date
+        if _failed_report_folder(self.output_dir + FAILED_SUFFIX, missing=False):
+          files.remove(self.output_dir + FAILED_SUFFIX)  # an earlier failure's: out of date
       except OSError as e:
         logging.warning('Cannot remove an earlier failed run\'s report %s: %s',
                         self.output_dir + FAILED_SUFFIX, e)
@@ -340,7 +444,7 @@ class OutputSwap:
       elif self.work != self.output_dir:
         files.remove(self.work)
       else:
-        files.remove(self.output_dir)
+        self._remove_remote(keep=None)
       self._release()
 
   def _finish_local(self) -> None:
@@ -351,20 +455,37 @@ class OutputSwap:
       except OSError:
         pass
 
-  def _remove_remote(self, keep: str) -> None:
-    """Removes every object under the output except those under `keep`."""
+  def _remove_remote(self, keep: Optional[str]) -> None:
+    """Removes the objects under the output that a run writes (`_layout_object`),
+    except those under `keep`; any other object stays."""
     from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-    others = [posixpath.join(self.output_dir, p) for p in files.list_objects(self.output_dir)]
-    others = [p for p in others if not p.startswith(keep.rstrip('/') + '/')]
-    if others:
-      FileSystems.delete(others)
+    ours = [posixpath.join(self.output_dir, p) for p in files.list_objects(self.output_dir)
+            if _layout_object(p)]
+    if keep is not None:
+      ours = [p for p in ours if not _within(p, keep)]
+    if ours:
+      FileSystems.delete(ours)
 
 
 def _layout_object(path: str) -> bool:
   """Whether an object (relative to an output prefix) is one a run writes."""
   top = path.split('/', 1)[0]
-  return (top.startswith((layout.SPLIT_PREFIX, PARTIAL)) or top == layout.REPORT_DIR
-          or path in (labels.LABELS_FILE, labels.LABEL_MAP_FILE))
+  return written_by_a_run(top) or top.startswith(PARTIAL)
+
+
+def _failed_report_folder(path: str, missing: bool) -> bool:
+  """Whether `path` (`<output>.failed`) holds only a failed run's report; `missing`:
+  the answer when there is nothing there."""
+  if '://' in path:
+    listed = files.list_objects(path)
+    if not listed:
+      return missing
+    return _SUMMARY in listed and all(p.startswith(layout.REPORT_DIR + '/') for p in listed)
+  if not os.path.lexists(path):
+    return missing
+  return (os.path.isdir(path) and not os.path.islink(path)
+          and os.listdir(path) == [layout.REPORT_DIR]
+          and os.path.isfile(os.path.join(path, _SUMMARY)))
 
 
 def _move_objects(source: str, target: str) -> None:

@@ -7,7 +7,7 @@ bytes, seconds less to start), and the summary read back (the error policy is
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import layout
@@ -170,6 +170,20 @@ def _runner(args: Sequence[str]) -> str:
     elif arg == '--runner' and i + 1 < len(args):
       runner = args[i + 1]
   return runner
+
+
+def refuse_local_paths(beam_args: Sequence[str], inputs: Sequence[Tuple[str, str]],
+                       *outputs: str) -> None:
+  """Refuses (UsageError, one line) a Dataflow run with a local input ((what, path)) or
+  output, before any job is created: Dataflow's workers see none of this machine's
+  files, and the job would fail only once they had started."""
+  if _runner(beam_args) not in ('DataflowRunner', 'dataflow'):
+    return
+  for what, path in [*inputs, *(('output folder', o) for o in outputs)]:
+    if path and files.is_local(os.fspath(path)):
+      raise UsageError(f'DataflowRunner cannot read or write the local {what} {path}: its '
+                       'workers reach only gs:// (copy it there, or run on this machine '
+                       'without --runner DataflowRunner)')
 
 
 def runs_in_process(beam_args: Sequence[str]) -> bool:

@@ -163,6 +163,30 @@ def dataframe_row_index(df) -> Tuple[Tuple[int, Any], ...]:
   return tuple(out)
 
 
+# Inputs `input_paths` names that the launching process reads itself (never a worker).
+READ_BY_THE_LAUNCHER = ('label map', 'class map')
+
+
+def input_paths(source, image_root=None, label_map=None,
+                class_map=None) -> List[Tuple[str, str]]:
+  """(what, path) of each input of a `convert()` that is a file or folder: the source
+  (a manifest, or a folder of manifests or images; a DataFrame has none), the image
+  root, a label map or class map given as a path. The output may not overlap any."""
+  found = []
+  if not (hasattr(source, 'to_csv') and hasattr(source, 'columns')):
+    path = os.fspath(source)
+    found.append(('manifest' if '://' not in path and os.path.isfile(path) else
+                  'input folder' if '://' not in path else 'input', path))
+  if image_root:
+    found.append(('image root', os.fspath(image_root)))
+  if isinstance(label_map, (str, os.PathLike)) or hasattr(label_map, 'uri'):
+    found.append(('label map', os.fspath(getattr(label_map, 'uri', label_map))))
+  if isinstance(class_map, (str, os.PathLike)) and not str(class_map).lstrip().startswith(
+      ('{', '[')):
+    found.append(('class map', os.fspath(class_map)))
+  return found
+
+
 class Manifests(NamedTuple):
   """What a `convert()` source stands for (`manifests_for`)."""
   paths: List[str]

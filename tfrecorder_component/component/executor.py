@@ -7,7 +7,7 @@ properties that ExampleGen promises downstream components.
 import copy
 import json
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from absl import logging
 from tfx import types
@@ -23,6 +23,7 @@ from tfx.utils import io_utils, proto_utils
 from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
+from tfrecorder_component import output_swap
 from tfrecorder_component import policy
 from tfrecorder_component import run
 from tfrecorder_component import splits as splits_lib
@@ -33,6 +34,7 @@ from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.files import MANIFEST_EXTENSIONS, list_manifest_files
 from tfrecorder_component.manifest.class_map import parse_class_map
+from tfrecorder_component.sources import READ_BY_THE_LAUNCHER
 
 def _class_map(exec_properties):
   return parse_class_map(exec_properties.get(spec.CLASS_MAP_KEY) or None)
@@ -41,12 +43,15 @@ def _class_map(exec_properties):
 def _sources(input_dict, exec_properties) -> List[ManifestSource]:
   fmt = exec_properties.get(spec.MANIFEST_FORMAT_KEY) or None
   image_root = exec_properties.get(spec.IMAGE_ROOT_KEY) or None
+  # Absolute before any runner sees them: a Beam worker's working folder is not ours.
+  image_root = files.absolute(image_root) if image_root else None
   feature_types = tuple(sorted(json.loads(exec_properties.get(spec.FEATURE_TYPES_KEY)
                                           or '{}').items()))
   class_map = _class_map(exec_properties)
 
   def source(path: str, split=None) -> ManifestSource:
-    return ManifestSource(path, fmt, split, image_root, feature_types, class_map=class_map)
+    return ManifestSource(files.absolute(path), fmt, split, image_root, feature_types,
+                          class_map=class_map)
 
   if input_dict.get(spec.MANIFEST_KEY):
     paths = [p for artifact in input_dict[spec.MANIFEST_KEY]
@@ -67,6 +72,19 @@ def _sources(input_dict, exec_properties) -> List[ManifestSource]:
                           f'(split {split.name!r})')
     sources.extend(source(p, split.name if many else None) for p in paths)
   return sources
+
+
+def _inputs(input_dict, exec_properties) -> List[Tuple[str, str]]:
+  """(what, path) of the execution's file inputs, which its outputs may not overlap
+  (`output_swap.refuse_overlap`)."""
+  found = [('manifest', a.uri) for a in input_dict.get(spec.MANIFEST_KEY) or ()]
+  found.append(('input base', exec_properties.get(spec.INPUT_BASE_KEY)))
+  found.append(('image root', exec_properties.get(spec.IMAGE_ROOT_KEY)))
+  found.append(('label map', exec_properties.get(spec.LABEL_MAP_KEY)))
+  class_map = exec_properties.get(spec.CLASS_MAP_KEY) or ''
+  if not class_map.lstrip().startswith(('{', '[')):
+    found.append(('class map', class_map))
+  return [(what, path) for what, path in found if path]
 
 
 def _input_config(exec_properties) -> example_gen_pb2.Input:
@@ -206,6 +224,12 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     exec_properties = resolve_spans(exec_properties)
     examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
     report = artifact_utils.get_single_instance(output_dict[spec.REPORT_KEY])
+    inputs = _inputs(input_dict, exec_properties)
+    for uri in (examples.uri, report.uri):
+      output_swap.refuse_overlap(uri, inputs)
+    run.refuse_local_paths(self._beam_pipeline_args,
+                           [(w, p) for w, p in inputs if w not in READ_BY_THE_LAUNCHER],
+                           examples.uri, report.uri)
     sources = _sources(input_dict, exec_properties)
     buckets, split_names = split_plan(exec_properties)
     report_dir = report.uri
