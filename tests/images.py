@@ -44,3 +44,24 @@ def write_text(path: str, text: str, encoding: Optional[str] = 'utf-8') -> str:
   with open(path, 'w', encoding=encoding, newline='') as f:
     f.write(text)
   return path
+
+
+def lossless_jpeg(width: int = 64, height: int = 48, predictor: int = 1) -> bytes:
+  """An 8-bit greyscale lossless JPEG (SOF3, ITU T.81 annex H), written byte by byte:
+  one component, the standard luminance DC Huffman table (annex K.3) as table 0, one
+  scan with `predictor`, every sample's difference 0 (category 0, code '00'), so every
+  sample is 128. TensorFlow's libjpeg-turbo 2.1.4 refuses it ("Unsupported JPEG
+  process: SOF type 0xc3"); libjpeg-turbo 3.x decodes it."""
+  import struct  # pylint: disable=g-import-not-at-top
+  segment = lambda marker, body: bytes([0xFF, marker]) + struct.pack('>H', len(body) + 2) + body
+  bits = bytes([0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0])  # codes per length 1..16
+  values = bytes(range(12))
+  data = b'\xff\xd8'
+  data += segment(0xC3, bytes([8]) + struct.pack('>HH', height, width) + bytes([1, 1, 0x11, 0]))
+  data += segment(0xC4, bytes([0x00]) + bits + values)
+  data += segment(0xDA, bytes([1, 1, 0x00, predictor, 0, 0]))  # Ss = predictor, Se, Ah/Al 0
+  length = 2 * width * height  # bits: '00' a sample
+  scan = bytearray(length // 8)
+  if length % 8:
+    scan.append((1 << (8 - length % 8)) - 1)  # the last byte padded with 1-bits
+  return data + bytes(scan) + b'\xff\xd9'

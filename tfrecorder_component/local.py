@@ -20,11 +20,13 @@ the duplicate index are the same external sorts the Beam steps use.
 """
 from __future__ import annotations
 
+import collections
 import heapq
 import logging
 import multiprocessing
 import os
 import posixpath
+import signal
 import threading
 import time
 import traceback
@@ -35,15 +37,18 @@ from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import progress as progress_lib
+from tfrecorder_component.errors import RowError, error_record
+from tfrecorder_component.manifest import ManifestRow
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.steps import duplicates as duplicates_lib
 from tfrecorder_component.steps import jsonl
 from tfrecorder_component.steps import report
 from tfrecorder_component.steps import shards as shards_lib
+from tfrecorder_component import layouts as layouts_registry
 from tfrecorder_component.layouts import base as layouts_base
 from tfrecorder_component.layouts import index as index_lib
 from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, merged_item,
-                                               pack_chunk, parse_manifest)
+                                               pack_chunk, parse_manifest, unpack_chunk)
 from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter,
                                                 VocabularyBuilder)
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, OBJECTS, RECORDS, SAMPLES, STATS
@@ -54,6 +59,8 @@ __all__ = ['convert_locally']
 # Rows a chunk holds at least (a file's rows are cut into at most MAX_CHUNKS_PER_FILE
 # chunks): the unit a worker takes from the queue.
 CHUNK_ROWS = ROWS_PER_BATCH
+# The reason of a row whose conversion ended its worker process (`_convert_chunks`).
+CRASHED = 'crashed'
 
 def _error_key(e: Dict[str, Any]) -> bytes:
   return jsonl.row_key(e['source'], e['row'])
@@ -206,19 +213,20 @@ def _first(kept: List[Dict[str, Any]], record: Dict[str, Any], order) -> List[Di
 # ------------------------------------------------------------------ worker processes
 def _work(worker: _Worker, tasks, results, counts: Optional[progress_lib.SharedCounts] = None,
           slot: int = 0) -> None:
-  """A worker process: converts the chunks it takes from `tasks` until None, then puts
-  ('done', its result) on `results`, or ('failed', (exception, traceback)) at the first
-  failure. The rows it converts are counted in `counts`' slot `slot`, which the process
-  that forked it reads for the run's progress."""
+  """A worker process: converts the (index, chunk) tasks it takes from `tasks` (a queue,
+  until None; or a list, its own) and puts ('done', (slot, the indices, its result)) on
+  `results`, or ('failed', (exception, traceback)) at the first failure. The rows it
+  converts are counted in `counts`' slot `slot`, which the process that forked it reads
+  for the run's progress."""
   if counts is not None:
     progress_lib.set_sink(counts.adder(slot))
   try:
-    while True:
-      chunk = tasks.get()
-      if chunk is None:
-        break
+    done = []
+    taken = iter(tasks) if isinstance(tasks, list) else iter(tasks.get, None)
+    for index, chunk in taken:
       worker.convert(chunk)
-    results.put(('done', worker.result()))
+      done.append(index)
+    results.put(('done', (slot, done, worker.result())))
   except BaseException as e:  # pylint: disable=broad-except
     text = traceback.format_exc()
     try:
@@ -229,20 +237,48 @@ def _work(worker: _Worker, tasks, results, counts: Optional[progress_lib.SharedC
 
 # How often the process that forked the workers checks on them and redraws the progress.
 POLL_S = progress_lib.DRAW_EVERY_S
+# Signals that end a worker because the run is being stopped (Ctrl-C, a supervisor's
+# SIGTERM): the run stops. Any other end without a result (SIGSEGV, SIGABRT, SIGBUS,
+# SIGKILL from the OOM killer, an exit code) is a crash of what the worker converted.
+_STOPPING = frozenset((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+
+
+def _death(exitcode: int) -> str:
+  """How a worker process ended, in words: 'SIGSEGV, Segmentation fault' or 'exit code 3'."""
+  if exitcode < 0:
+    try:
+      sig = signal.Signals(-exitcode)
+      return f'{sig.name}, {signal.strsignal(sig) or "a signal"}'
+    except ValueError:
+      return f'signal {-exitcode}'
+  return f'exit code {exitcode}'
+
+
+def _crashed(exitcode: int) -> bool:
+  return exitcode > 0 or (exitcode < 0 and -exitcode not in _STOPPING)
 
 
 def _convert_chunks(chunks: List[Any], make_worker, workers: int,
                     counts: Optional[progress_lib.SharedCounts] = None,
                     poll: Optional[Callable[[], None]] = None,
-                    meanwhile: Optional[Callable[[], None]] = None) -> List[Any]:
+                    meanwhile: Optional[Callable[[], None]] = None,
+                    rows: bool = False) -> List[Any]:
   """The workers' results, every chunk (or other task) converted by one of `workers`
-  processes forked from this one (in this process when one is enough). `counts`: where
-  each worker counts its rows (`progress.count`), slot i for worker i; `poll`: called
-  every POLL_S while they work (and after each row counted when this process converts),
-  to redraw the progress; `meanwhile`: run on a thread of this process while the workers
-  convert, started once they are forked and joined before this returns (no thread
-  outlives it into a later fork), its exception raised here."""
-  if workers <= 1 or len(chunks) <= 1:
+  processes forked from this one. `counts`: where each worker counts its rows
+  (`progress.count`), slot i for worker i; `poll`: called every POLL_S while they work
+  (and after each row counted when this process converts), to redraw the progress;
+  `meanwhile`: run on a thread of this process while the workers convert, started once
+  they are forked and joined before this returns (no thread outlives it into a later
+  fork), its exception raised here.
+
+  `rows`: the chunks are manifest rows (`Chunk`), converted in forked processes even
+  when one is enough, and a worker process that dies while converting (a native crash in
+  an image library, the OOM killer) fails only the row that kills it: what the dead
+  worker held is converted again, a chunk a process, and a chunk that kills its process
+  is cut in halves until the row that does is alone; that row fails as `crashed`,
+  naming how its process ended (`_isolate`). Without `rows`, a tasks of one worker is
+  converted in this process and a worker's death ends the run."""
+  if not rows and (workers <= 1 or len(chunks) <= 1):
     worker = make_worker()
     with progress_lib.counting(counts.adder(0, poll) if counts is not None else None):
       for chunk in chunks:
@@ -251,41 +287,35 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
     if meanwhile is not None:
       meanwhile()
     return result
+  workers = max(1, min(workers, len(chunks)))
   context = multiprocessing.get_context('fork')
   tasks, results = context.Queue(), context.Queue()
-  processes = [context.Process(target=_work, args=(make_worker(), tasks, results, counts, i),
-                               name=f'tfrecorder-worker-{i}', daemon=True)
-               for i in range(workers)]
+  processes = {i: context.Process(target=_work, args=(make_worker(), tasks, results, counts, i),
+                                  name=f'tfrecorder-worker-{i}', daemon=True)
+               for i in range(workers)}
   thread, failure = None, []
+  done: List[Any] = []
+  converted = set()
+  died = []
   try:
-    for p in processes:  # forked before this process starts the queues' threads
+    for p in processes.values():  # forked before this process starts the queues' threads
       p.start()
     if meanwhile is not None:
       thread = threading.Thread(target=_catching(meanwhile, failure), name='tfrecorder-meanwhile',
                                 daemon=True)
       thread.start()
-    for chunk in chunks:
-      tasks.put(chunk)
+    for task in enumerate(chunks):
+      tasks.put(task)
     for _ in range(workers):
       tasks.put(None)
-    done = []
-    while len(done) < workers:
-      if poll is not None:
-        poll()
-      try:
-        kind, value = results.get(timeout=POLL_S)
-      except Exception:  # queue.Empty: check that every worker still runs  pylint: disable=broad-except
-        dead = [p for p in processes if p.exitcode not in (None, 0)]
-        if dead:
-          raise RuntimeError(f'a worker process ended with exit code {dead[0].exitcode} '
-                             'before finishing its rows') from None
-        continue
-      if kind == 'failed':
-        error, text = value
-        raise error from RuntimeError(f'in a worker process:\n{text}')
-      done.append(value)
+    for event, slot, value in _collect(processes, results, poll, rows):
+      if event == 'died':
+        died.append((slot, value))
+      else:
+        converted.update(value[0])
+        done.append(value[1])
   finally:
-    for p in processes:
+    for p in processes.values():
       if p.is_alive():
         p.kill()
       p.join()
@@ -295,7 +325,108 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
       thread.join()
   if failure:
     raise failure[0]
+  lost = [chunk for i, chunk in enumerate(chunks) if i not in converted]
+  if lost:
+    for slot, exitcode in died:
+      if counts is not None:
+        counts.restore(slot, (0, 0))  # its rows are converted again
+    logging.warning('%d worker process(es) ended while converting (%s): converting the '
+                    '%d chunk(s) of rows they held again, a chunk a process, to find the '
+                    'row that ends its process', len(died),
+                    '; '.join(sorted({_death(c) for _, c in died})), len(lost))
+    done.extend(_isolate(lost, make_worker, workers, counts, poll))
   return done
+
+
+def _collect(processes: Dict[int, Any], results, poll, crashes: bool):
+  """Yields ('done', slot, (indices, result)) of each process of `processes` ({slot:
+  process}) as it finishes, or ('died', slot, exit code) as it crashes (`_crashed`;
+  with `crashes`, else RuntimeError), until each has done one or the other. A process
+  stopped by a signal that stops the run raises RuntimeError, a worker's exception is
+  raised here."""
+  waiting = set(processes)
+  while waiting:
+    if poll is not None:
+      poll()
+    try:
+      kind, value = results.get(timeout=POLL_S)
+    except Exception:  # queue.Empty: check that every worker still runs  pylint: disable=broad-except
+      for slot in sorted(waiting):
+        code = processes[slot].exitcode
+        if code in (None, 0):
+          continue  # running, or its result is still on the way
+        if not (crashes and _crashed(code)):
+          raise RuntimeError(f'a worker process ended ({_death(code)}) before finishing '
+                             'its rows') from None
+        waiting.discard(slot)
+        yield 'died', slot, code
+      continue
+    if kind == 'failed':
+      error, text = value
+      raise error from RuntimeError(f'in a worker process:\n{text}')
+    slot, indices, result = value
+    waiting.discard(slot)
+    yield 'done', slot, (indices, result)
+
+
+def _isolate(lost: List[Chunk], make_worker, workers: int,
+             counts: Optional[progress_lib.SharedCounts], poll) -> List[Any]:
+  """The results of converting `lost` chunks, each in a process of its own (up to
+  `workers` at a time, in `counts`' slots): a chunk whose process crashes is cut in two
+  halves, converted the same way, and a single row whose process crashes becomes the
+  error record of a `crashed` row, converted as a failed row is (it rides in a chunk)."""
+  context = multiprocessing.get_context('fork')
+  pending = collections.deque(lost)
+  running: Dict[int, Tuple[Any, Chunk, Tuple[int, int]]] = {}
+  results = context.Queue()
+  done = []
+  try:
+    while pending or running:
+      while pending and len(running) < workers:
+        slot = next(i for i in range(workers) if i not in running)
+        chunk = pending.popleft()
+        process = context.Process(target=_work,
+                                  args=(make_worker(), [(0, chunk)], results, counts, slot),
+                                  name=f'tfrecorder-worker-{slot}', daemon=True)
+        running[slot] = (process, chunk, counts.slot(slot) if counts is not None else (0, 0))
+        process.start()
+      # The first process to end frees its slot for the next chunk.
+      event, slot, value = next(_collect({s: r[0] for s, r in running.items()}, results,
+                                         poll, True))
+      process, chunk, before = running.pop(slot)
+      process.join()
+      if event == 'done':
+        done.append(value[1])
+        continue
+      if counts is not None:
+        counts.restore(slot, before)
+      pending.extend(_cut(chunk, value))
+  finally:
+    for process, _, _ in running.values():
+      if process.is_alive():
+        process.kill()
+      process.join()
+    results.close()
+  return done
+
+
+def _cut(chunk: Chunk, exitcode: int) -> List[Chunk]:
+  """What to convert instead of a chunk whose process crashed: its two halves, or, for
+  one row, the row's `crashed` error record."""
+  items = unpack_chunk(chunk)
+  folder = posixpath.dirname(chunk[2])
+  if len(items) > 1:
+    half = len(items) // 2
+    return [pack_chunk(items[:half], folder), pack_chunk(items[half:], folder)]
+  (row,) = items
+  if not isinstance(row, ManifestRow):
+    raise RuntimeError(f'a worker process ended ({_death(exitcode)}) while writing the '
+                       f'failed row {row!r}')
+  logging.warning('%s row %s (%s) ended its worker process (%s): it fails as crashed',
+                  row.source, row.row, row.image_uri, _death(exitcode))
+  return [pack_chunk([error_record(RowError(
+      CRASHED, f'converting it ended its worker process ({_death(exitcode)}); the other '
+      'rows were converted without it'), row)], folder)]
 
 
 def _catching(function: Callable[[], None], failure: List[BaseException]) -> Callable[[], None]:
@@ -362,7 +493,7 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   results = _convert_chunks(chunks, make_worker, workers, counts,
                             lambda: progress.update(*counts.totals()),
                             (lambda: layouts_base.prepare(options.layouts)) if options.layouts
-                            else None)
+                            else None, True)
   progress.update(*counts.totals())
   converted = time.perf_counter()
   logging.info('Local run: rows converted in %.2f s by %d worker process(es)',
@@ -385,6 +516,10 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
       placed = {path: shard for r in results for path, shard in r['inline'].items()}
       written_layouts = _write_layouts(options.layouts, layouts_base.context(
           summary, held, label_dir, list(split_dirs)), shards, placed, workers)
+    # A worker that crashed (`_convert_chunks`) left its unfinished files.
+    _remove_parts([*split_dirs.values(), *(
+        files.join(label_dir, layouts_registry.module(n).FOLDER)
+        for n in (options.layouts if label_dir is not None else ()))])
 
   def merge(name: str, runs: List[str]) -> None:
     jsonl.merge_runs(runs, files.join(report_dir, name + layout.JSON_LINES),
@@ -462,6 +597,19 @@ def _write_layouts(names, ctx, shards, placed, workers: int):
   logging.info('Local run: %s written (%d of %d shard(s) from the TFX shards) in %.2f s',
                ', '.join(names), len(tasks), len(shards), time.perf_counter() - start)
   return info
+
+
+def _remove_parts(folders: Sequence[str]) -> None:
+  """Removes the `.part-` files left in `folders` (local) once every shard and layout
+  file has its name: those of worker processes that ended without their result."""
+  for folder in folders:
+    try:
+      names = os.listdir(folder)
+    except FileNotFoundError:
+      continue
+    for name in names:
+      if name.startswith('.part-'):
+        os.remove(os.path.join(folder, name))
 
 
 def _name_shards(bundles: List[Tuple[str, str, int, int]], split_dirs: Mapping[str, str],

@@ -91,6 +91,17 @@ class SharedCounts:
         after()
     return add
 
+  def slot(self, slot: int) -> Tuple[int, int]:
+    """(rows done, rows failed) of `slot`."""
+    i = 2 * (slot % self._slots)
+    return self._array[i], self._array[i + 1]
+
+  def restore(self, slot: int, counts: Tuple[int, int]) -> None:
+    """Sets `slot`'s counts back to `counts` (`slot`'s, before a process whose rows are
+    converted again began adding to it); no process may be adding to it."""
+    i = 2 * (slot % self._slots)
+    self._array[i], self._array[i + 1] = counts
+
   def totals(self) -> Tuple[int, int]:
     """(rows done, rows failed) of every slot."""
     values = self._array[:]

@@ -43,6 +43,9 @@ _STRICT = threading.Lock()
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
   """Size and channels from the frame header; with `decode`, TensorFlow's decision."""
+  refused = _refused_process(data)
+  if refused is not None:
+    raise refused
   stream = data + _END_GUARD if decode else data
   try:
     im = _open(stream)
@@ -101,27 +104,57 @@ def _open(stream: bytes) -> JpegImagePlugin.JpegImageFile:
     return JpegImagePlugin.JpegImageFile(io.BytesIO(stripped))
 
 
-def _without_tem_markers(stream: bytes):
-  """The bytes without the TEM markers before the first SOS, found as libjpeg's
-  `next_marker` and segment lengths find markers; None if there are none."""
-  at, cuts = 2, []
+def _markers_before_scan(stream: bytes):
+  """(offset, marker code) of each marker after SOI up to and including the first SOS,
+  found as libjpeg's `next_marker` finds them (bytes that are not FF skipped, FF fill
+  bytes skipped) and skipping each segment by its length; ends early where the data
+  does."""
+  at = 2
   while True:
     while at < len(stream) and stream[at] != 0xFF:  # bytes that are not a marker
       at += 1
     while at + 1 < len(stream) and stream[at + 1] == 0xFF:  # fill bytes
       at += 1
     if at + 1 >= len(stream):
-      break
+      return
     marker = stream[at + 1]
-    if marker == 0x01:
-      cuts.append(at)
-      at += 2
-    elif marker == 0x00 or 0xD0 <= marker <= 0xD7:  # stuffed zero, RSTn: no length
+    yield at, marker
+    if marker in (0x00, 0x01) or 0xD0 <= marker <= 0xD7:  # stuffed zero, TEM, RSTn: no length
       at += 2
     elif marker == 0xDA or at + 3 >= len(stream):
-      break
+      return
     else:
       at += 2 + (stream[at + 2] << 8 | stream[at + 3])
+
+
+# libjpeg-turbo 2.1.4, which TensorFlow embeds, decodes these coding processes
+# (`jdmarker.c` `read_markers`): SOF0 baseline, SOF1 extended sequential, SOF2
+# progressive (Huffman), SOF9 and SOF10 (arithmetic). Every other SOFn (3, 5-7, 11,
+# 13-15: lossless, hierarchical) and JPG (0xC8) is JERR_SOF_UNSUPPORTED.
+_DECODED_PROCESSES = frozenset((0xC0, 0xC1, 0xC2, 0xC9, 0xCA))
+_UNSUPPORTED_PROCESSES = frozenset((0xC3, 0xC5, 0xC6, 0xC7, 0xC8, 0xCB, 0xCD, 0xCE, 0xCF))
+
+
+def _refused_process(data: bytes):
+  """The RowError of a JPEG whose coding process or sample precision TensorFlow's
+  libjpeg refuses while reading its header, else None. Checked before Pillow sees the
+  data: Pillow's libjpeg-turbo 3.x decodes lossless (SOF3) data but ignores the 1/8
+  scale Pillow sized its rows for, and corrupts its heap."""
+  for at, marker in _markers_before_scan(data):
+    if marker in _UNSUPPORTED_PROCESSES:  # jdmarker.c read_markers: JERR_SOF_UNSUPPORTED
+      return RowError('unsupported_format', f'TensorFlow cannot decode this JPEG: '
+                      f'unsupported JPEG process: SOF type 0x{marker:02x}')
+    if marker in _DECODED_PROCESSES and at + 4 < len(data) and data[at + 4] != 8:
+      # jdinput.c initial_setup: data_precision != BITS_IN_JSAMPLE is JERR_BAD_PRECISION
+      return RowError('unsupported_format', f'TensorFlow cannot decode this JPEG: '
+                      f'unsupported JPEG data precision {data[at + 4]}')
+  return None
+
+
+def _without_tem_markers(stream: bytes):
+  """The bytes without the TEM markers before the first SOS, found as libjpeg's
+  `next_marker` and segment lengths find markers; None if there are none."""
+  cuts = [at for at, marker in _markers_before_scan(stream) if marker == 0x01]
   if not cuts:
     return None
   return b''.join(stream[start + 2 * (i > 0):end] for i, (start, end) in enumerate(
