@@ -153,3 +153,49 @@ def test_crashes_with_layouts_and_the_progress_counts(tmp_path, monkeypatch):
   from tfrecorder_component import readers  # pylint: disable=g-import-not-at-top
   assert sum(1 for _ in readers.iter_records(out, 'train', layout='tfrecord',
                                              decode_images=False)) == GOOD
+
+
+SCRIPT = '''
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+import tfrecorder_component as trc
+from tfrecorder_component import local, record as record_lib
+convert_row = record_lib.convert_row
+class Unpicklable(Exception):
+  def __reduce__(self):
+    raise TypeError('cannot be pickled')
+def crashing(row, *args, **kwargs):
+  name = os.path.basename(row.image_uri)
+  if name.startswith('abort'):
+    os.abort()
+  if name.startswith('odd'):
+    raise Unpicklable('an exception no pipe can carry')
+  return convert_row(row, *args, **kwargs)
+record_lib.convert_row = crashing
+local.CHUNK_ROWS = 1
+try:
+  result = trc.convert({manifest!r}, {out!r}, max_error_ratio=0.5)
+  print('records', result.records_written, result.errors_per_reason)
+except Exception as e:
+  print('raised', type(e).__name__, e)
+'''
+
+
+@pytest.mark.parametrize('bad, said', [
+    ('abort.jpg', "records 50 {'crashed': 1}"),
+    ('odd.jpg', 'raised RuntimeError Unpicklable: an exception no pipe can carry')])
+def test_a_worker_that_dies_early_or_cannot_send_its_error_never_hangs(tmp_path, bad, said):
+  """One worker, a chunk a row, the first rows' worker dying with the other chunks still
+  queued (nobody left to read them): the run ends, and its process exits. A worker
+  whose exception cannot be pickled ends the run with that exception's text."""
+  manifest = dataset(str(tmp_path / 'data'), [(bad, b'x')])
+  with open(manifest, encoding='utf-8') as f:
+    lines = f.readlines()
+  write_text(manifest, ''.join([lines[7]] + lines[:7] + lines[8:]))  # the bad row first
+  done = subprocess.run(
+      [sys.executable, '-c', SCRIPT.format(tests=os.path.dirname(__file__), manifest=manifest,
+                                           out=str(tmp_path / 'out'))],
+      capture_output=True, text=True, timeout=240,
+      env=dict(os.environ, TFRECORDER_LOCAL_WORKERS='1', TF_CPP_MIN_LOG_LEVEL='2'))
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.strip().splitlines()[-1] == said

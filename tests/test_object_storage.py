@@ -298,6 +298,15 @@ def test_a_failed_run_on_gcs_publishes_nothing(gcs, proxy, tmp_path):
   assert done.returncode == 2 and 'is not an output of this tool (it holds photo.jpg)' in (
       done.stderr), done.stderr
   assert server.list(BUCKET, 'mine/') == ['mine/photo.jpg']
+  # Objects of the user's under names a run writes (no summary, no scratch files of a
+  # run) are no leftovers of a killed run: refused, with or without overwrite, kept.
+  server.upload(BUCKET, 'theirs/report/q3.pdf', b'a report of the user\'s')
+  server.upload(BUCKET, 'theirs/labels.txt', b'a\nb\n')
+  for flags in ([], ['--overwrite']):
+    done = cli('convert', str(tmp_path / 'm.csv'), f'gs://{BUCKET}/theirs',
+               '--max-error-ratio', '1', *flags)
+    assert done.returncode == 2 and 'it holds labels.txt, report' in done.stderr, done.stderr
+  assert sorted(server.list(BUCKET, 'theirs/')) == ['theirs/labels.txt', 'theirs/report/q3.pdf']
 
 
 @beam_gcs

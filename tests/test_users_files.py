@@ -38,15 +38,15 @@ def cli(*args, cwd):
 
 
 @pytest.mark.parametrize('args, said', [
-    (['m.csv', '.', '--overwrite'], 'holds the manifest m.csv'),
-    (['m.csv', '.'], 'holds the manifest m.csv'),
-    (['photos', 'photos', '--overwrite'], 'is the input folder photos'),
-    (['photos', 'photos/out'], 'lies inside the input folder photos'),
-    (['photos', 'link', '--overwrite'], 'is the input folder photos'),
-    (['m.csv', 'out', '--image-root', '.'], 'lies inside the image root .'),
+    (['m.csv', '.', '--overwrite'], 'holds the manifest {}/m.csv'),
+    (['m.csv', '.'], 'holds the manifest {}/m.csv'),
+    (['photos', 'photos', '--overwrite'], 'is the input folder {}/photos'),
+    (['photos', 'photos/out'], 'lies inside the input folder {}/photos'),
+    (['photos', 'link', '--overwrite'], 'is the input folder {}/photos'),
+    (['m.csv', 'out', '--image-root', '.'], 'lies inside the image root {}'),
     (['m.csv', 'photos/cat', '--overwrite', '--image-root', 'photos'],
-     'lies inside the image root photos'),
-    (['m.csv', '..', '--overwrite'], 'holds the manifest m.csv'),
+     'lies inside the image root {}/photos'),
+    (['m.csv', '..', '--overwrite'], 'holds the manifest {}/m.csv'),
 ])
 def test_an_output_that_is_holds_or_lies_inside_an_input_is_refused(tmp_path, args, said):
   """`convert m.csv . --overwrite` in the inputs' folder, an image folder converted into
@@ -59,8 +59,8 @@ def test_an_output_that_is_holds_or_lies_inside_an_input_is_refused(tmp_path, ar
   assert done.returncode == 2, (done.stdout, done.stderr)
   out = os.path.normpath(os.path.join(folder, args[1]))
   assert done.stderr.strip().splitlines() == [
-      f'error: the output folder {out} {said}: convert into a folder outside the inputs '
-      '(nothing was written)']
+      f'error: the output folder {out} {said.format(folder)}: convert into a folder outside '
+      'the inputs (nothing was written)']
   assert tree(str(tmp_path)) == before
 
 
@@ -134,6 +134,27 @@ def test_overwrite_refuses_a_folder_that_is_no_output_and_changes_nothing(tmp_pa
       f'error: {mine} is not an output of this tool (it holds a.txt, report): overwrite '
       'replaces only an earlier output, so nothing there was changed; convert into a new '
       'or empty folder']
+  assert tree(str(tmp_path)) == before
+
+
+def test_files_named_like_an_outputs_do_not_make_an_output(tmp_path):
+  """A folder holding a `_SUCCESS` (as Hadoop and Spark write), an `examples.json`,
+  `labels.txt` and a `parquet` folder of the user's own is no output of this tool:
+  `--overwrite` refuses it and nothing in it changes."""
+  folder = project(str(tmp_path / 'project'))
+  mine = os.path.join(str(tmp_path), 'mine')
+  write_text(os.path.join(mine, '_SUCCESS'), '')
+  write_text(os.path.join(mine, 'examples.json'), '[{"text": "an example of mine"}]')
+  write_text(os.path.join(mine, 'labels.txt'), 'a\nb\n')
+  write_text(os.path.join(mine, 'parquet', 'part-0.parquet'), 'not really parquet')
+  write_text(os.path.join(mine, 'report', 'summary.json'), '{"quarter": 3}')
+  before = tree(str(tmp_path))
+  forced = cli('convert', 'm.csv', mine, '--overwrite', cwd=folder)
+  assert forced.returncode == 2
+  assert forced.stderr.strip().splitlines() == [
+      f'error: {mine} is not an output of this tool (it holds _SUCCESS, examples.json, '
+      'labels.txt, parquet, report): overwrite replaces only an earlier output, so nothing '
+      'there was changed; convert into a new or empty folder']
   assert tree(str(tmp_path)) == before
 
 

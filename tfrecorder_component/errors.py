@@ -31,6 +31,10 @@ class RowError(ValueError):
     self.annotation = annotation
     super().__init__(self.describe())
 
+  def __reduce__(self):  # keyword-only fields: pickled (to a worker's parent) by keyword
+    return _row_error, (self.reason, self.message, self.source, self.row, self.uri,
+                        self.annotation)
+
   def describe(self) -> str:
     where = []
     if self.source is not None:
@@ -41,6 +45,10 @@ class RowError(ValueError):
       where.append(f'uri {self.uri!r}')
     prefix = ', '.join(where)
     return f'{prefix}: {self.reason}: {self.message}' if prefix else f'{self.reason}: {self.message}'
+
+
+def _row_error(reason, message, source, row, uri, annotation) -> RowError:
+  return RowError(reason, message, source=source, row=row, uri=uri, annotation=annotation)
 
 
 class ManifestError(ValueError):

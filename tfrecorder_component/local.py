@@ -24,6 +24,7 @@ import collections
 import heapq
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import posixpath
 import signal
@@ -211,28 +212,34 @@ def _first(kept: List[Dict[str, Any]], record: Dict[str, Any], order) -> List[Di
 
 
 # ------------------------------------------------------------------ worker processes
-def _work(worker: _Worker, tasks, results, counts: Optional[progress_lib.SharedCounts] = None,
-          slot: int = 0) -> None:
+def _work(worker: _Worker, tasks, conn, counts: Optional[progress_lib.SharedCounts] = None,
+          slot: int = 0, taken=None) -> None:
   """A worker process: converts the (index, chunk) tasks it takes from `tasks` (a queue,
-  until None; or a list, its own) and puts ('done', (slot, the indices, its result)) on
-  `results`, or ('failed', (exception, traceback)) at the first failure. The rows it
-  converts are counted in `counts`' slot `slot`, which the process that forked it reads
-  for the run's progress."""
+  until None; or a list, its own) and sends ('done', (the indices, its result)) on
+  `conn`, its own pipe to the process that forked it, or ('failed', (exception,
+  traceback)) at the first failure. The rows it converts are counted in `counts`' slot
+  `slot`, which that process reads for the run's progress; `taken` (shared memory, two
+  slots a worker) holds the index of the chunk it converts and of the one before,
+  whose rows may still wait on their reads (-1: none), for `_convert_chunks` to know
+  which chunk ended it if it dies."""
   if counts is not None:
     progress_lib.set_sink(counts.adder(slot))
   try:
     done = []
-    taken = iter(tasks) if isinstance(tasks, list) else iter(tasks.get, None)
-    for index, chunk in taken:
+    for index, chunk in (iter(tasks) if isinstance(tasks, list) else iter(tasks.get, None)):
+      if taken is not None:
+        taken[2 * slot + 1], taken[2 * slot] = taken[2 * slot], index
       worker.convert(chunk)
       done.append(index)
-    results.put(('done', (slot, done, worker.result())))
+    conn.send(('done', (done, worker.result())))
   except BaseException as e:  # pylint: disable=broad-except
     text = traceback.format_exc()
     try:
-      results.put(('failed', (e, text)))
+      conn.send(('failed', (e, text)))
     except Exception:  # pylint: disable=broad-except  (an exception that cannot be pickled)
-      results.put(('failed', (RuntimeError(str(e)), text)))
+      conn.send(('failed', (RuntimeError(f'{type(e).__name__}: {e}'), text)))
+  finally:
+    conn.close()
 
 
 # How often the process that forked the workers checks on them and redraws the progress.
@@ -254,8 +261,52 @@ def _death(exitcode: int) -> str:
   return f'exit code {exitcode}'
 
 
-def _crashed(exitcode: int) -> bool:
-  return exitcode > 0 or (exitcode < 0 and -exitcode not in _STOPPING)
+class _Process:
+  """A forked worker process and the read end of its own result pipe: the process that
+  forked it holds no write end, so the pipe ends (EOFError) when the worker does, even
+  part-way through a message."""
+
+  def __init__(self, context, target, args, slot: int, counts):
+    self.slot = slot
+    self.counts_before = counts.slot(slot) if counts is not None else (0, 0)
+    self.conn, writer = context.Pipe(duplex=False)
+    self.process = context.Process(target=target, args=(*args[:2], writer, *args[2:]),
+                                   name=f'tfrecorder-worker-{slot}', daemon=True)
+    self.process.start()
+    writer.close()
+
+  def end(self) -> None:
+    if self.process.is_alive():
+      self.process.kill()
+    self.process.join()
+    self.conn.close()
+
+
+def _collect(processes: List[_Process], poll, crashes: bool):
+  """Yields ('done', process, (indices, result)) of each of `processes` as it finishes,
+  or ('died', process, exit code) as one ends without its result (with `crashes`, for a
+  crash: any end but one of _STOPPING; else RuntimeError), until each has done one or
+  the other. A worker's exception is raised here."""
+  waiting = {p.conn: p for p in processes}
+  while waiting:
+    if poll is not None:
+      poll()
+    for conn in multiprocessing.connection.wait(list(waiting), timeout=POLL_S):
+      process = waiting.pop(conn)
+      try:
+        kind, value = conn.recv()
+      except (EOFError, OSError):  # it ended without its result
+        process.process.join()
+        code = process.process.exitcode
+        if not crashes or code == 0 or -code in _STOPPING:
+          raise RuntimeError(f'a worker process ended ({_death(code)}) before finishing '
+                             'its rows') from None
+        yield 'died', process, code
+        continue
+      if kind == 'failed':
+        error, text = value
+        raise error from RuntimeError(f'in a worker process:\n{text}')
+      yield 'done', process, value
 
 
 def _convert_chunks(chunks: List[Any], make_worker, workers: int,
@@ -268,16 +319,18 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
   (`progress.count`), slot i for worker i; `poll`: called every POLL_S while they work
   (and after each row counted when this process converts), to redraw the progress;
   `meanwhile`: run on a thread of this process while the workers convert, started once
-  they are forked and joined before this returns (no thread outlives it into a later
-  fork), its exception raised here.
+  they are forked and joined before this returns or forks again (no thread outlives
+  it into a later fork), its exception raised here.
 
   `rows`: the chunks are manifest rows (`Chunk`), converted in forked processes even
-  when one is enough, and a worker process that dies while converting (a native crash in
-  an image library, the OOM killer) fails only the row that kills it: what the dead
-  worker held is converted again, a chunk a process, and a chunk that kills its process
-  is cut in halves until the row that does is alone; that row fails as `crashed`,
-  naming how its process ended (`_isolate`). Without `rows`, a tasks of one worker is
-  converted in this process and a worker's death ends the run."""
+  when one is enough, and a worker process that dies while converting (a native crash
+  in an image library, the OOM killer) fails only the row that ends it: the chunks it
+  had finished go back to a pool of workers, and the chunks it was converting (the
+  current one and the one before, whose rows may have waited on their reads) are
+  converted a chunk a process, halved until the row that ends its process is alone
+  (`_isolate`); that row fails as `crashed`, naming how its process ended. Without
+  `rows`, the tasks of one worker are converted in this process, and a worker's death
+  ends the run."""
   if not rows and (workers <= 1 or len(chunks) <= 1):
     worker = make_worker()
     with progress_lib.counting(counts.adder(0, poll) if counts is not None else None):
@@ -287,19 +340,40 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
     if meanwhile is not None:
       meanwhile()
     return result
+  done, lost, suspects = _pool(chunks, make_worker, workers, counts, poll, meanwhile, rows)
+  losses: Dict[Chunk, int] = collections.Counter()
+  while suspects or lost:
+    losses.update(lost)
+    # A chunk a dead worker had finished long before is converted in the pool again; one
+    # lost twice is a suspect too (its rows' reads may have waited past two chunks).
+    suspects += [c for c in lost if losses[c] > 1]
+    lost = [c for c in lost if losses[c] <= 1]
+    if suspects:
+      logging.warning('Converting %d chunk(s) of rows again, each in a process of its own, '
+                      'to find the row that ends its worker process', len(suspects))
+      done.extend(_isolate(suspects, make_worker, workers, counts, poll))
+    more, lost, suspects = (_pool(lost, make_worker, workers, counts, poll, None, True)
+                            if lost else ([], [], []))
+    done.extend(more)
+  return done
+
+
+def _pool(chunks: List[Any], make_worker, workers: int, counts, poll, meanwhile,
+          rows: bool) -> Tuple[List[Any], List[Any], List[Any]]:
+  """(results, chunks to convert again, chunks that may have ended a worker) of
+  `chunks` converted by `workers` processes that take them from one queue
+  (`_convert_chunks`)."""
   workers = max(1, min(workers, len(chunks)))
   context = multiprocessing.get_context('fork')
-  tasks, results = context.Queue(), context.Queue()
-  processes = {i: context.Process(target=_work, args=(make_worker(), tasks, results, counts, i),
-                                  name=f'tfrecorder-worker-{i}', daemon=True)
-               for i in range(workers)}
+  tasks = context.Queue()
+  taken = multiprocessing.RawArray('q', [-1] * (2 * workers)) if rows else None
+  processes: List[_Process] = []
   thread, failure = None, []
-  done: List[Any] = []
-  converted = set()
-  died = []
+  done, converted, suspected, died = [], set(), set(), []
   try:
-    for p in processes.values():  # forked before this process starts the queues' threads
-      p.start()
+    for i in range(workers):  # forked before this process starts the queue's thread
+      processes.append(_Process(context, _work, (make_worker(), tasks, counts, i, taken), i,
+                                counts))
     if meanwhile is not None:
       thread = threading.Thread(target=_catching(meanwhile, failure), name='tfrecorder-meanwhile',
                                 daemon=True)
@@ -308,65 +382,30 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
       tasks.put(task)
     for _ in range(workers):
       tasks.put(None)
-    for event, slot, value in _collect(processes, results, poll, rows):
-      if event == 'died':
-        died.append((slot, value))
-      else:
+    for event, process, value in _collect(processes, poll, rows):
+      if event == 'done':
         converted.update(value[0])
         done.append(value[1])
+        continue
+      died.append(_death(value))
+      suspected.update(i for i in taken[2 * process.slot:2 * process.slot + 2] if i >= 0)
+      if counts is not None:
+        counts.restore(process.slot, process.counts_before)  # its rows are converted again
   finally:
-    for p in processes.values():
-      if p.is_alive():
-        p.kill()
-      p.join()
+    for process in processes:
+      process.end()
+    tasks.cancel_join_thread()  # what a dead worker left in it is not waited for
     tasks.close()
-    results.close()
     if thread is not None:
       thread.join()
   if failure:
     raise failure[0]
-  lost = [chunk for i, chunk in enumerate(chunks) if i not in converted]
-  if lost:
-    for slot, exitcode in died:
-      if counts is not None:
-        counts.restore(slot, (0, 0))  # its rows are converted again
-    logging.warning('%d worker process(es) ended while converting (%s): converting the '
-                    '%d chunk(s) of rows they held again, a chunk a process, to find the '
-                    'row that ends its process', len(died),
-                    '; '.join(sorted({_death(c) for _, c in died})), len(lost))
-    done.extend(_isolate(lost, make_worker, workers, counts, poll))
-  return done
-
-
-def _collect(processes: Dict[int, Any], results, poll, crashes: bool):
-  """Yields ('done', slot, (indices, result)) of each process of `processes` ({slot:
-  process}) as it finishes, or ('died', slot, exit code) as it crashes (`_crashed`;
-  with `crashes`, else RuntimeError), until each has done one or the other. A process
-  stopped by a signal that stops the run raises RuntimeError, a worker's exception is
-  raised here."""
-  waiting = set(processes)
-  while waiting:
-    if poll is not None:
-      poll()
-    try:
-      kind, value = results.get(timeout=POLL_S)
-    except Exception:  # queue.Empty: check that every worker still runs  pylint: disable=broad-except
-      for slot in sorted(waiting):
-        code = processes[slot].exitcode
-        if code in (None, 0):
-          continue  # running, or its result is still on the way
-        if not (crashes and _crashed(code)):
-          raise RuntimeError(f'a worker process ended ({_death(code)}) before finishing '
-                             'its rows') from None
-        waiting.discard(slot)
-        yield 'died', slot, code
-      continue
-    if kind == 'failed':
-      error, text = value
-      raise error from RuntimeError(f'in a worker process:\n{text}')
-    slot, indices, result = value
-    waiting.discard(slot)
-    yield 'done', slot, (indices, result)
+  if died:
+    logging.warning('%d worker process(es) ended while converting (%s): their rows are '
+                    'converted again', len(died), '; '.join(sorted(set(died))))
+  lost = [i for i in range(len(chunks)) if i not in converted]
+  return (done, [chunks[i] for i in lost if i not in suspected],
+          [chunks[i] for i in lost if i in suspected])
 
 
 def _isolate(lost: List[Chunk], make_worker, workers: int,
@@ -377,36 +416,28 @@ def _isolate(lost: List[Chunk], make_worker, workers: int,
   error record of a `crashed` row, converted as a failed row is (it rides in a chunk)."""
   context = multiprocessing.get_context('fork')
   pending = collections.deque(lost)
-  running: Dict[int, Tuple[Any, Chunk, Tuple[int, int]]] = {}
-  results = context.Queue()
+  running: Dict[int, Tuple[_Process, Chunk]] = {}
   done = []
   try:
     while pending or running:
       while pending and len(running) < workers:
         slot = next(i for i in range(workers) if i not in running)
         chunk = pending.popleft()
-        process = context.Process(target=_work,
-                                  args=(make_worker(), [(0, chunk)], results, counts, slot),
-                                  name=f'tfrecorder-worker-{slot}', daemon=True)
-        running[slot] = (process, chunk, counts.slot(slot) if counts is not None else (0, 0))
-        process.start()
+        running[slot] = (_Process(context, _work, (make_worker(), [(0, chunk)], counts, slot),
+                                  slot, counts), chunk)
       # The first process to end frees its slot for the next chunk.
-      event, slot, value = next(_collect({s: r[0] for s, r in running.items()}, results,
-                                         poll, True))
-      process, chunk, before = running.pop(slot)
-      process.join()
+      event, process, value = next(_collect([p for p, _ in running.values()], poll, True))
+      _, chunk = running.pop(process.slot)
+      process.end()
       if event == 'done':
         done.append(value[1])
         continue
       if counts is not None:
-        counts.restore(slot, before)
+        counts.restore(process.slot, process.counts_before)
       pending.extend(_cut(chunk, value))
   finally:
-    for process, _, _ in running.values():
-      if process.is_alive():
-        process.kill()
-      process.join()
-    results.close()
+    for process, _ in running.values():
+      process.end()
   return done
 
 

@@ -68,7 +68,7 @@ FAILED_REPORT_INSIDE = 'report.failed'
 # only ones `overwrite` replaces.
 _RUN_NAMES = frozenset((labels.LABELS_FILE, labels.LABEL_MAP_FILE, layout.REPORT_DIR,
                         FAILED_REPORT_INSIDE, layout.SUCCESS_MARKER, INDEX_FILE, *LAYOUTS))
-_SUMMARY = posixpath.join(layout.REPORT_DIR, layout.SUMMARY_FILE)
+_WORK = layout.work_dir(layout.REPORT_DIR) + '/'  # a run's scratch files, under its report
 _NAMED = 5  # entries a message names before "and N more"
 
 
@@ -79,15 +79,55 @@ def written_by_a_run(name: str) -> bool:
   return name.startswith(layout.SPLIT_PREFIX) or name in _RUN_NAMES
 
 
-def _earlier_output(names: Iterable[str], exists) -> bool:
-  """Whether a folder whose top entries are `names` is an output of this tool: finished
-  (`_SUCCESS`), indexed (`examples.json`) or a failed run's report. `exists(relative
-  path)` answers for a file in it."""
+# The keys that tell this tool's JSON files from anybody's of the same name.
+_INDEX_KEYS = ('split_names', 'records_per_split', 'layouts')
+_SUMMARY_KEYS = ('rows_read', 'rows_failed', 'records_per_split', 'errors_per_reason')
+
+
+def _ours(read, path: str, keys: Tuple[str, ...]) -> bool:
+  """Whether the file at `path` (relative; `read` gives its bytes, or None) is a JSON
+  object holding every one of `keys`."""
+  data = read(path)
+  if data is None or len(data) > 2**24:
+    return False
+  try:
+    value = json.loads(data)
+  except ValueError:
+    return False
+  return isinstance(value, dict) and all(k in value for k in keys)
+
+
+def _earlier_output(names: Iterable[str], read) -> bool:
+  """Whether a folder whose top entries are `names` is an output of this tool: its
+  `examples.json`, its report's `summary.json` (a failed run's too, also one kept
+  inside an old output) read as this tool writes them; a `_SUCCESS` or a file named
+  like ours is not enough. `read(relative path)`: the file's bytes, or None."""
   names = set(names)
-  return bool({layout.SUCCESS_MARKER, INDEX_FILE} & names) or (
-      layout.REPORT_DIR in names and exists(_SUMMARY)) or (
-          FAILED_REPORT_INSIDE in names
-          and exists(posixpath.join(FAILED_REPORT_INSIDE, layout.SUMMARY_FILE)))
+  return (INDEX_FILE in names and _ours(read, INDEX_FILE, _INDEX_KEYS)) or any(
+      folder in names and _ours(read, posixpath.join(folder, layout.SUMMARY_FILE),
+                                _SUMMARY_KEYS)
+      for folder in (layout.REPORT_DIR, FAILED_REPORT_INSIDE))
+
+
+def _read_local(folder: str):
+  def read(path: str) -> Optional[bytes]:
+    full = os.path.join(folder, path)
+    if not os.path.isfile(full):
+      return None
+    with open(full, 'rb') as f:
+      return f.read(2**24 + 1)
+  return read
+
+
+def _read_remote(folder: str, listed: Iterable[str]):
+  listed = set(listed)
+
+  def read(path: str) -> Optional[bytes]:
+    if path not in listed:
+      return None
+    with files.open_file(posixpath.join(folder, path)) as f:
+      return f.read(2**24 + 1)
+  return read
 
 
 def _listing(names: List[str]) -> str:
@@ -126,7 +166,8 @@ def refuse_overlap(output_dir: str, inputs: Iterable[Tuple[str, Optional[str]]])
       relation = 'lies inside'
     else:
       continue
-    raise UsageError(f'the output folder {output_dir} {relation} the {what} {path}: '
+    shown = path if '://' in path else os.path.abspath(path)
+    raise UsageError(f'the output folder {output_dir} {relation} the {what} {shown}: '
                      'convert into a folder outside the inputs (nothing was written)')
 
 
@@ -280,8 +321,7 @@ class OutputSwap:
       try:
         _recover(output_dir)
         entries = self._entries()
-        earlier = _earlier_output(entries, lambda p: os.path.isfile(
-            os.path.join(output_dir, p)))
+        earlier = _earlier_output(entries, _read_local(output_dir))
         ours = [n for n in entries if earlier and written_by_a_run(n)]
         foreign = [n for n in entries if n not in ours]
         # An earlier failed run's report alone counts as empty: this run replaces it.
@@ -306,14 +346,15 @@ class OutputSwap:
       storage.prepare_file_systems(output_dir)
       listed = files.list_objects(output_dir)  # an object store has no folder to test for
       finished = layout.SUCCESS_MARKER in listed
-      # A run writes its report's scratch files first: objects of this layout, some
-      # under report/ and no _SUCCESS are what a killed or failed run left.
-      leftovers = bool(listed) and not finished and all(_layout_object(p) for p in listed) \
-          and any(p.startswith(layout.REPORT_DIR + '/') for p in listed)
-      self._had_output = bool(listed) and not leftovers
+      # A run writes its report's scratch files first (under report/.work/): objects of
+      # this layout, some of them a run's scratch files or a failed run's summary, and no
+      # _SUCCESS are what a killed or failed run left.
       tops = sorted({p.split('/', 1)[0] for p in listed})
-      earlier = _earlier_output(tops, set(listed).__contains__)
-      foreign = [t for t in tops if not (earlier and written_by_a_run(t))]
+      earlier = _earlier_output(tops, _read_remote(output_dir, listed))
+      leftovers = bool(listed) and not finished and all(_layout_object(p) for p in listed) \
+          and (earlier or any(p.startswith((_WORK, PARTIAL)) for p in listed))
+      self._had_output = bool(listed) and not leftovers
+      foreign = [t for t in tops if not (earlier and written_by_a_run(t) or t.startswith(PARTIAL))]
       if self._had_output and (foreign and not (overwrite and earlier) or not overwrite):
         raise _not_empty(output_dir, foreign, overwrite, earlier)
       if leftovers:
@@ -345,11 +386,19 @@ class OutputSwap:
     sibling's name there."""
     if not self._had_output:
       return posixpath.join(self.output_dir, layout.REPORT_DIR)
-    sibling = self.output_dir + FAILED_SUFFIX
-    if (self.local and not os.access(os.path.dirname(self.output_dir), os.W_OK | os.X_OK)
+    sibling = self._failed_sibling()
+    if (sibling is None
+        or self.local and not os.access(os.path.dirname(self.output_dir), os.W_OK | os.X_OK)
         or not _failed_report_folder(sibling, missing=True)):
       return posixpath.join(self.output_dir, FAILED_REPORT_INSIDE)
     return posixpath.join(sibling, layout.REPORT_DIR)
+
+  def _failed_sibling(self) -> Optional[str]:
+    """`<output>.failed`, or None where that is no sibling (a bucket's root: it would
+    name another bucket)."""
+    if not self.local and '/' not in self.output_dir.split('://', 1)[1]:
+      return None
+    return self.output_dir + FAILED_SUFFIX
 
   def _retarget(self, report: str, new: str) -> None:
     """Rewrites the report's mentions of the run's own folder (a DataFrame's or image
@@ -425,7 +474,8 @@ class OutputSwap:
       old = os.path.join(self.output_dir, OLD + os.path.basename(self.work)[len(PARTIAL):])
       _roll_forward(self.output_dir, self.work, old, plan)
       try:
-        if _failed_report_folder(self.output_dir + FAILED_SUFFIX, missing=False):
+        if self._failed_sibling() and _failed_report_folder(self._failed_sibling(),
+                                                            missing=False):
           files.remove(self.output_dir + FAILED_SUFFIX)  # an earlier failure's: out of date
       except OSError as e:
         logging.warning('Cannot remove an earlier failed run\'s report %s: %s',
@@ -480,12 +530,13 @@ def _failed_report_folder(path: str, missing: bool) -> bool:
     listed = files.list_objects(path)
     if not listed:
       return missing
-    return _SUMMARY in listed and all(p.startswith(layout.REPORT_DIR + '/') for p in listed)
+    return _earlier_output([layout.REPORT_DIR], _read_remote(path, listed)) and all(
+        p.startswith(layout.REPORT_DIR + '/') for p in listed)
   if not os.path.lexists(path):
     return missing
   return (os.path.isdir(path) and not os.path.islink(path)
           and os.listdir(path) == [layout.REPORT_DIR]
-          and os.path.isfile(os.path.join(path, _SUMMARY)))
+          and _earlier_output([layout.REPORT_DIR], _read_local(path)))
 
 
 def _move_objects(source: str, target: str) -> None:
