@@ -70,6 +70,15 @@ def test_a_lossless_jpeg_fails_its_row_and_the_run_goes_on(tmp_path, workers):
     assert (error['uri'], error['reason'], error['message']) == (
         'img/lossless.jpg', 'unsupported_format',
         'TensorFlow cannot decode this JPEG: unsupported JPEG process: SOF type 0xc3')
+  # --convert-unsupported re-encodes it, as any image TensorFlow cannot decode: Pillow
+  # decodes lossless data at full scale without harm.
+  out = str(tmp_path / 'converted')
+  done = subprocess.run([CLI, 'convert', manifest, out, '--convert-unsupported'],
+                        capture_output=True, text=True, timeout=300,
+                        env=dict(os.environ, TFRECORDER_LOCAL_WORKERS=workers,
+                                 TF_CPP_MIN_LOG_LEVEL='2'))
+  assert done.returncode == 0, done.stderr
+  assert f'Wrote {GOOD + 1} records of {GOOD + 1} rows' in done.stdout
 
 
 def test_a_lossless_jpeg_on_beam_fails_its_row(tmp_path):

@@ -283,7 +283,9 @@ def _fake_run(work, tag):
   for name in ('Split-eval', 'Split-train', 'report'):
     os.makedirs(os.path.join(work, name))
     write_text(os.path.join(work, name, 'data'), tag)
-  write_text(os.path.join(work, 'report', 'summary.json'), '{}')
+  write_text(os.path.join(work, 'report', 'summary.json'), json.dumps(
+      {'rows_read': 1, 'rows_failed': 0, 'records_per_split': {'train': 1},
+       'errors_per_reason': {}}))
   for name in ('labels.txt', 'label_map.pbtxt'):
     write_text(os.path.join(work, name), tag)
 

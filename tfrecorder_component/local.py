@@ -242,6 +242,8 @@ def _work(worker: _Worker, tasks, conn, counts: Optional[progress_lib.SharedCoun
     conn.close()
 
 
+# Where processes cannot be forked (Windows), a run converts in its own process.
+_FORK = 'fork' in multiprocessing.get_all_start_methods()
 # How often the process that forked the workers checks on them and redraws the progress.
 POLL_S = progress_lib.DRAW_EVERY_S
 # Signals that end a worker because the run is being stopped (Ctrl-C, a supervisor's
@@ -330,8 +332,8 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
   converted a chunk a process, halved until the row that ends its process is alone
   (`_isolate`); that row fails as `crashed`, naming how its process ended. Without
   `rows`, the tasks of one worker are converted in this process, and a worker's death
-  ends the run."""
-  if not rows and (workers <= 1 or len(chunks) <= 1):
+  ends the run. Where no process can be forked, every task is converted here."""
+  if not rows and (workers <= 1 or len(chunks) <= 1) or not _FORK:
     worker = make_worker()
     with progress_lib.counting(counts.adder(0, poll) if counts is not None else None):
       for chunk in chunks:
