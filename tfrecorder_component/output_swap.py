@@ -7,8 +7,9 @@ mount point, a symbolic link, a folder whose parent the user cannot write. Local
   group), then locked (`flock` on the folder) for the whole run: a second run into it
   is refused in one line.
 - The folder must be new or empty. `overwrite` replaces an earlier output of this tool
-  (a folder holding `_SUCCESS`, `examples.json` or a failed run's report) and nothing
-  else: only the names a run writes (`written_by_a_run`) are replaced; anything else in
+  (a folder whose `examples.json` or report's `summary.json` this tool wrote: a finished
+  run's or a failed one's) and nothing else: only the names a run writes
+  (`written_by_a_run`) are replaced; anything else in
   the folder (a README, notes, a notebook) is kept, and a folder that is no output of
   this tool is refused, naming what it holds. The output may not be, hold or lie inside
   an input (`refuse_overlap`), which is checked before anything is read.
