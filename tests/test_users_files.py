@@ -4,6 +4,7 @@ and `--overwrite` replaces an earlier output of this tool and nothing else. Real
 folders and the real command, every file compared byte for byte before and after."""
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -76,6 +77,9 @@ def test_label_and_class_maps_are_inputs_for_convert_and_the_accessor(tmp_path):
   with pytest.raises(UsageError, match='the output folder .*/maps holds the class map'):
     trc.convert(manifest, os.path.join(folder, 'maps'), overwrite=True,
                 class_map=os.path.join(folder, 'maps', 'classes.json'))
+  with pytest.raises(UsageError, match='the output folder .*/out lies inside the image root'):
+    trc.convert(pathlib.Path(manifest), pathlib.Path(folder) / 'out',
+                image_root=pathlib.Path(folder))  # paths as pathlib gives them
   frame = pandas.DataFrame({'image_uri': ['photos/cat/0.png'], 'label': ['cat']})
   with pytest.raises(UsageError, match='the output folder .*/out lies inside the image root'):
     frame.tensorflow.to_tfrecord(output_dir=os.path.join(folder, 'out'), image_root=folder)

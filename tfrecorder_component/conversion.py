@@ -11,6 +11,7 @@ as ImageExampleGen's `examples` output (`Split-<name>/data_tfrecord-*.gz`, `labe
 from __future__ import annotations
 
 import dataclasses
+import os
 import posixpath
 from typing import Any, Dict, Mapping, Tuple
 
@@ -84,7 +85,7 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
   manifests, root, row_index, splits = sources_lib.manifests_for(source, report_dir)
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
-  image_root = files.absolute(image_root) if image_root else root
+  image_root = files.absolute(os.fspath(image_root)) if image_root else root
   splits = {files.absolute(m): split for m, split in splits.items()}
   manifests = [files.absolute(m) for m in manifests]
   sources = [ManifestSource(m, manifest_format, splits.get(m), image_root, declared,
@@ -140,7 +141,7 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   them (default 0: any) raise, naming the first ones and where the report was kept (no
   records are left then).
   """
-  output_dir = output_folder(output_dir)
+  output_dir = output_folder(os.fspath(output_dir))
   inputs = sources_lib.input_paths(source, options.get('image_root'), options.get('label_map'),
                                    options.get('class_map'))
   refuse_overlap(output_dir, inputs)
