@@ -9,23 +9,21 @@ under `folder`, on a free port. A pipeline run with `pool.beam_args` (Beam's
 PortableRunner with an embedded job server and an EXTERNAL environment) executes its
 DoFns in SDK worker processes that the pool starts: `python -m ...sdk_worker` children
 of the pool, in its folder and environment. The pool and its workers are stopped (their
-process group killed) when the `with` block ends. Their stderr goes to `pool.log`;
-`pool.explain()` prints its end when the block inside it fails, where pytest shows it.
+process group killed) when the `with` block ends. `pool.explain()` prints the end of
+their output when the block inside it fails, where pytest shows it.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
-from typing import Iterator, List
+from typing import Dict, Iterator, List
+
+from storage_servers import _Service
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_SCRIPT = os.path.join(REPO, 'scripts', 'beam-worker-env')
-START_TIMEOUT_S = 120
 
 
 def worker_python() -> str:
@@ -36,25 +34,51 @@ def worker_python() -> str:
   return done.stdout.strip().splitlines()[-1]
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('localhost', 0))
-    return s.getsockname()[1]
+class WorkerPool(_Service):
+  """Beam's worker pool as a server (`storage_servers._Service`: its own process group,
+  started on a free port and waited for, stopped by its process id), run by `python`
+  in the working folder `cwd`."""
 
+  name = 'beam-worker-pool'
+  ready_seconds = 120.0
 
-def _listening(port: int) -> bool:
-  try:
-    with socket.create_connection(('localhost', port), timeout=1):
-      return True
-  except OSError:
-    return False
+  def __init__(self, python: str, cwd: str):
+    super().__init__(None, ())
+    self.python, self.cwd = python, cwd
 
+  def _command(self) -> List[str]:
+    return [self.python, '-m', 'apache_beam.runners.worker.worker_pool_main',
+            f'--service_port={self.port}']
 
-class WorkerPool:
-  """A running worker pool: its `port`, working folder `cwd`, `python` and `log`."""
+  def _ready(self) -> bool:
+    import socket  # pylint: disable=g-import-not-at-top
+    try:
+      with socket.create_connection(('localhost', self.port), timeout=1):
+        return True
+    except OSError:
+      return False
 
-  def __init__(self, python: str, cwd: str, log: str, port: int, process: subprocess.Popen):
-    self.python, self.cwd, self.log, self.port, self.process = python, cwd, log, port, process
+  def _environment(self) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV', 'PYTHONSTARTUP')}
+    # worker_pool_main starts each SDK worker as `python -c ...`, the `python` found on
+    # PATH, not its own interpreter: the worker venv's bin comes first.
+    venv_bin = os.path.dirname(self.python)
+    env['PATH'] = os.pathsep.join([venv_bin, env.get('PATH', '')])
+    env['VIRTUAL_ENV'] = os.path.dirname(venv_bin)
+    env['PYTHONWARNINGS'] = 'ignore::FutureWarning'  # google.api_core's on Python 3.10
+    return env
+
+  def stop(self) -> None:
+    """Stops the pool's process group, then kills what is left of it: the SDK workers
+    the pool started may outlive it a moment."""
+    pid = self.pid
+    super().stop()
+    if pid is not None:
+      try:
+        os.killpg(pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
 
   @property
   def beam_args(self) -> List[str]:
@@ -63,17 +87,9 @@ class WorkerPool:
     return ['--job_endpoint=embed', '--environment_type=EXTERNAL',
             f'--environment_config=localhost:{self.port}']
 
-  def log_tail(self, chars: int = 20_000) -> str:
-    try:
-      with open(self.log, encoding='utf-8', errors='replace') as f:
-        text = f.read()
-    except OSError as e:
-      return f'(no worker pool log: {e})'
-    return text[-chars:]
-
   def describe(self) -> str:
     return (f'worker pool on port {self.port}, python {self.python}, cwd {self.cwd}; '
-            f'its stderr ({self.log}), last part:\n{self.log_tail()}')
+            f'its output, last part:\n{self.output()}')
 
   @contextlib.contextmanager
   def explain(self) -> Iterator[None]:
@@ -88,58 +104,8 @@ class WorkerPool:
 @contextlib.contextmanager
 def worker_pool(folder: str) -> Iterator[WorkerPool]:
   """A worker pool whose working folder is a new folder `folder`/cwd (no test data
-  there) and whose stderr goes to `folder`/worker-pool.log."""
-  python = worker_python()
+  there)."""
   cwd = os.path.join(folder, 'cwd')
   os.makedirs(cwd)
-  log = os.path.join(folder, 'worker-pool.log')
-  env = {k: v for k, v in os.environ.items()
-         if k not in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV', 'PYTHONSTARTUP')}
-  # worker_pool_main starts each SDK worker as `python -c ...`, the `python` found on
-  # PATH, not its own interpreter: the worker venv's bin comes first.
-  venv_bin = os.path.dirname(python)
-  env['PATH'] = os.pathsep.join([venv_bin, env.get('PATH', '')])
-  env['VIRTUAL_ENV'] = os.path.dirname(venv_bin)
-  env['PYTHONWARNINGS'] = 'ignore::FutureWarning'  # google.api_core's on Python 3.10
-  port = _free_port()
-  with open(log, 'wb') as err:
-    process = subprocess.Popen(
-        [python, '-m', 'apache_beam.runners.worker.worker_pool_main',
-         f'--service_port={port}'],
-        cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-        start_new_session=True)
-  pool = WorkerPool(python, cwd, log, port, process)
-  try:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not _listening(port):
-      if process.poll() is not None:
-        raise RuntimeError(f'the worker pool exited ({process.returncode}) before '
-                           f'listening: {pool.describe()}')
-      if time.monotonic() > deadline:
-        raise RuntimeError(f'the worker pool is not listening after {START_TIMEOUT_S} s: '
-                           f'{pool.describe()}')
-      time.sleep(0.1)
+  with WorkerPool(worker_python(), cwd) as pool:
     yield pool
-  finally:
-    _stop(process)
-
-
-def _stop(process: subprocess.Popen) -> None:
-  """Kills the pool's process group: the pool and the SDK workers it started."""
-  for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-    try:
-      os.killpg(process.pid, sig)
-    except ProcessLookupError:
-      break
-    try:
-      process.wait(timeout=wait_s)
-    except subprocess.TimeoutExpired:
-      continue
-    # The pool is gone; its workers (same group) may linger a moment after SIGTERM.
-    try:
-      os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-      pass
-    break
-  if process.returncode is None:
-    print(f'warning: worker pool {process.pid} did not stop', file=sys.stderr)

@@ -133,6 +133,7 @@ class _Service:
 
   name = 'service'
   ready_seconds = 15.0
+  cwd: Optional[str] = None  # the process's working folder (None: this process's)
 
   def __init__(self, port: Optional[int], prefix: Sequence[str], tmp_dir: Optional[str] = None):
     self.port = port or free_port()
@@ -164,6 +165,10 @@ class _Service:
   def _ready(self) -> bool:
     raise NotImplementedError
 
+  def _environment(self) -> Optional[Dict[str, str]]:
+    """The process's environment (None: this process's)."""
+    return None
+
   def output(self) -> str:
     """What the process wrote to stdout and stderr (for error messages)."""
     try:
@@ -181,7 +186,8 @@ class _Service:
     with open(self._log_path, 'ab') as log:
       self._proc = subprocess.Popen(
           [*self.prefix, *self._command()], stdin=subprocess.DEVNULL, stdout=log,
-          stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_PREEXEC)
+          stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_PREEXEC,
+          cwd=self.cwd, env=self._environment())
     deadline = time.monotonic() + self.ready_seconds
     try:
       while not self._ready():
