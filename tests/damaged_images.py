@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import binascii
 import io
+import os
 import random
+import re
 import struct
 import zlib
 from typing import Dict, Iterator, List, Tuple
@@ -316,4 +318,87 @@ def corpus(seed: int, count: int) -> Iterator[Tuple[str, str, bytes]]:
     name = names[k % len(names)]
     fixup = name.startswith('png') and rng.random() < 0.4
     kind, data = damage(images[name], rng, png_fixup=fixup)
+    yield name, kind, data
+
+
+# -- A corpus of damaged JPEGs of every kind, for the differential test of the JPEG rule
+# (images/formats/jpeg_walk.py): libjpeg's outcome depends on the markers, segment
+# headers and scan geometry, so besides the damage above it is damaged where those are.
+
+ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'assets', 'jpeg')
+_TOKEN = re.compile(rb'\xff[\xff]*[^\x00\xff]')
+_MARKERS = bytes([0x01, 0x02, 0xC0, 0xC1, 0xC2, 0xC3, 0xC4, 0xC9, 0xCA, 0xCC, 0xD0, 0xD1,
+                  0xD3, 0xD7, 0xD8, 0xD9, 0xDA, 0xDB, 0xDC, 0xDD, 0xDE, 0xE0, 0xE1, 0xEE,
+                  0xF0, 0xFE])
+
+
+def jpeg_originals() -> Dict[str, bytes]:
+  """Healthy JPEGs: Pillow's kinds (originals()) and more of them, and the files of
+  tests/assets/jpeg (cjpeg and jpegtran: arithmetic coding, restart intervals, scan
+  scripts, sampling factors; libjpeg-turbo's own test images)."""
+  o = {k: v for k, v in originals().items() if k.startswith('jpeg')}
+  p = _picture
+  o['jpeg-progressive-restart'] = _save(p('RGB', 37, 29, 40), 'JPEG', progressive=True,
+                                        restart_marker_blocks=1)
+  o['jpeg-restart-rows'] = _save(p('RGB', 41, 53, 41), 'JPEG', restart_marker_rows=1)
+  o['jpeg-grey-progressive'] = _save(p('L', 23, 35, 42), 'JPEG', progressive=True)
+  o['jpeg-1x1'] = _save(p('RGB', 1, 1, 43), 'JPEG')
+  o['jpeg-422'] = _save(p('RGB', 19, 31, 44), 'JPEG', subsampling=1)
+  for name in sorted(os.listdir(ASSETS)):
+    if name.endswith('.jpg') and name != 'testorig12.jpg':
+      with open(os.path.join(ASSETS, name), 'rb') as f:
+        o['jpeg-asset-' + name[:-4]] = f.read()
+  return o
+
+
+def damage_jpeg_structure(data: bytes, rng: random.Random) -> Tuple[str, bytes]:
+  """Damage where libjpeg's decision is made: a segment dropped, repeated or cut, a
+  marker code changed or inserted, a segment length changed, restart markers swapped."""
+  tokens = [m.span() for m in _TOKEN.finditer(data, 2)]
+  if not tokens:
+    return damage(data, rng)
+  start, end = rng.choice(tokens)
+  kind = rng.choice(('drop', 'repeat', 'cut', 'marker', 'insert', 'length', 'swap'))
+  d = bytearray(data)
+  if kind in ('drop', 'repeat'):
+    later = [s for s, _ in tokens if s > start]
+    stop = later[0] if later else len(d)
+    piece = d[start:stop]
+    d[start:stop] = piece * 2 if kind == 'repeat' else b''
+  elif kind == 'cut':
+    d = d[:min(len(d), end + rng.randint(-2, 6))]
+  elif kind == 'marker':
+    d[end - 1] = rng.choice(_MARKERS) if rng.random() < 0.8 else rng.randrange(1, 255)
+  elif kind == 'insert':
+    at = rng.choice((start, end, rng.randrange(len(d))))
+    marker = bytes([0xFF, rng.choice(_MARKERS)])
+    d[at:at] = marker + (struct.pack('>H', rng.randint(0, 40)) if rng.random() < 0.5 else b'')
+  elif kind == 'length' and end + 2 <= len(d):
+    d[end + rng.randrange(2)] = rng.randrange(256)
+  else:
+    rsts = [s for s, e in tokens if 0xD0 <= data[e - 1] <= 0xD7]
+    if len(rsts) >= 2:
+      a, b = rng.sample(rsts, 2)
+      d[a + 1], d[b + 1] = d[b + 1], d[a + 1]
+    else:
+      d[end - 1] ^= 1 << rng.randrange(8)
+  return 'structure-' + kind, bytes(d)
+
+
+def jpeg_corpus(seed: int, count: int) -> Iterator[Tuple[str, str, bytes]]:
+  """`count` damaged JPEGs drawn from `seed`: (original's name, damage, bytes); one in
+  two damaged where the markers are, one in ten twice."""
+  rng = random.Random(seed)
+  images = jpeg_originals()
+  names = sorted(images)
+  for k in range(count):
+    name = names[k % len(names)]
+    data = images[name]
+    for _ in range(1 + (rng.random() < 0.1)):
+      if rng.random() < 0.5:
+        kind, data = damage_jpeg_structure(data, rng)
+      else:
+        kind, data = damage(data, rng)
+      if len(data) < 3:
+        data = images[name][:3]
     yield name, kind, data

@@ -4,7 +4,9 @@ decodes them to. Differential tests against TensorFlow itself: a seeded corpus o
 damaged images of every format and mode (tests/damaged_images.py), and one case for each
 rule of TensorFlow's decoders the check follows (images/formats/)."""
 import collections
+import json
 import os
+import pathlib
 import struct
 import zlib
 
@@ -14,13 +16,17 @@ import tensorflow as tf
 from PIL import ImageFile
 
 import damaged_images
+import jpeg_craft
 from damaged_images import JPEG_716, build_gif, build_png, originals, png_chunk, png_chunks
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.images.probe import probe_image
 
-# DECODE_CHECK_CASES and DECODE_CHECK_SEED draw another corpus, for a longer run.
+# DECODE_CHECK_CASES and DECODE_CHECK_SEED draw other corpora, for a longer run;
+# DECODE_CHECK_JPEG_CASES sizes the corpus of damaged JPEGs of every kind.
 CASES = int(os.environ.get('DECODE_CHECK_CASES', damaged_images.CASES))
 SEED = int(os.environ.get('DECODE_CHECK_SEED', damaged_images.SEED))
+JPEG_CASES = int(os.environ.get('DECODE_CHECK_JPEG_CASES', 4000))
+ASSETS = pathlib.Path(damaged_images.ASSETS)
 REASONS = {'empty', 'not_an_image', 'unsupported_format', 'too_large', 'truncated', 'corrupt'}
 
 def tensorflow_decodes(data: bytes):
@@ -66,6 +72,61 @@ def test_decode_check_agrees_with_tensorflow_on_a_damaged_corpus():
   assert len(disagree) <= CASES // 100, disagree
   for fmt in ('jpeg', 'png', 'gif', 'bmp'):  # the corpus reaches both outcomes everywhere
     assert counts[fmt, 'both decode'] > CASES // 40 and counts[fmt, 'both refuse'] > CASES // 40
+
+
+def _verdicts(cases):
+  """(verdict counts, disagreements) of the check against TensorFlow on (name, bytes)."""
+  counts, disagree = collections.Counter(), []
+  for name, data in cases:
+    expected, got = tensorflow_decodes(data), check_decides(data)
+    if expected is None:
+      verdict = 'both refuse' if isinstance(got, str) else 'ACCEPTED, TensorFlow refuses'
+    elif isinstance(got, str):
+      verdict = 'refused, TensorFlow decodes'
+    else:
+      verdict = 'both decode' if got == expected else 'ANOTHER SIZE'
+    counts[verdict] += 1
+    if verdict not in ('both refuse', 'both decode'):
+      disagree.append((verdict, name, len(data), expected, got))
+  return counts, disagree
+
+
+def test_jpeg_rule_agrees_with_tensorflow_on_every_crafted_case():
+  """One case a rule (tests/jpeg_craft.py): every coding process, precision and
+  component count, sampling factors, restart markers in and out of order, progressive
+  scripts good and bad, non-interleaved scans, each segment kind cut after the data
+  (accepted after a single scan, refused after progressive scans), data that ends
+  without a marker, Huffman, quantization and arithmetic tables, frame and scan
+  headers, a progressive DC predictor that overflows."""
+  counts, disagree = _verdicts(jpeg_craft.cases())
+  assert not disagree, disagree
+  # The cases as TensorFlow 2.16 and 2.21 decide them: a change in either is a change
+  # in the decoder the rules follow.
+  assert counts == {'both decode': 125, 'both refuse': 214}, counts
+
+
+def test_jpeg_rule_decodes_healthy_files_of_every_kind():
+  """cjpeg's and jpegtran's files (arithmetic coding, restart intervals, scan scripts,
+  sampling factors) and libjpeg-turbo's own test images (tests/assets/jpeg), decoded to
+  the sizes TensorFlow gives them (expected.json, made by TensorFlow 2.16 and 2.21)."""
+  expected = json.loads((ASSETS / 'expected.json').read_text())
+  assert len(expected) == len(list(ASSETS.glob('*.jpg'))) >= 40
+  for name, shape in expected.items():
+    data = (ASSETS / name).read_bytes()
+    assert tensorflow_decodes(data) == (tuple(shape) if shape else None), name
+    got = check_decides(data)
+    assert got == tuple(shape) if shape else got == 'unsupported_format', (name, got)
+
+
+def test_jpeg_rule_agrees_with_tensorflow_on_damaged_jpegs_of_every_kind():
+  """Damaged JPEGs of every kind (damaged_images.jpeg_corpus): half damaged where the
+  markers and segment headers are. None decided otherwise than TensorFlow decides
+  (nor of 300,000 from other seeds, on TensorFlow 2.16 and 2.21)."""
+  cases = [(f'{name} {kind}', data) for name, kind, data
+           in damaged_images.jpeg_corpus(SEED, JPEG_CASES)]
+  counts, disagree = _verdicts(cases)
+  assert not disagree, disagree
+  assert counts['both decode'] > JPEG_CASES // 4 and counts['both refuse'] > JPEG_CASES // 4
 
 
 def _png(chunks, bad_crc=()) -> bytes:

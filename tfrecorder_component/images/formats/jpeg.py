@@ -1,26 +1,28 @@
-"""JPEG as TensorFlow decodes it (`jpeg_mem.cc`, `jpeg_handle.cc`): libjpeg-turbo, here
-through Pillow, which links the same library.
+"""JPEG as TensorFlow decodes it (`jpeg_mem.cc`, `jpeg_handle.cc`, libjpeg-turbo 2.1.4).
 
-TensorFlow's rules, and how each is kept:
+With `decode`, TensorFlow's decision comes from a walk of the markers and segment
+headers (`jpeg_walk`: every fatal error of libjpeg-turbo is a header or set-up check,
+and which bytes it reads follows from the markers), which reads no pixel. Where the
+walk cannot decide (a single scan ending in FF with no marker after it; a progressive
+DC predictor that might overflow) the bytes are decoded by libjpeg-turbo through Pillow,
+under TensorFlow's rules:
 - Errors are fatal (`CatchError` longjmps); libjpeg's warnings (corrupt data, premature
   end of a data segment, extraneous bytes) are not. Pillow sets libjpeg up the same way.
-- The data may not run out. `decode_image` does not try to recover truncated files, so
-  TensorFlow's memory source (`MemFillInputBuffer`, `MemSkipInputData`) raises an error
-  whenever libjpeg asks for a byte past the end: while reading the header, the scans,
-  or the markers after the last scanline up to EOI (`jpeg_finish_decompress`), and when a
-  marker's length skips past the end. Pillow feeds libjpeg a suspending source and
-  accepts an image whose scanlines are all decoded whenever libjpeg suspends after them,
-  waiting for the EOI or for the end of a skip. So the bytes are decoded followed by
-  `_END_GUARD`, a run of a marker libjpeg does not know, longer than any marker length
-  can skip, and all of it is given to libjpeg at once: libjpeg reads into the guard
-  exactly when TensorFlow's source would have run out, and fails on it wherever it
-  lands, before it could run out of input.
+- The data may not run out (`decode_image` does not try to recover truncated files):
+  TensorFlow's memory source (`MemFillInputBuffer`, `MemSkipInputData`) fails when
+  libjpeg asks for a byte past the end with none left since its last sync. For a
+  possible DC overflow the bytes are decoded followed by `_END_GUARD`, a run of a
+  marker libjpeg does not know, longer than any marker length can skip: libjpeg reads
+  into the guard exactly where TensorFlow's source would have run out, and fails on it.
+  A single scan ending in FF is decoded as it is: Pillow's source, like TensorFlow's
+  after FF fill, suspends at the end, which both accept once every scanline is decoded.
 - The output is RGB (3 channels) for 3 and 4 components (CMYK and YCCK converted),
   grey (1) for 1; other component counts fail (`UncompressLow`'s components switch).
 - width x height x components must stay below 2^29 ("Image too large").
 
-The check decodes at 1/8 scale (libjpeg's DCT scaling): every entropy-coded bit and
-marker is still read, so the decision is the full decode's, for a fraction of its cost.
+A decode is at 1/8 scale (libjpeg's DCT scaling): every entropy-coded bit and marker is
+still read, for a fraction of a full decode's cost. Without `decode`, size and channels
+come from Pillow's reading of the header.
 """
 from __future__ import annotations
 
@@ -30,8 +32,8 @@ import threading
 from PIL import ImageFile, JpegImagePlugin
 
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.images.formats import (ImageInfo, check_pixels, pillow_message,
-                                                 refuse_size)
+from tfrecorder_component.images.formats import (ImageInfo, check_pixels, jpeg_walk,
+                                                 pillow_message, refuse_size)
 
 # 0xFF 0x02 is a marker libjpeg does not know (JERR_UNKNOWN_MARKER); 32,784 of them
 # (65,568 bytes) outlast the longest skip a marker length can ask for (65,533 bytes).
@@ -43,38 +45,66 @@ _STRICT = threading.Lock()
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
   """Size and channels from the frame header; with `decode`, TensorFlow's decision."""
+  if decode:
+    return _decide(data, max_pixels)
   refused = _refused_process(data)
   if refused is not None:
     raise refused
-  stream = data + _END_GUARD if decode else data
+  try:
+    im = _open(data)
+  except Exception as e:  # Pillow raises SyntaxError, OSError, struct.error and others.
+    raise RowError('corrupt', f'the JPEG header cannot be read ({_message(e)})') from None
+  with im:
+    width, height = im.size
+    components = getattr(im, 'layers', 0)
+  if components not in _CHANNELS_BY_COMPONENTS:
+    raise RowError('unsupported_format',
+                   f'a JPEG of {components} components cannot be decoded by TensorFlow')
+  if width <= 0 or height <= 0:
+    raise RowError('corrupt', f'the JPEG header claims size {width}x{height}')
+  if width * height * components >= 2**29:
+    raise refuse_size('jpeg', width, height, 'width x height x components below 2^29')
+  check_pixels(width, height, max_pixels)
+  return ImageInfo('jpeg', height, width, _CHANNELS_BY_COMPONENTS[components])
+
+
+def _decide(data: bytes, max_pixels: int) -> ImageInfo:
+  """TensorFlow's decision from a walk of the markers (`jpeg_walk`), and from a decode
+  by libjpeg-turbo where the walk cannot decide."""
+  try:
+    header = jpeg_walk.walk(data, max_pixels, check_pixels)
+  except jpeg_walk.Refused as refused:
+    raise RowError(refused.reason,
+                   f'TensorFlow cannot decode this JPEG: {refused.message}') from None
+  except jpeg_walk.Undecided as undecided:
+    # A single scan ending in FF with no marker after it: the bytes as they are, as
+    # TensorFlow's source gives them (Pillow's source suspends at their end, like
+    # TensorFlow's after FF fill). A possible DC overflow: decoded as TensorFlow reads.
+    _decode(data if undecided.kind == 'ends_in_ff' else data + _END_GUARD, data)
+    return probe(data, False, max_pixels)
+  return ImageInfo('jpeg', header.height, header.width,
+                   _CHANNELS_BY_COMPONENTS[header.components])
+
+
+def _decode(stream: bytes, data: bytes) -> None:
+  """Decodes `stream` (the data, or the data and `_END_GUARD`) with libjpeg-turbo at
+  1/8 scale: every entropy-coded bit and marker is still read."""
   try:
     im = _open(stream)
   except Exception as e:  # Pillow raises SyntaxError, OSError, struct.error and others.
     raise RowError('corrupt', f'the JPEG header cannot be read ({_message(e)})') from None
   im.decodermaxblock = len(stream)  # one buffer: libjpeg never waits for more input
   with im:
-    width, height = im.size
-    components = getattr(im, 'layers', 0)
-    if components not in _CHANNELS_BY_COMPONENTS:
-      raise RowError('unsupported_format',
-                     f'a JPEG of {components} components cannot be decoded by TensorFlow')
-    if width <= 0 or height <= 0:
-      raise RowError('corrupt', f'the JPEG header claims size {width}x{height}')
-    if width * height * components >= 2**29:
-      raise refuse_size('jpeg', width, height, 'width x height x components below 2^29')
-    check_pixels(width, height, max_pixels)
-    if decode:
-      try:
-        im.draft(im.mode, (max(1, width // 8), max(1, height // 8)))
-        _load(im)
-      except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError.
-        sos = data.find(b'\xff\xda')
-        ended = sos >= 0 and data.find(_EOI, sos) >= 0
-        raise RowError('corrupt' if ended else 'truncated',
-                       f'the JPEG data cannot be decoded ({_message(e)})'
-                       + ('' if ended else ': it ends before its end-of-image marker')
-                       ) from None
-  return ImageInfo('jpeg', height, width, _CHANNELS_BY_COMPONENTS[components])
+    try:
+      im.draft(im.mode, (max(1, im.size[0] // 8), max(1, im.size[1] // 8)))
+      _load(im)
+    except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError.
+      sos = data.find(b'\xff\xda')
+      ended = sos >= 0 and data.find(_EOI, sos) >= 0
+      raise RowError('corrupt' if ended else 'truncated',
+                     f'the JPEG data cannot be decoded ({_message(e)})'
+                     + ('' if ended else ': it ends before its end-of-image marker')
+                     ) from None
 
 
 def _load(im: JpegImagePlugin.JpegImageFile) -> None:

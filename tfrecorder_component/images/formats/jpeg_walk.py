@@ -1,0 +1,554 @@
+"""TensorFlow's decision on a JPEG from a walk of its markers and segment headers.
+
+`tf.io.decode_image` decodes JPEG with libjpeg-turbo 2.1.4 (TensorFlow 2.16 and 2.21
+embed "libjpeg-turbo version 2.1.4 (build 20221022)"; tests/test_jpeg_library.py fails if
+that changes) reading from TensorFlow's memory source (`jpeg_handle.cc`) in
+`UncompressLow` (`jpeg_mem.cc`). Every rule below is a line of those sources, named
+beside it (libjpeg-turbo files at tag 2.1.4). What decides:
+
+- Every libjpeg ERREXIT is a refusal (`CatchError` longjmps); warnings (corrupt entropy
+  data, premature end of a data segment, extraneous bytes, bogus progression) are not.
+- Every fatal error of libjpeg-turbo 2.1.4 comes from marker, header or set-up parsing
+  (`jdmarker.c`, `jdinput.c`, `jdmaster.c`, `jdcolor.c`, `jdsample.c`, the entropy
+  decoders' `start_pass`, `jpeg_make_d_derived_tbl`) except one: a progressive DC
+  predictor that overflows an int (`jdphuff.c` `decode_mcu_DC_first`).
+- The entropy decoders never read past a marker (`jpeg_fill_bit_buffer` reads only
+  while `unread_marker == 0`; `decode_mcu_fast` backs out at one; `arith_decode` feeds
+  zeros once one was seen), and `next_marker`, `read_restart_marker` and
+  `jpeg_resync_to_restart` move from one marker token (a run of FF and a byte that is
+  neither 00 nor FF) to the next. So which bytes libjpeg reads follows from the marker
+  tokens and the scan geometry (how many restarts each scan has), not from the
+  entropy-coded bits.
+- Reading past the end: TensorFlow's `MemFillInputBuffer` fails (JERR_FILE_READ) when
+  the source's byte count is 0, and returns FALSE (libjpeg suspends) when it is not:
+  libjpeg's readers keep a local copy of the count and write it back only at
+  INPUT_SYNC, so a reader that took a byte since its last sync and then runs out
+  suspends. `MemSkipInputData` past the end fails. A suspension while reading the
+  header fails later (`jpeg_calc_output_dimensions`: JERR_BAD_STATE), one in
+  `jpeg_start_decompress` too (`jpeg_read_scanlines`: JERR_BAD_STATE), one while
+  decoding scanlines returns 0 lines (`UncompressLow`: refused); only one in
+  `jpeg_finish_decompress` (the markers after a single-scan image's data, up to EOI)
+  is accepted, since its return value is ignored.
+
+Two cases the walk cannot decide, left to a real decode (`Undecided`): a single-scan
+image with no marker after its data, whose data ends in FF (whether the decoder's
+look-ahead reaches the end depends on the Huffman data), and a progressive image whose
+DC predictors could overflow (only with more than 65,535 blocks of a component
+between restarts).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Dict, List, Optional, Tuple
+
+# A marker token as `next_marker` (jdmarker.c) and the entropy decoders find it: FF,
+# any FF fill, then a byte that is neither 00 (a stuffed zero) nor FF. Written with a
+# literal FF first so that `re` searches for it at C speed.
+_TOKEN = re.compile(rb'\xff[\xff]*[^\x00\xff]')
+
+_SOF_HUFFMAN = {0xC0: False, 0xC1: False, 0xC2: True}   # progressive?
+_SOF_ARITHMETIC = {0xC9: False, 0xCA: True}
+# jdmarker.c read_markers: lossless, hierarchical and JPG are JERR_SOF_UNSUPPORTED.
+_SOF_UNSUPPORTED = frozenset((0xC3, 0xC5, 0xC6, 0xC7, 0xC8, 0xCB, 0xCD, 0xCE, 0xCF))
+_SOS, _EOI, _SOI, _DHT, _DQT, _DRI, _DAC, _DNL, _COM = (
+    0xDA, 0xD9, 0xD8, 0xC4, 0xDB, 0xDD, 0xCC, 0xDC, 0xFE)
+_APP0, _APP14 = 0xE0, 0xEE
+_JPEG_MAX_DIMENSION = 65500      # jmorecfg.h
+_MAX_COMPONENTS = 10             # jmorecfg.h
+_MAX_COMPS_IN_SCAN = 4           # jpeglib.h
+_D_MAX_BLOCKS_IN_MCU = 10        # jpeglib.h
+_INT_MAX = 2**31 - 1
+
+# jstdhuff.c std_huff_tables: the DC tables jinit_huff_decoder puts in slots 0 and 1
+# when a sequential Huffman image defines none there (the AC ones are valid tables).
+_STD_DC = ((bytes((0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0)), bytes(range(12))),
+           (bytes((0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0)), bytes(range(12))))
+_STD_AC = (b'std', b'')
+
+
+class Refused(Exception):
+  """TensorFlow refuses the bytes: `reason` is the RowError reason, `message` libjpeg's."""
+
+  def __init__(self, reason: str, message: str):
+    super().__init__(message)
+    self.reason = reason
+    self.message = message
+
+
+class Undecided(Exception):
+  """The walk cannot decide: `kind` is 'ends_in_ff' or 'dc_overflow'."""
+
+  def __init__(self, kind: str):
+    super().__init__(kind)
+    self.kind = kind
+
+
+class _Ended(Exception):
+  """libjpeg asked for a byte past the end: `suspended` if TensorFlow's source
+  returned FALSE (libjpeg suspends), else it failed (JERR_FILE_READ)."""
+
+  def __init__(self, suspended: bool):
+    super().__init__()
+    self.suspended = suspended
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+  """The frame header's facts: what `tf.io.decode_image` decodes the image to."""
+  height: int
+  width: int
+  components: int
+  progressive: bool
+  arithmetic: bool
+
+
+def _corrupt(message: str) -> Refused:
+  return Refused('corrupt', message)
+
+
+class _Walk:
+  """libjpeg's decompressor state that decides TensorFlow's outcome."""
+
+  def __init__(self, data: bytes):
+    self.data = data
+    self.end = len(data)
+    self.pos = 2           # past SOI: TensorFlow took the file for JPEG by FF D8 FF
+    self.sync = 2          # where the source's count was last written back (INPUT_SYNC)
+    self.sof: Optional[int] = None
+    self.components: List[Tuple[int, int, int, int]] = []  # (id, h, v, quant table)
+    self.height = self.width = self.precision = 0
+    self.progressive = self.arithmetic = False
+    self.dc: List[Optional[Tuple[bytes, bytes]]] = [None] * 4
+    self.ac: List[Optional[Tuple[bytes, bytes]]] = [None] * 4
+    self.quant = [False] * 4
+    self.latched: List[bool] = []
+    self.restart_interval = 0
+    self.scan: Tuple[int, ...] = ()          # component indexes of the current scan
+    self.scan_tables: Tuple[Tuple[int, int], ...] = ()
+    self.ss = self.se = self.ah = self.al = 0
+    self.max_h = self.max_v = 1
+    self.overflow_possible = False
+    self.handlers = {_DHT: self.get_dht, _DQT: self.get_dqt, _DRI: self.get_dri,
+                     _DAC: self.get_dac}
+
+  # -- the memory source and libjpeg's input macros (jdmarker.c, jpeg_handle.cc) --
+
+  def take(self, count: int) -> bytes:
+    """INPUT_BYTE / INPUT_2BYTES of `count` bytes with no check between them."""
+    if self.pos + count > self.end:
+      raise _Ended(self.sync < self.end)
+    self.pos += count
+    return self.data[self.pos - count:self.pos]
+
+  def length(self) -> int:
+    high, low = self.take(2)
+    return high << 8 | low
+
+  def input_sync(self) -> None:
+    self.sync = self.pos
+
+  def skip(self, count: int) -> None:
+    """`skip_input_data` after an INPUT_SYNC: `MemSkipInputData` fails past the end."""
+    self.input_sync()
+    if count > 0:
+      if count > self.end - self.pos:
+        raise _Ended(False)
+      self.pos += count
+      self.sync = self.pos
+
+  def next_marker(self) -> int:
+    """jdmarker.c next_marker: skips to the next marker token. Non-FF bytes and FF 00
+    pairs are synced as they are discarded, FF fill is not: data that ends in FF
+    suspends, any other end fails."""
+    data, pos = self.data, self.pos
+    if pos + 1 < self.end and data[pos] == 0xFF and 0 < data[pos + 1] < 0xFF:
+      self.pos = self.sync = pos + 2  # the common case: a marker right here
+      return data[pos + 1]
+    found = _TOKEN.search(data, pos)
+    if found is None:
+      suspended = self.end > self.pos and self.data[-1] == 0xFF
+      self.pos = self.end
+      raise _Ended(suspended)
+    self.pos = self.sync = found.end()
+    return self.data[self.pos - 1]
+
+  # -- jdmarker.c read_markers and the segment readers --
+
+  def read_markers(self, marker: int) -> int:
+    """Handles markers from `marker` (0: find the next) until SOS or EOI, which it
+    returns (SOS with its header read)."""
+    while True:
+      if not marker:
+        marker = self.next_marker()
+      if marker == _SOS:
+        self.get_sos()
+        return _SOS
+      if marker == _EOI:
+        return _EOI
+      self.segment(marker)
+      marker = 0
+
+  def segment(self, marker: int) -> None:
+    handler = self.handlers.get(marker)
+    if handler is not None:
+      handler()
+    elif marker in _SOF_HUFFMAN:
+      self.get_sof(marker, _SOF_HUFFMAN[marker], False)
+    elif marker in _SOF_ARITHMETIC:
+      self.get_sof(marker, _SOF_ARITHMETIC[marker], True)
+    elif marker in _SOF_UNSUPPORTED:
+      raise Refused('unsupported_format',
+                    f'unsupported JPEG process: SOF type 0x{marker:02x}')
+    elif marker == _SOI:
+      raise _corrupt('invalid JPEG file structure: two SOI markers')
+    elif marker in (_APP0, _APP14):               # get_interesting_appn
+      length = self.length() - 2
+      self.take(min(14, max(length, 0)))
+      self.skip(length - min(14, max(length, 0)))
+    elif 0xE0 <= marker <= 0xEF or marker in (_COM, _DNL):
+      length = self.length() - 2                  # skip_variable
+      self.skip(length)
+    elif 0xD0 <= marker <= 0xD7 or marker == 0x01:
+      pass                                        # RSTn, TEM: parameterless
+    else:  # DHP, EXP, JPGn, reserved: read_markers' default
+      raise _corrupt(f'unsupported marker type 0x{marker:02x}')
+
+  def get_dri(self) -> None:
+    if self.length() != 4:
+      raise _corrupt('bogus marker length (DRI)')
+    high, low = self.take(2)
+    self.restart_interval = high << 8 | low
+    self.input_sync()
+
+  def get_sof(self, marker: int, progressive: bool, arithmetic: bool) -> None:
+    length = self.length()
+    precision, h1, h0, w1, w0, count = self.take(6)
+    if self.sof is not None:
+      raise _corrupt('invalid JPEG file structure: two SOF markers')
+    if not (h1 or h0) or not (w1 or w0) or not count:
+      raise _corrupt('empty JPEG image (DNL not supported)')
+    if length - 8 != count * 3:
+      raise _corrupt('bogus marker length (SOF)')
+    body = self.take(count * 3)
+    self.components = [(body[i], body[i + 1] >> 4, body[i + 1] & 15, body[i + 2])
+                       for i in range(0, count * 3, 3)]
+    self.sof, self.progressive, self.arithmetic = marker, progressive, arithmetic
+    self.precision, self.height, self.width = precision, h1 << 8 | h0, w1 << 8 | w0
+    self.input_sync()
+
+  def get_sos(self) -> None:
+    if self.sof is None:
+      raise _corrupt('invalid JPEG file structure: SOS before SOF')
+    length = self.length()
+    count, = self.take(1)
+    if length != count * 2 + 6 or count < 1 or count > _MAX_COMPS_IN_SCAN:
+      raise _corrupt('bogus marker length (SOS)')
+    slots: List[Optional[int]] = [None] * _MAX_COMPS_IN_SCAN
+    tables = []
+    ids = [c[0] for c in self.components[:_MAX_COMPS_IN_SCAN]]
+    for i in range(count):
+      wanted, selectors = self.take(2)
+      if i == 0 and wanted in ids:  # the first component always finds a free slot
+        ci = ids.index(wanted)
+        slots[0] = ci
+        tables.append((selectors >> 4, selectors & 15))
+        continue
+      # A component matches if its id is the one wanted and the scan slot of its
+      # own index is free (jdmarker.c get_sos compares cur_comp_info[ci]).
+      for ci in range(min(len(self.components), _MAX_COMPS_IN_SCAN)):
+        if self.components[ci][0] == wanted and slots[ci] is None:
+          break
+      else:
+        raise _corrupt(f'invalid component ID {wanted} in SOS')
+      if ci in slots[:i]:
+        raise _corrupt(f'invalid component ID {wanted} in SOS')
+      slots[i] = ci
+      tables.append((selectors >> 4, selectors & 15))
+    self.ss, self.se, approximation = self.take(3)
+    self.ah, self.al = approximation >> 4, approximation & 15
+    self.scan = tuple(slots[:count])
+    self.scan_tables = tuple(tables)
+    self.input_sync()
+
+  def get_dht(self) -> None:
+    length = self.length() - 2
+    while length > 16:
+      index, = self.take(1)
+      bits = self.take(16)
+      count = sum(bits)
+      length -= 17
+      if count > 256 or count > length:
+        raise _corrupt('bogus Huffman table definition')
+      values = self.take(count)
+      length -= count
+      if index & 0x10:
+        index -= 0x10
+        if not 0 <= index < 4:
+          raise _corrupt(f'bogus DHT index {index}')
+        self.ac[index] = (bits, values)
+      else:
+        if not 0 <= index < 4:
+          raise _corrupt(f'bogus DHT index {index}')
+        self.dc[index] = (bits, values)
+    if length != 0:
+      raise _corrupt('bogus marker length (DHT)')
+    self.input_sync()
+
+  def get_dqt(self) -> None:
+    length = self.length() - 2
+    while length > 0:
+      n, = self.take(1)
+      if n & 15 >= 4:
+        raise _corrupt(f'bogus DQT index {n & 15}')
+      self.quant[n & 15] = True
+      self.take(128 if n >> 4 else 64)
+      length -= 129 if n >> 4 else 65
+    if length != 0:
+      raise _corrupt('bogus marker length (DQT)')
+    self.input_sync()
+
+  def get_dac(self) -> None:
+    length = self.length() - 2
+    while length > 0:
+      index, value = self.take(2)
+      length -= 2
+      if index >= 32:
+        raise _corrupt(f'bogus DAC index {index}')
+      if index < 16 and value & 15 > value >> 4:
+        raise _corrupt(f'bogus DAC value 0x{value:x}')
+    if length != 0:
+      raise _corrupt('bogus marker length (DAC)')
+    self.input_sync()
+
+  # -- set-up: jdinput.c, jdmaster.c, jdsample.c, the entropy decoders' start_pass --
+
+  def initial_setup(self) -> None:
+    """jdinput.c initial_setup, at the first SOS."""
+    if self.height > _JPEG_MAX_DIMENSION or self.width > _JPEG_MAX_DIMENSION:
+      raise Refused('too_large', f'a {self.width}x{self.height} JPEG is larger than '
+                    f'TensorFlow decodes (at most {_JPEG_MAX_DIMENSION} pixels a side)')
+    if self.precision != 8:
+      raise Refused('unsupported_format',
+                    f'unsupported JPEG data precision {self.precision}')
+    if len(self.components) > _MAX_COMPONENTS:
+      raise Refused('unsupported_format',
+                    f'a JPEG of {len(self.components)} components cannot be decoded '
+                    f'by TensorFlow')
+    for _, h, v, _ in self.components:
+      if not (1 <= h <= 4 and 1 <= v <= 4):
+        raise _corrupt('bogus sampling factors')
+    self.max_h = max(h for _, h, _, _ in self.components)
+    self.max_v = max(v for _, _, v, _ in self.components)
+    self.latched = [False] * len(self.components)
+
+  def start_decompress(self) -> None:
+    """jdmaster.c master_selection: the upsampler's factors (jdsample.c
+    jinit_upsampler: integral ratios only, at TensorFlow's full scale) and the
+    standard Huffman tables of sequential Huffman images (jdhuff.c
+    jinit_huff_decoder)."""
+    for _, h, v, _ in self.components:
+      if self.max_h % h or self.max_v % v:
+        raise Refused('unsupported_format', 'the JPEG\'s sampling factors need '
+                      'fractional upsampling, which libjpeg does not implement')
+    if not self.arithmetic and not self.progressive:
+      for slot in (0, 1):
+        self.dc[slot] = self.dc[slot] or _STD_DC[slot]
+        self.ac[slot] = self.ac[slot] or _STD_AC
+
+  def start_scan(self) -> int:
+    """jdinput.c start_input_pass (per_scan_setup, latch_quant_tables) and the
+    entropy decoder's start_pass, for the scan just read; returns its MCU count."""
+    if len(self.scan) == 1:
+      _, h, v, _ = self.components[self.scan[0]]
+      # width_in_blocks x height_in_blocks (jdinput.c initial_setup)
+      mcus = (-(-self.width * h // (self.max_h * 8))
+              * -(-self.height * v // (self.max_v * 8)))
+    else:
+      blocks = sum(self.components[ci][1] * self.components[ci][2] for ci in self.scan)
+      if blocks > _D_MAX_BLOCKS_IN_MCU:
+        raise _corrupt('sampling factors too large for interleaved scan')
+      mcus = -(-self.width // (self.max_h * 8)) * -(-self.height // (self.max_v * 8))
+    for ci in self.scan:
+      if not self.latched[ci]:
+        table = self.components[ci][3]
+        if table >= 4 or not self.quant[table]:
+          raise _corrupt(f'quantization table 0x{table:02x} was not defined')
+        self.latched[ci] = True
+    if self.progressive:
+      dc_band = self.ss == 0
+      bad = self.se != 0 if dc_band else (self.ss > self.se or self.se >= 64
+                                          or len(self.scan) != 1)
+      if (self.ah != 0 and self.al != self.ah - 1) or self.al > 13 or bad:
+        raise _corrupt(f'invalid progressive parameters Ss={self.ss} Se={self.se} '
+                       f'Ah={self.ah} Al={self.al}')
+    if self.arithmetic:
+      # jdarith.c start_pass: table numbers are 4 bits and NUM_ARITH_TBLS is 16, so
+      # JERR_NO_ARITH_TABLE cannot happen; the conditioning values always exist.
+      return mcus
+    for ci, (dc, ac) in zip(self.scan, self.scan_tables):
+      if not self.progressive:  # jdhuff.c start_pass_huff_decoder
+        _huffman_table(self.dc, dc, True)
+        _huffman_table(self.ac, ac, False)
+      elif self.ss == 0:  # jdphuff.c start_pass_phuff_decoder
+        if self.ah == 0:
+          largest = _huffman_table(self.dc, dc, True)
+          self._bound_dc(ci, largest, mcus)
+      else:
+        _huffman_table(self.ac, ac, False)
+    return mcus
+
+  def _bound_dc(self, ci: int, largest: int, mcus: int) -> None:
+    """jdphuff.c decode_mcu_DC_first: JERR_BAD_DCT_COEF when a component's DC
+    predictor leaves the int range. Each difference is at most 2^largest - 1 (DC
+    symbols are 0-15) and the predictor restarts at 0 at each restart marker, so it
+    cannot overflow unless a component has more blocks than that between restarts."""
+    per_mcu = 1 if len(self.scan) == 1 else (self.components[ci][1]
+                                             * self.components[ci][2])
+    run = min(mcus, self.restart_interval) if self.restart_interval else mcus
+    if run * per_mcu * ((1 << largest) - 1) > _INT_MAX:
+      self.overflow_possible = True
+
+  # -- a scan's data: which marker it ends at --
+
+  def restarts(self, mcus: int) -> int:
+    """Moves through a scan's entropy-coded data as libjpeg does, to each restart
+    marker its MCU count calls for (jdhuff.c decode_mcu and process_restart before
+    MCUs RI, 2 RI, ...; jdmarker.c read_restart_marker, jpeg_resync_to_restart).
+    Returns the marker left unread at the end, or 0: then the data's end is the next
+    marker token (where the decoder stops, or `next_marker` finds it)."""
+    unread = 0
+    if self.restart_interval and mcus > self.restart_interval:
+      wanted = 0
+      restarts = (mcus - 1) // self.restart_interval
+      tokens = _TOKEN.finditer(self.data, self.pos)
+      for done in range(restarts):  # the common case: each next token the RST wanted
+        token = next(tokens, None)
+        if token is None or token.end() - token.start() != 2 or (
+            self.data[token.end() - 1] != 0xD0 + wanted):
+          break
+        wanted = (wanted + 1) & 7
+        self.pos = self.sync = token.end()
+      else:
+        done = restarts
+      for _ in range(done, restarts):
+        if not unread:
+          unread = self.next_marker()
+        if unread == 0xD0 + wanted:
+          unread = 0
+        else:
+          unread = self.resync(unread, wanted)
+          if unread and not 0xD0 <= unread <= 0xD7:
+            break  # stays unread through every later restart (action 3)
+        wanted = (wanted + 1) & 7
+    return unread
+
+  def resync(self, marker: int, desired: int) -> int:
+    """jdmarker.c jpeg_resync_to_restart; returns the marker left unread, or 0."""
+    while True:
+      if marker < 0xC0:
+        action = 2
+      elif not 0xD0 <= marker <= 0xD7:
+        action = 3
+      elif marker - 0xD0 in ((desired + 1) & 7, (desired + 2) & 7):
+        action = 3
+      elif marker - 0xD0 in ((desired - 1) & 7, (desired - 2) & 7):
+        action = 2
+      else:
+        action = 1
+      if action == 1:
+        return 0
+      if action == 3:
+        return marker
+      marker = self.next_marker()
+
+
+def _huffman_table(slots, index: int, dc: bool) -> int:
+  """jdhuff.c jpeg_make_d_derived_tbl: the table must be defined and its code lengths
+  a valid code; DC symbols must be 0-15. Returns the largest symbol."""
+  table = slots[index] if index < 4 else None
+  if table is None:
+    raise _corrupt(f'Huffman table 0x{index:02x} was not defined')
+  if table is _STD_AC:
+    return 0
+  verdict = _TABLES.get((dc, table))
+  if verdict is None:
+    verdict = _TABLES[dc, table] = _table_verdict(dc, *table)
+  if verdict < 0:
+    raise _corrupt('bogus Huffman table definition')
+  return verdict
+
+
+_TABLES: Dict[Tuple[bool, Tuple[bytes, bytes]], int] = {}
+
+
+def _table_verdict(dc: bool, bits: bytes, values: bytes) -> int:
+  """-1 for a table jpeg_make_d_derived_tbl refuses, else its largest symbol."""
+  code = 0
+  for length, count in enumerate(bits, 1):
+    code += count
+    # Codes of each length must fit in that many bits (Figure C.2: "no code is
+    # allowed to be all ones" is checked as code >= 1 << length after the group).
+    if count and code >= 1 << length:
+      return -1
+    code <<= 1
+  if dc and any(v > 15 for v in values):
+    return -1
+  return max(values, default=0)
+
+
+def walk(data: bytes, max_pixels: int, check_pixels) -> Header:
+  """TensorFlow's outcome for JPEG bytes: the Header when `tf.io.decode_image` decodes
+  them, Refused when it does not, Undecided when only a decode can tell."""
+  w = _Walk(data)
+  phase = 'header'
+  try:
+    if w.read_markers(0) == _EOI:  # jdinput.c consume_markers, jdapimin.c read_header
+      raise _corrupt('invalid JPEG file structure: missing SOS marker' if w.sof
+                     else 'JPEG datastream contains no image')
+    w.initial_setup()
+    header = Header(w.height, w.width, len(w.components), w.progressive, w.arithmetic)
+    # jpeg_mem.cc UncompressLow: channels min(components, 3), so 2 components fail;
+    # 5 to 10 fail in jdcolor.c (no conversion of an unknown colour space to RGB).
+    if header.components not in (1, 3, 4):
+      raise Refused('unsupported_format', f'a JPEG of {header.components} components '
+                    f'cannot be decoded by TensorFlow')
+    if header.width * header.height * header.components >= 2**29:
+      raise Refused('too_large', f'a {header.width}x{header.height} JPEG is larger than '
+                    f'TensorFlow decodes (width x height x components below 2^29)')
+    check_pixels(header.width, header.height, max_pixels)
+    w.start_decompress()
+    if len(w.scan) < len(w.components) or w.progressive:  # jdinput.c: several scans
+      # jpeg_start_decompress reads every scan up to EOI; a suspension fails later.
+      phase = 'scans'
+      while True:
+        marker = w.restarts(w.start_scan()) or w.next_marker()
+        if w.read_markers(marker) == _EOI:
+          break
+      if w.overflow_possible:
+        raise Undecided('dc_overflow')
+      return header
+    # One scan, decoded by jpeg_read_scanlines: a suspension returns 0 lines.
+    phase = 'scan'
+    marker = w.restarts(w.start_scan())
+    phase = 'tail'
+    marker = marker or w.next_marker()
+    # jpeg_finish_decompress reads the markers up to EOI; its suspension is accepted
+    # (TensorFlow ignores its return value); a second scan is JERR_EOI_EXPECTED.
+    phase = 'finish'
+    if w.read_markers(marker) == _SOS:
+      raise _corrupt("didn't expect more than one scan")
+    return header
+  except _Ended as ended:
+    if phase == 'finish' and ended.suspended:
+      return header
+    if phase == 'tail' and ended.suspended:
+      # No marker after the data, which ends in FF: if the decoder's look-ahead stops
+      # short of the end, `next_marker` suspends in the FF fill (accepted); if it
+      # reaches the end, decoding fails.
+      raise Undecided('ends_in_ff') from None
+    sos = data.find(b'\xff\xda')
+    ended_at_eoi = sos >= 0 and data.find(b'\xff\xd9', sos) >= 0
+    raise Refused('corrupt' if ended_at_eoi else 'truncated',
+                  'libjpeg reads past its end' if ended_at_eoi
+                  else 'it ends before its end-of-image marker') from None
