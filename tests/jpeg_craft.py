@@ -233,6 +233,10 @@ def cases() -> List[Tuple[str, bytes]]:
       + EOI)
   add('one scan, then a second SOS', B[:-2] + sos([(1, 0, 0)]) + zeros(4) + EOI)
   add('one scan, then a second SOS cut', B[:-2] + sos([(1, 0, 0)])[:5])
+  add('one scan, then a second SOS of an unknown component, cut',
+      B[:-2] + sos([(7, 0, 0)])[:7])
+  add('one scan, then a second SOS of 2 components, cut after the first',
+      B[:-2] + sos([(1, 0, 0), (2, 0, 0)])[:7])
   # Each segment kind after the data, whole or cut at each point: after a single scan
   # a suspension in jpeg_finish_decompress is accepted, after progressive scans not.
   segments = {
@@ -240,6 +244,7 @@ def cases() -> List[Tuple[str, bytes]]:
       'APP0': segment(0xE0, b'JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00'),
       'APP14': segment(0xEE, b'Adobe\x00\x64\x00\x00\x00\x00\x01'),
       'APP1': segment(0xE1, b'Exif\x00\x00' + bytes(20)), 'COM': segment(0xFE, b'a comment'),
+      'APP15': segment(0xEF, b'fifteen'), 'APP2': segment(0xE2, b'ICC_PROFILE\x00'),
       'SOF': sof(16, 16, GREY), 'SOS': sos([(1, 0, 0)]), 'DNL': segment(0xDC, b'\x00\x10')}
   for name, seg in segments.items():
     for k in (2, 3, 4, 5, len(seg) - 1, len(seg)):

@@ -117,6 +117,7 @@ class _Walk:
     self.sync = 2          # where the source's count was last written back (INPUT_SYNC)
     self.sof: Optional[int] = None
     self.components: List[Tuple[int, int, int, int]] = []  # (id, h, v, quant table)
+    self.ids: List[int] = []  # of the first 4 components: only they can be in a scan
     self.height = self.width = self.precision = 0
     self.progressive = self.arithmetic = False
     self.dc: List[Optional[Tuple[bytes, bytes]]] = [None] * 4
@@ -130,7 +131,12 @@ class _Walk:
     self.max_h = self.max_v = 1
     self.overflow_possible = False
     self.handlers = {_DHT: self.get_dht, _DQT: self.get_dqt, _DRI: self.get_dri,
-                     _DAC: self.get_dac}
+                     _DAC: self.get_dac, _APP0: self.get_interesting_appn,
+                     _APP14: self.get_interesting_appn, _COM: self.skip_variable,
+                     _DNL: self.skip_variable}
+    for app in range(0xE1, 0xF0):
+      if app != _APP14:
+        self.handlers[app] = self.skip_variable
 
   # -- the memory source and libjpeg's input macros (jdmarker.c, jpeg_handle.cc) --
 
@@ -178,22 +184,24 @@ class _Walk:
   def read_markers(self, marker: int) -> int:
     """Handles markers from `marker` (0: find the next) until SOS or EOI, which it
     returns (SOS with its header read)."""
+    handlers, next_marker = self.handlers, self.next_marker
     while True:
       if not marker:
-        marker = self.next_marker()
+        marker = next_marker()
       if marker == _SOS:
         self.get_sos()
         return _SOS
       if marker == _EOI:
         return _EOI
-      self.segment(marker)
+      handler = handlers.get(marker)
+      if handler is None:
+        self.other_segment(marker)
+      else:
+        handler()
       marker = 0
 
-  def segment(self, marker: int) -> None:
-    handler = self.handlers.get(marker)
-    if handler is not None:
-      handler()
-    elif marker in _SOF_HUFFMAN:
+  def other_segment(self, marker: int) -> None:
+    if marker in _SOF_HUFFMAN:
       self.get_sof(marker, _SOF_HUFFMAN[marker], False)
     elif marker in _SOF_ARITHMETIC:
       self.get_sof(marker, _SOF_ARITHMETIC[marker], True)
@@ -202,17 +210,20 @@ class _Walk:
                     f'unsupported JPEG process: SOF type 0x{marker:02x}')
     elif marker == _SOI:
       raise _corrupt('invalid JPEG file structure: two SOI markers')
-    elif marker in (_APP0, _APP14):               # get_interesting_appn
-      length = self.length() - 2
-      self.take(min(14, max(length, 0)))
-      self.skip(length - min(14, max(length, 0)))
-    elif 0xE0 <= marker <= 0xEF or marker in (_COM, _DNL):
-      length = self.length() - 2                  # skip_variable
-      self.skip(length)
     elif 0xD0 <= marker <= 0xD7 or marker == 0x01:
       pass                                        # RSTn, TEM: parameterless
     else:  # DHP, EXP, JPGn, reserved: read_markers' default
       raise _corrupt(f'unsupported marker type 0x{marker:02x}')
+
+  def get_interesting_appn(self) -> None:
+    """APP0 and APP14: up to 14 bytes read, the rest skipped."""
+    length = self.length() - 2
+    self.take(min(14, max(length, 0)))
+    self.skip(length - min(14, max(length, 0)))
+
+  def skip_variable(self) -> None:
+    """Every other APPn, COM and DNL."""
+    self.skip(self.length() - 2)
 
   def get_dri(self) -> None:
     if self.length() != 4:
@@ -233,6 +244,7 @@ class _Walk:
     body = self.take(count * 3)
     self.components = [(body[i], body[i + 1] >> 4, body[i + 1] & 15, body[i + 2])
                        for i in range(0, count * 3, 3)]
+    self.ids = [c[0] for c in self.components[:_MAX_COMPS_IN_SCAN]]
     self.sof, self.progressive, self.arithmetic = marker, progressive, arithmetic
     self.precision, self.height, self.width = precision, h1 << 8 | h0, w1 << 8 | w0
     self.input_sync()
@@ -240,24 +252,27 @@ class _Walk:
   def get_sos(self) -> None:
     if self.sof is None:
       raise _corrupt('invalid JPEG file structure: SOS before SOF')
-    length = self.length()
-    count, = self.take(1)
+    data, end, pos = self.data, self.end, self.pos
+    if pos + 3 > end:
+      return self.take(3)
+    length, count = data[pos] << 8 | data[pos + 1], data[pos + 2]
+    pos += 3
     if length != count * 2 + 6 or count < 1 or count > _MAX_COMPS_IN_SCAN:
       raise _corrupt('bogus marker length (SOS)')
+    # A component matches if its id is the one wanted and the scan slot of its own
+    # index is free (jdmarker.c get_sos tests cur_comp_info[ci], indexed by the
+    # component); a component named twice is JERR_BAD_COMPONENT_ID too.
+    ids = self.ids
     slots: List[Optional[int]] = [None] * _MAX_COMPS_IN_SCAN
     tables = []
-    ids = [c[0] for c in self.components[:_MAX_COMPS_IN_SCAN]]
     for i in range(count):
-      wanted, selectors = self.take(2)
-      if i == 0 and wanted in ids:  # the first component always finds a free slot
-        ci = ids.index(wanted)
-        slots[0] = ci
-        tables.append((selectors >> 4, selectors & 15))
-        continue
-      # A component matches if its id is the one wanted and the scan slot of its
-      # own index is free (jdmarker.c get_sos compares cur_comp_info[ci]).
-      for ci in range(min(len(self.components), _MAX_COMPS_IN_SCAN)):
-        if self.components[ci][0] == wanted and slots[ci] is None:
+      if pos + 2 > end:  # each component's checks come before the next bytes' reading
+        self.pos = pos
+        self.take(2)
+      wanted, selectors = data[pos], data[pos + 1]
+      pos += 2
+      for ci, component_id in enumerate(ids):
+        if component_id == wanted and slots[ci] is None:
           break
       else:
         raise _corrupt(f'invalid component ID {wanted} in SOS')
@@ -265,22 +280,37 @@ class _Walk:
         raise _corrupt(f'invalid component ID {wanted} in SOS')
       slots[i] = ci
       tables.append((selectors >> 4, selectors & 15))
-    self.ss, self.se, approximation = self.take(3)
+    if pos + 3 > end:
+      self.pos = pos
+      self.take(3)
+    self.ss, self.se, approximation = data[pos], data[pos + 1], data[pos + 2]
     self.ah, self.al = approximation >> 4, approximation & 15
     self.scan = tuple(slots[:count])
-    self.scan_tables = tuple(tables)
-    self.input_sync()
+    self.scan_tables = tables
+    self.pos = self.sync = pos + 3
+    return None
 
   def get_dht(self) -> None:
-    length = self.length() - 2
+    data, end, pos = self.data, self.end, self.pos
+    if pos + 2 > end:
+      return self.take(2)
+    length = (data[pos] << 8 | data[pos + 1]) - 2
+    pos += 2
     while length > 16:
-      index, = self.take(1)
-      bits = self.take(16)
+      if pos + 17 > end:
+        self.pos = pos
+        return self.take(17)
+      index, bits = data[pos], data[pos + 1:pos + 17]
       count = sum(bits)
+      pos += 17
       length -= 17
       if count > 256 or count > length:
         raise _corrupt('bogus Huffman table definition')
-      values = self.take(count)
+      if pos + count > end:
+        self.pos = pos
+        return self.take(count)
+      values = data[pos:pos + count]
+      pos += count
       length -= count
       if index & 0x10:
         index -= 0x10
@@ -293,7 +323,8 @@ class _Walk:
         self.dc[index] = (bits, values)
     if length != 0:
       raise _corrupt('bogus marker length (DHT)')
-    self.input_sync()
+    self.pos = self.sync = pos
+    return None
 
   def get_dqt(self) -> None:
     length = self.length() - 2
@@ -386,16 +417,16 @@ class _Walk:
       # jdarith.c start_pass: table numbers are 4 bits and NUM_ARITH_TBLS is 16, so
       # JERR_NO_ARITH_TABLE cannot happen; the conditioning values always exist.
       return mcus
+    dc_slots, ac_slots = self.dc, self.ac
     for ci, (dc, ac) in zip(self.scan, self.scan_tables):
       if not self.progressive:  # jdhuff.c start_pass_huff_decoder
-        _huffman_table(self.dc, dc, True)
-        _huffman_table(self.ac, ac, False)
+        _huffman_table(dc_slots, dc, True)
+        _huffman_table(ac_slots, ac, False)
       elif self.ss == 0:  # jdphuff.c start_pass_phuff_decoder
         if self.ah == 0:
-          largest = _huffman_table(self.dc, dc, True)
-          self._bound_dc(ci, largest, mcus)
+          self._bound_dc(ci, _huffman_table(dc_slots, dc, True), mcus)
       else:
-        _huffman_table(self.ac, ac, False)
+        _huffman_table(ac_slots, ac, False)
     return mcus
 
   def _bound_dc(self, ci: int, largest: int, mcus: int) -> None:
