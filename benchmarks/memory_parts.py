@@ -2,7 +2,8 @@
 
     .venv/bin/python -m benchmarks.memory_parts [--sizes 5000,50000]
 
-Uses the synthetic images and manifests of `benchmarks.run` (run it once first). Parts,
+Uses the synthetic images and manifests of `benchmarks.run --image-set synthetic` (run
+it once first; --data names another folder of images and manifests). Parts,
 each in its own process, DirectRunner in-memory: `rows` (ReadManifestRows only),
 `convert` (+ label vocabulary, conversion and writing), `dups` (+ duplicate index),
 `full` (ConvertManifests). Then the full pipeline multi-process with 2 workers, peak

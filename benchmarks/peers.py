@@ -2,13 +2,18 @@
 
     .venv/bin/python -m benchmarks.peers [--sizes 2000,20000,200000] [--repeats 3]
         [--methods cli,tfds,...] [--methods-at-largest cli,tfds,floor] [--largest-from 100000]
+        [--image-set photo|synthetic]
     .venv/bin/python -m benchmarks.run --parts peers     (the same, from the benchmark)
 
-Every method reads the same AutoML CSV of the first N synthetic 256x256 JPEGs
-(benchmarks/data.py: `ML_USE,IMAGE_URI,LABEL`, no header, ML_USE empty, URIs relative to
-the manifest's folder) and writes a fresh output folder, in a fresh process timed from
-launch to exit (interpreter and imports included), with the peak resident memory of the
-largest single process and of the whole process tree (procs.run, sampled every 50 ms).
+Every method reads the same AutoML CSV of the first N images of the image set: by default
+photo-like JPEGs (benchmarks/photos.py: crops of real photographs at ImageNet-like sizes,
+about 366 px and 53 KB, some progressive and some 4:4:4; cached under
+benchmarks/out/photos), or with `--image-set synthetic` the 256x256 synthetic JPEGs of
+benchmarks/data.py (benchmarks/out/data); `ML_USE,IMAGE_URI,LABEL`, no header, ML_USE
+empty, URIs relative to the manifest's folder. Each method writes a fresh output folder,
+in a fresh process timed from launch to exit (interpreter and imports included), with
+the peak resident memory of the largest single process and of the whole process tree
+(procs.run, sampled every 50 ms).
 Then the output is read back and its records counted (TFRecord frames, both checksums
 checked; tar members for WebDataset): a count other than N fails the run.
 
@@ -21,8 +26,9 @@ a TFDS GeneratorBasedBuilder with default settings (benchmarks/peers/tfds_images
 Ray Data read_csv -> map_batches -> write_tfrecords (benchmarks/peers/ray_images.py),
 and a WebDataset ShardWriter in 2 processes writing tar shards, no Example
 (benchmarks/peers/webdataset_floor.py). In the product's environment: the naive GZIP
-tf.io.TFRecordWriter loop (benchmarks/baseline.py) and the work-only floor (read, decode
-check, SHA-256, Example, TFRecord frame in 2 plain processes: benchmarks/peers/floor.py).
+tf.io.TFRecordWriter loop (benchmarks/baseline.py) and the work-only floor (read, the
+product's own decode check `probe_image(data, decode=True)`, SHA-256, Example, TFRecord
+frame in 2 plain processes: benchmarks/peers/floor.py).
 
 Repeats are interleaved (for each repeat, each N, each method), so the host's noise
 falls on all alike; the page cache holds the images before the first timed run. Sizes
@@ -30,9 +36,10 @@ of --largest-from images or more run only --methods-at-largest (200,000 images o
 method, 3 times, would take hours). Ratios to our CLI and to TFDS are taken within each
 repeat. Writes benchmarks/results/peers.json (every run), peers.md (a table per N) and
 peers.png. The default sizes take about half an hour on 2 cores (2,000 and 20,000 images
-every method: 3.5 minutes a repeat), more the first time, when the 200,000 images are
-made (about 7 GB under benchmarks/out/data); benchmarks.run leaves this part out unless
---parts names it.
+every method: 3.5 minutes a repeat with the synthetic images), more the first time,
+when the 200,000 images are made (photo-like: about 10 GB under benchmarks/out/photos,
+some 20 ms an image on one core; synthetic: about 7 GB under benchmarks/out/data);
+benchmarks.run leaves this part out unless --parts names it.
 """
 from __future__ import annotations
 
@@ -76,7 +83,7 @@ METHODS = {
     'ray': ('Ray Data: read_csv -> map_batches -> write_tfrecords, 2 CPUs', 'peers', '*.tar'),
     'naive_gzip': ('naive tf.io.TFRecordWriter loop, GZIP (1 process)', 'product',
                    'data.tfrecord.gz'),
-    'floor': ('floor: read, decode check, SHA-256, Example, frame; 2 processes', 'product',
+    'floor': ('floor: read, our decode check, SHA-256, Example, frame; 2 processes', 'product',
               'part-*.tfrecord'),
     'webdataset': ('floor: WebDataset ShardWriter, bytes only, no Example; 2 processes',
                    'peers', '*.tar'),
@@ -181,11 +188,12 @@ def warm_cache(root: str, n: int) -> float:
   return total / 2**20
 
 
-def check_disk(root: str, scratch: str, n: int) -> None:
-  """Fails before generating when the data and the largest outputs would not fit."""
+def check_disk(root: str, scratch: str, n: int, kb: float = 36) -> None:
+  """Fails before generating when the data and the largest outputs would not fit (`kb`:
+  the image set's mean KB an image)."""
   from benchmarks import data  # pylint: disable=g-import-not-at-top
   missing = sum(1 for i in range(0, n, 1000) if not os.path.exists(data.image_path(root, i)))
-  need = (missing * 1000 + 2 * n) * 36 * 2**10  # new images, one output and its temporaries
+  need = (missing * 1000 + 2 * n) * kb * 2**10  # new images, one output and its temporaries
   os.makedirs(scratch, exist_ok=True)
   free = shutil.disk_usage(scratch).free
   if need > free * 0.9:
@@ -207,7 +215,8 @@ def plan(sizes: List[int], methods: List[str], largest: List[str],
 
 
 def measure_all(args: argparse.Namespace) -> Dict[str, object]:
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
+  data = data_lib.image_set(args.image_set)
   sizes = sorted(int(s) for s in args.sizes.split(','))
   todo = plan(sizes, args.methods.split(','), args.methods_at_largest.split(','),
               args.largest_from)
@@ -217,7 +226,7 @@ def measure_all(args: argparse.Namespace) -> Dict[str, object]:
     t = time.perf_counter()
     peers = peers_python()
     setup_s = time.perf_counter() - t
-  check_disk(args.data, args.scratch, max(sizes))
+  check_disk(args.data, args.scratch, max(sizes), data.MEAN_KB)
   t = time.perf_counter()
   data.generate(args.data, max(sizes))
   manifests = {n: data.write_manifest(args.data, n) for n in sizes}
@@ -239,7 +248,8 @@ def measure_all(args: argparse.Namespace) -> Dict[str, object]:
   machine = (f'{platform.machine()}, {psutil.cpu_count()} cores, '
              f'{psutil.virtual_memory().total / 2**30:.0f} GiB, Python '
              f'{platform.python_version()}')
-  return {'machine': machine, 'versions': versions(), 'peers_env_s': setup_s, 'runs': runs}
+  return {'machine': machine, 'versions': versions(), 'images': data.DESCRIPTION,
+          'peers_env_s': setup_s, 'runs': runs}
 
 
 # ---------------------------------------------------------------- reporting
@@ -254,9 +264,10 @@ def markdown(saved: Dict[str, object]) -> str:
   runs = saved['runs']
   sizes = sorted({r['n'] for r in runs})
   reps = len({r['rep'] for r in runs})
-  lines = [f'Measured on: {saved["machine"]}; {saved["versions"]}. {reps} repeat'
-           f'{"s" * (reps > 1)}, interleaved; each figure is the median, with the range '
-           'over repeats in brackets. Wall time is a fresh process from launch to exit '
+  images = saved.get('images', 'synthetic 256x256 JPEGs (benchmarks/data.py)')
+  lines = [f'Measured on: {saved["machine"]}; {saved["versions"]}. Images: {images}. '
+           f'{reps} repeat{"s" * (reps > 1)}, interleaved; each figure is the median, with '
+           'the range over repeats in brackets. Wall time is a fresh process from launch to exit '
            '(interpreter and imports included), images in the page cache. Ratios are '
            'wall time over our CLI\'s (or TFDS\'s) in the same repeat: above 1 is slower. '
            'Peak memory: resident set of the largest single process, then of the whole '
@@ -309,8 +320,9 @@ def plot(saved: Dict[str, object], path: str) -> None:
     ax.set_title(f'N = {n:,} images')
     ax.set_xlabel('wall seconds, launch to exit (median, range)')
     ax.grid(True, axis='x', alpha=0.3)
-  fig.suptitle(f'{saved["machine"]}; blue: ours, orange: peers, gray: naive loop and '
-               'floors', fontsize=9)
+  images = saved.get('images', 'synthetic 256x256 JPEGs').split(' (')[0]
+  fig.suptitle(f'{saved["machine"]}; {images}\nblue: ours, orange: peers, gray: naive '
+               'loop and floors', fontsize=9)
   fig.tight_layout()
   fig.savefig(path, dpi=90)
   plt.close(fig)
@@ -331,12 +343,14 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument('--methods-at-largest', default=','.join(LARGEST),
                       help='the only methods run at sizes of --largest-from images or more')
   parser.add_argument('--largest-from', type=int, default=100_000)
-  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  data.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'scratch'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   parser.add_argument('--report-only', action='store_true',
                       help='rewrite peers.md and peers.png from peers.json')
   args = parser.parse_args(argv)
+  data.resolve(args)
   unknown = (set(args.methods.split(',')) | set(args.methods_at_largest.split(','))) - set(METHODS)
   if unknown:
     parser.error(f'unknown method: {", ".join(sorted(unknown))}')

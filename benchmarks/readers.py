@@ -2,9 +2,11 @@
 loader reads them, side by side.
 
     .venv/bin/python -m benchmarks.readers [--images 20000] [--repeats 3] [--limit 5000]
+        [--image-set photo|synthetic]
 
-Writing: the first N synthetic 256x256 JPEGs (benchmarks/data.py, hash-split 8:1:1, 10
-labels) converted by `tfrecorder-component convert MANIFEST OUT`, a fresh process timed
+Writing: the first N JPEGs of the image set (photo-like by default, benchmarks/photos.py;
+`--image-set synthetic`: the 256x256 ones of benchmarks/data.py), hash-split 8:1:1, 10
+labels, converted by `tfrecorder-component convert MANIFEST OUT`, a fresh process timed
 from launch to exit, with no extra layout (TFX's GZIP shards alone), with each layout
 (`--layout tfrecord`, `tfds`, `array_record`, `parquet`) and with all four; repeats
 interleaved (the disk synced before each), medians with their range: wall time, and
@@ -162,7 +164,8 @@ def report(saved: Dict[str, Any], path: str) -> str:
                                  f'<!-- --8<-- [end:{name}] -->']
   text = '\n'.join([
       '# Readers: extra output layouts, written and read', '',
-      f'{saved["machine"]}; {saved["images"]:,} synthetic 256x256 JPEGs; medians (range). '
+      f'{saved["machine"]}; {saved["images"]:,} '
+      f'{saved.get("image_set", "synthetic 256x256 JPEGs (about 34 KB)")}; medians (range). '
       'Command: `.venv/bin/python -m benchmarks.readers`.', '',
       f'## Writing: `tfrecorder-component convert` with each layout, {saved["repeats"]} '
       'repeats interleaved', '',
@@ -183,7 +186,7 @@ def main(argv=None) -> int:
   parser.add_argument('--limit', type=int, default=5_000)
   parser.add_argument('--readers', default=','.join(READERS),
                       help='loaders to time (none: only the writing part)')
-  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  data_lib.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'scratch'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   parser.add_argument('--report-only', action='store_true')
@@ -191,14 +194,16 @@ def main(argv=None) -> int:
   saved_path = os.path.join(HERE, 'out', 'readers.json')
   if not args.report_only:
     readers = [r for r in args.readers.split(',') if r and r != 'none']
-    data_lib.generate(args.data, args.images)
-    manifest = data_lib.write_manifest(args.data, args.images)
+    data = data_lib.resolve(args)
+    data.generate(args.data, args.images)
+    manifest = data.write_manifest(args.data, args.images)
     os.makedirs(args.scratch, exist_ok=True)
     machine = (f'{platform.machine()}, {psutil.cpu_count()} cores, '
                f'{psutil.virtual_memory().total / 2**30:.0f} GiB, '
                f'Python {platform.python_version()}')
     write = write_runs(manifest, args.scratch, args.repeats)
-    saved = {'machine': machine, 'images': args.images, 'repeats': args.repeats,
+    saved = {'machine': machine, 'images': args.images, 'image_set': data.SHORT,
+             'repeats': args.repeats,
              'limit': args.limit, 'readers': readers, 'write': write, 'read': []}
     if readers:
       saved['read'] = read_runs(os.path.join(args.scratch, 'write-all'), args.repeats,

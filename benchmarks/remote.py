@@ -4,9 +4,10 @@ The same JPEGs are read from local disk and from gs:// (a real GCS server behind
 latency proxy) at 0, 20 and 50 ms added to every request.
 
     .venv/bin/python -m benchmarks.remote [--sizes 4000,12000] [--repeats 3]
-                                          [--latencies 0,20,50]
+                                          [--latencies 0,20,50] [--image-set photo]
 
-The first N2 benchmark JPEGs (256x256, about 34 KB) and an AutoML CSV of the first N1
+The first N2 benchmark JPEGs (`--image-set`: photo-like by default, benchmarks/photos.py,
+or the synthetic 256x256 ones) and an AutoML CSV of the first N1
 and of the first N2 (relative image paths, hash splits) are written locally, then
 uploaded to fake-gcs-server (tests/storage_servers.py) as gs://bkt/images/... and
 gs://bkt/manifest-N.csv, so the gs:// manifest's relative paths resolve to the same
@@ -97,9 +98,10 @@ def _upload(server, data_root: str, n: int, sizes: List[int]) -> None:
 
 
 def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[float],
-            scratch: str) -> Dict:
+            scratch: str, image_set: str = 'photo') -> Dict:
   """Every run (see the module); returns {'runs': [...], 'identical': bool, ...}."""
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
+  data = data_lib.image_set(image_set)
   import tfrecord_digest  # pylint: disable=g-import-not-at-top
   if not {CONVERTER_CORE, SERVER_CORE} <= os.sched_getaffinity(0):
     raise RuntimeError(f'this part needs cores {CONVERTER_CORE} and {SERVER_CORE}; '
@@ -173,6 +175,7 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
       os.sched_setaffinity(0, affinity)
   shutil.rmtree(scratch, ignore_errors=True)
   return {'runs': runs, 'identical': identical, 'sizes': sizes, 'repeats': repeats,
+          'images': data.SHORT,
           'latencies': latencies}
 
 
@@ -227,7 +230,8 @@ def markdown(got: Dict, figs: Dict) -> str:
   n1, n2 = got['sizes'][-2:]
   opt = lambda s, d, u='': procs.fmt(s, d, u) if s else 'n/a'
   lines = [
-      f'The first {n2:,} benchmark JPEGs (256x256, about 34 KB), read from local disk and '
+      f'The first {n2:,} {got.get("images", "synthetic 256x256 JPEGs (about 34 KB)")}, '
+      'read from local disk and '
       f'from gs:// (fake-gcs-server behind an HTTP proxy that adds the latency to every '
       f'request); `tfrecorder-component convert` with default settings, a fresh process per '
       f'run pinned to core {CONVERTER_CORE} (so one worker in memory), server, proxy and '
@@ -274,14 +278,17 @@ def main(argv=None) -> Dict:
                       help='N values; the steady rate is taken between the two largest')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--latencies', default='0,20,50', help='ms the proxy adds a request')
-  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  data.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'remote'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
   sizes = sorted(set(_numbers(args.sizes, int)))
   if len(sizes) < 2 or args.repeats < 1:
     parser.error('need two sizes or more and one repeat or more')
-  got = measure(args.data, sizes, args.repeats, _numbers(args.latencies), args.scratch)
+  data.resolve(args)
+  got = measure(args.data, sizes, args.repeats, _numbers(args.latencies), args.scratch,
+                args.image_set)
   figs = figures(got)
   report.write_part(args.results, 'remote.md', markdown(got, figs))
   return {'sizes': sizes, 'repeats': args.repeats, 'identical': got['identical'],

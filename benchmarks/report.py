@@ -49,13 +49,15 @@ def steady(runs: List[Dict]) -> Dict[str, Dict[str, List[float]]]:
   return out
 
 
-def write(runs: List[Dict], machine: str, directory: str) -> None:
+def write(runs: List[Dict], machine: str, directory: str,
+          images: Optional[str] = None) -> None:
   from benchmarks.run import METHODS  # pylint: disable=g-import-not-at-top
   sizes = sorted({r['n'] for r in runs})
   reps = len({r['rep'] for r in runs})
   rates = steady(runs)
-  lines = [f'Measured on: {machine}; {reps} repeats, interleaved. Each figure is the median, '
-           'with the range over repeats in brackets.', '',
+  lines = [f'Measured on: {machine}; {reps} repeats, interleaved. Images: '
+           f'{images or "synthetic 256x256 JPEGs (benchmarks/data.py)"}. Each figure is '
+           'the median, with the range over repeats in brackets.', '',
            '| method | ' + ' | '.join(f'run s, N={n:,}' for n in sizes) +
            ' | fixed cost s | steady images/s | x naive GZIP loop | peak MB | output MB |',
            '|---|' + '---:|' * (len(sizes) + 5)]

@@ -1,12 +1,15 @@
 """Benchmark: the component against the naive loops and the copy limit, side by side.
 
     .venv/bin/python -m benchmarks.run [--sizes 10000,20000] [--repeats 3]
-        [--parts throughput,startup,memory,stages,masks,remote]
+        [--parts throughput,startup,memory,stages,masks,remote] [--image-set photo]
     .venv/bin/python -m benchmarks.run --parts peers     (TFDS, Ray Data, ...: ~30 minutes)
     .venv/bin/python -m benchmarks.run --parts formats   (Datumaro on YOLO and COCO)
 
 Throughput: for each repeat, each N and each method (interleaved, so the host's noise
-falls on all alike), one fresh process converts the first N synthetic 256x256 JPEGs.
+falls on all alike), one fresh process converts the first N images of the image set:
+`--image-set photo` (the default: crops of real photographs at ImageNet-like sizes,
+about 366 px and 53 KB, benchmarks/photos.py, cached under benchmarks/out/photos) or
+`synthetic` (256x256 colour fields, about 34 KB, benchmarks/data.py, benchmarks/out/data).
 The steady-state rate of a repeat is the marginal rate between the two largest N, (N2 -
 N1) / (t2 - t1), so start-up cancels out; the fixed cost is what remains at N = 0
 (t1 - N1 / rate). Each figure is the median over repeats with its range, and ratios to
@@ -27,8 +30,11 @@ an hour, more when it first makes the 200,000 images, so it runs only when --par
 it; so does `formats` (benchmarks/formats.py: the same YOLO and COCO datasets converted by
 this project's CLI and by Datumaro's `datum convert ... -f tf_detection_api`, in the
 reference readers' environment, scripts/oracles-env; both outputs read back and compared).
-Writes
-benchmarks/results/results.md (all parts), results.png and one file per part.
+The image set goes to every part that times conversions of JPEGs (throughput,
+startup, timeline, stages, remote, peers); masks and formats draw annotations on the
+256x256 synthetic images and always use them (from --data with `--image-set synthetic`,
+else benchmarks/out/data). Writes benchmarks/results/results.md (all parts),
+results.png and one file per part, each saying which images it converted.
 """
 from __future__ import annotations
 
@@ -118,7 +124,8 @@ def _measure(method: str, manifest: str, output: str) -> Dict[str, float]:
 
 
 def throughput(args, methods) -> None:
-  from benchmarks import data, report  # pylint: disable=g-import-not-at-top
+  from benchmarks import data as data_lib, report  # pylint: disable=g-import-not-at-top
+  data = data_lib.image_set(args.image_set)
   sizes = sorted(int(s) for s in args.sizes.split(','))
   t = time.perf_counter()
   data.generate(args.data, max(sizes))
@@ -142,8 +149,8 @@ def throughput(args, methods) -> None:
              f'{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}')
   os.makedirs(args.results, exist_ok=True)
   with open(os.path.join(args.results, 'throughput.json'), 'w') as f:
-    json.dump({'machine': machine, 'runs': runs}, f, indent=1)
-  report.write(runs, machine, args.results)
+    json.dump({'machine': machine, 'images': data.DESCRIPTION, 'runs': runs}, f, indent=1)
+  report.write(runs, machine, args.results, data.DESCRIPTION)
 
 
 def main(argv=None) -> int:
@@ -155,7 +162,8 @@ def main(argv=None) -> int:
                       help=f'any of {",".join(METHODS)}')
   parser.add_argument('--parts', default=','.join(DEFAULT_PARTS),
                       help=f'any of {",".join(PARTS)} (peers and formats only when named)')
-  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  data.add_arguments(parser)
   parser.add_argument('--tiny-data', default=os.path.join(HERE, 'out', 'tiny'),
                       help="the memory part's 4x4 PNGs and COCO JSON")
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'scratch'))
@@ -168,6 +176,10 @@ def main(argv=None) -> int:
   if args.worker:
     print(json.dumps(_worker(*args.worker)))
     return 0
+  data.resolve(args)
+  images = ['--image-set', args.image_set, '--data', args.data]
+  # masks and formats: annotations drawn for the 256x256 synthetic images
+  synthetic = args.data if args.image_set == 'synthetic' else data.DEFAULT_ROOT
   from benchmarks import report  # pylint: disable=g-import-not-at-top
   parts = args.parts.split(',')
   unknown = set(parts) - set(PARTS) | set(args.methods.split(',')) - set(METHODS)
@@ -176,34 +188,35 @@ def main(argv=None) -> int:
   if args.report_only:
     with open(os.path.join(args.results, 'throughput.json')) as f:
       saved = json.load(f)
-    report.write(saved['runs'], saved['machine'], args.results)
+    report.write(saved['runs'], saved['machine'], args.results, saved.get('images'))
   else:
     if 'throughput' in parts:
       throughput(args, args.methods.split(','))
     if 'startup' in parts:
       from benchmarks import startup  # pylint: disable=g-import-not-at-top
-      startup.main(['--data', args.data, '--results', args.results])
+      startup.main([*images, '--results', args.results])
     if 'memory' in parts:
       from benchmarks import memory  # pylint: disable=g-import-not-at-top
       memory.main(['--data', args.tiny_data, '--results', args.results])
     if 'stages' in parts:
       from benchmarks import stages  # pylint: disable=g-import-not-at-top
-      stages.main(['--data', args.data, '--results', args.results])
+      stages.main([*images, '--results', args.results])
     if 'masks' in parts:
       from benchmarks import masks  # pylint: disable=g-import-not-at-top
-      masks.main(['--data', args.data, '--results', args.results])
+      masks.main(['--data', synthetic, '--results', args.results])
     if 'remote' in parts:
       from benchmarks import remote  # pylint: disable=g-import-not-at-top
-      remote.main(['--data', args.data, '--results', args.results])
+      remote.main([*images, '--results', args.results])
     if 'timeline' in parts:
       from benchmarks import timeline  # pylint: disable=g-import-not-at-top
-      timeline.main(['--data', args.data, '--results', args.results])
+      timeline.main([*images, '--results', args.results])
     if 'peers' in parts:
       from benchmarks import peers  # pylint: disable=g-import-not-at-top
-      peers.main(['--data', args.data, '--scratch', args.scratch, '--results', args.results])
+      peers.main([*images, '--scratch', args.scratch, '--results', args.results])
     if 'formats' in parts:
       from benchmarks import formats  # pylint: disable=g-import-not-at-top
-      formats.main(['--data', args.data, '--scratch', args.scratch, '--results', args.results])
+      formats.main(['--data', synthetic, '--scratch', args.scratch,
+                    '--results', args.results])
   print(report.assemble(args.results))
   return 0
 

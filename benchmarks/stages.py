@@ -1,6 +1,6 @@
 """Where the time goes: the cost of each step of the conversion, per image, in isolation.
 
-    .venv/bin/python -m benchmarks.stages [--n 2000]
+    .venv/bin/python -m benchmarks.stages [--n 2000] [--image-set photo|synthetic]
 
 Runs each step over the same N benchmark images in one process and reports
 microseconds per image; writes benchmarks/results/stages.md.
@@ -19,9 +19,10 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def measure(n: int, root: str):
+def measure(n: int, root: str, image_set: str = 'photo'):
   from apache_beam.io import tfrecordio  # pylint: disable=g-import-not-at-top
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
+  data = data_lib.image_set(image_set)
   from tfrecorder_component.steps.shards import tfrecord_frame  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.example import build_example  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.images.probe import probe_image  # pylint: disable=g-import-not-at-top
@@ -56,7 +57,7 @@ def measure(n: int, root: str):
       ('read the file', lambda i: read(paths[i])),
       ('probe the header (format, size, channels)', lambda i: probe_image(blobs[i])),
       ('full decode (Pillow)', lambda i: full_decode(blobs[i])),
-      ('probe + decode check (JPEG at 1/8 scale)', lambda i: probe_image(blobs[i], decode=True)),
+      ('probe + decode check (probe_image(decode=True))', lambda i: probe_image(blobs[i], decode=True)),
       ('SHA-256 of the bytes', lambda i: hashlib.sha256(blobs[i]).hexdigest()),
       ('build + serialize the Example', lambda i: build_example(row, blobs[i], infos[i])
        .SerializeToString(deterministic=True)),
@@ -79,11 +80,13 @@ def measure(n: int, root: str):
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--n', type=int, default=2000)
-  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  data.add_arguments(parser)
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  results = measure(args.n, args.data)
-  lines = ['', f'Cost of each step per 256x256 JPEG (~35 KB), one process, N={args.n:,}:', '',
+  images = data.resolve(args)
+  results = measure(args.n, args.data, args.image_set)
+  lines = ['', f'Cost of each step per image, one process, N={args.n:,} {images.SHORT}:', '',
            '| step | µs per image | images/s on one core |', '|---|---:|---:|']
   lines += [f'| {name} | {us:,.0f} | {1e6 / us:,.0f} |' for name, us in results]
   from benchmarks import report  # pylint: disable=g-import-not-at-top

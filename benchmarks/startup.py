@@ -1,9 +1,10 @@
 """Start-up: what a small run costs a user, from the command line, median of 3.
 
-    .venv/bin/python -m benchmarks.startup [--repeats 3]
+    .venv/bin/python -m benchmarks.startup [--repeats 3] [--image-set photo|synthetic]
 
 Each case is a fresh process, timed from launch to exit: `tfrecorder-component --help`;
-`tfrecorder-component convert` of 200 benchmark JPEGs into a fresh folder; Importer ->
+`tfrecorder-component convert` of 200 benchmark JPEGs (photo-like by default,
+benchmarks/photos.py) into a fresh folder; Importer ->
 ImageExampleGen on the same 200 images on LocalDagRunner (a fresh pipeline root and
 SQLite store each time). Writes benchmarks/results/startup.md.
 """
@@ -36,8 +37,10 @@ def _command(case: str, manifest: str, out: str) -> List[str]:
   return procs.python('-m', 'benchmarks.localdag', manifest, out)
 
 
-def measure(data_root: str, repeats: int) -> Dict[str, Dict[str, float]]:
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
+def measure(data_root: str, repeats: int, image_set: str = 'photo'
+            ) -> Dict[str, Dict[str, float]]:
+  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
+  data = data_lib.image_set(image_set)
   data.generate(data_root, N)
   manifest = data.write_manifest(data_root, N)
   scratch = os.path.join(HERE, 'out', 'startup')
@@ -54,8 +57,9 @@ def measure(data_root: str, repeats: int) -> Dict[str, Dict[str, float]]:
   return {case: procs.spread(v) for case, v in times.items()}
 
 
-def markdown(results: Dict[str, Dict[str, float]]) -> str:
-  lines = ['| start-up case (fresh process, launch to exit) | seconds, median (min–max) '
+def markdown(results: Dict[str, Dict[str, float]], images: str = '') -> str:
+  lines = [*([f'Images: {images}.', ''] if images else []),
+           '| start-up case (fresh process, launch to exit) | seconds, median (min–max) '
            '| target | holds |', '|---|---:|---:|---|']
   for case, what, target in CASES:
     s = results[case]
@@ -67,10 +71,13 @@ def markdown(results: Dict[str, Dict[str, float]]) -> str:
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--repeats', type=int, default=3)
-  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  data.add_arguments(parser)
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  report.write_part(args.results, 'startup.md', markdown(measure(args.data, args.repeats)))
+  images = data.resolve(args)
+  report.write_part(args.results, 'startup.md',
+                    markdown(measure(args.data, args.repeats, args.image_set), images.SHORT))
   return 0
 
 

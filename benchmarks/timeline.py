@@ -2,6 +2,7 @@
 exit, at 200 and 20,000 images, median of 3.
 
     .venv/bin/python -m benchmarks.timeline [--sizes 200,20000] [--repeats 3]
+        [--image-set photo|synthetic]
 
 Each run is a fresh process that imports the package and runs the command's own `main`
 as the `tfrecorder-component` script does and notes the time at each step: the interpreter and
@@ -68,10 +69,11 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--sizes', default='200,20000')
   parser.add_argument('--repeats', type=int, default=3)
-  parser.add_argument('--data', default=os.path.join(HERE, 'out', 'data'))
+  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
+  data_lib.add_arguments(parser)
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  data = data_lib.resolve(args)
   sizes = [int(s) for s in args.sizes.split(',')]
   data.generate(args.data, max(sizes))
   out = os.path.join(HERE, 'out', 'timeline')
@@ -84,7 +86,7 @@ def main(argv=None) -> int:
   head = ' | '.join(f'{n:,} images' for n in sizes)
   lines = [f'`tfrecorder-component convert`, default settings, a fresh process each run; '
            f'median seconds of {args.repeats} runs (each phase\'s own median, so the '
-           'phases need not add up to the total exactly).', '',
+           f'phases need not add up to the total exactly). Images: {data.SHORT}.', '',
            f'| phase | {head} |', '|---|' + '---:|' * len(sizes)]
   for k, phase in enumerate(PHASES):
     lines.append(f'| {phase} | ' + ' | '.join(

@@ -3,27 +3,34 @@
   python floor.py MANIFEST OUT_DIR [WORKERS]
 
 Reads the AutoML CSV (split,uri,label), splits the rows into WORKERS contiguous parts, and
-each process does per row: read the file, Pillow decode check at 1/8 scale (draft + load),
-SHA-256, a tf.train.Example built with protobuf's own message class (no TensorFlow), one
-uncompressed TFRecord frame with masked CRC-32C (google_crc32c). No report, no splits, no
-checks beyond the decode: the lower bound the product's whole run is measured against.
+each process does per row: read the file; the product's own decode check,
+`tfrecorder_component.images.probe.probe_image(data, decode=True)` (TensorFlow's decision
+whether `tf.io.decode_image` takes the bytes, without TensorFlow; it also gives the
+format, height and width the record holds), so the floor costs what the product's check
+costs, whatever that check does; SHA-256; a tf.train.Example built with protobuf's own
+message class (no TensorFlow); one uncompressed TFRecord frame with masked CRC-32C
+(google_crc32c). No report, no splits, no checks beyond the decode: the lower bound the
+product's whole run is measured against. It runs in the product's environment (the
+package is imported from there); an image that fails the check fails the run.
 
 Copied from shared/bench/floor.py for the benchmark's `peers` part, with two changes
 outside the per-row work so that it reads the benchmark's own manifests
-(benchmarks/data.py: AutoML CSV without a header, URIs relative to the manifest's
-folder): the first line is skipped only when it is a header (its URI field is not a
-file), and relative URIs are resolved against the manifest's folder, as the product
-and the other peers resolve them.
+(benchmarks/data.py and benchmarks/photos.py: AutoML CSV without a header, URIs relative
+to the manifest's folder): the first line is skipped only when it is a header (its URI
+field is not a file), and relative URIs are resolved against the manifest's folder, as
+the product and the other peers resolve them; and one change in it: the decode check is
+the product's `probe_image(data, decode=True)`, where the copy decoded with Pillow at 1/8
+scale (draft + load) and read the size with a second Image.open.
 """
 import hashlib
-import io
 import multiprocessing as mp
 import os
 import struct
 import sys
 
 import google_crc32c
-from PIL import Image
+
+from tfrecorder_component.images.probe import probe_image
 
 
 def _example_class():
@@ -74,17 +81,14 @@ def work(args):
     for uri, label in rows:
       with open(uri, 'rb') as fh:
         data = fh.read()
-      im = Image.open(io.BytesIO(data))
-      im.draft('RGB', (max(1, im.width // 8), max(1, im.height // 8)))
-      im.load()
-      w, h = Image.open(io.BytesIO(data)).size
+      info = probe_image(data, decode=True)
       digest = hashlib.sha256(data).hexdigest().encode()
       ex = Example()
       f = ex.features.feature
       f['image/encoded'].bytes_list.value.append(data)
-      f['image/format'].bytes_list.value.append(b'jpeg')
-      f['image/height'].int64_list.value.append(h)
-      f['image/width'].int64_list.value.append(w)
+      f['image/format'].bytes_list.value.append(info.format.encode())
+      f['image/height'].int64_list.value.append(info.height)
+      f['image/width'].int64_list.value.append(info.width)
       f['image/key/sha256'].bytes_list.value.append(digest)
       f['image/source_id'].bytes_list.value.append(uri.encode())
       f['image/class/text'].bytes_list.value.append(label.encode())
