@@ -130,13 +130,6 @@ class _Walk:
     self.ss = self.se = self.ah = self.al = 0
     self.max_h = self.max_v = 1
     self.overflow_possible = False
-    self.handlers = {_DHT: self.get_dht, _DQT: self.get_dqt, _DRI: self.get_dri,
-                     _DAC: self.get_dac, _APP0: self.get_interesting_appn,
-                     _APP14: self.get_interesting_appn, _COM: self.skip_variable,
-                     _DNL: self.skip_variable}
-    for app in range(0xE1, 0xF0):
-      if app != _APP14:
-        self.handlers[app] = self.skip_variable
 
   # -- the memory source and libjpeg's input macros (jdmarker.c, jpeg_handle.cc) --
 
@@ -184,7 +177,7 @@ class _Walk:
   def read_markers(self, marker: int) -> int:
     """Handles markers from `marker` (0: find the next) until SOS or EOI, which it
     returns (SOS with its header read)."""
-    handlers, next_marker = self.handlers, self.next_marker
+    handlers, next_marker = _HANDLERS, self.next_marker
     while True:
       if not marker:
         marker = next_marker()
@@ -197,7 +190,7 @@ class _Walk:
       if handler is None:
         self.other_segment(marker)
       else:
-        handler()
+        handler(self)
       marker = 0
 
   def other_segment(self, marker: int) -> None:
@@ -492,6 +485,14 @@ class _Walk:
       if action == 3:
         return marker
       marker = self.next_marker()
+
+
+# read_markers' segment readers (jdmarker.c jinit_marker_reader: APP0 and APP14 are
+# examined, every other APPn, COM and DNL skipped).
+_HANDLERS = {_DHT: _Walk.get_dht, _DQT: _Walk.get_dqt, _DRI: _Walk.get_dri,
+             _DAC: _Walk.get_dac, _COM: _Walk.skip_variable, _DNL: _Walk.skip_variable,
+             **{app: (_Walk.get_interesting_appn if app in (_APP0, _APP14)
+                      else _Walk.skip_variable) for app in range(0xE0, 0xF0)}}
 
 
 def _huffman_table(slots, index: int, dc: bool) -> int:
