@@ -142,9 +142,10 @@ def _stamp(line: str):
 
 
 def test_without_a_terminal_plain_lines_come_at_most_once_an_interval(tmp_path):
-  # Larger images, so that the run lasts several intervals.
-  manifest, failed = _dataset(str(tmp_path / 'data'), rows=480, side=800)
-  every = 0.3
+  # Larger images and enough of them that the run lasts several intervals (the decode
+  # check of a JPEG reads no pixel: 480 such images convert in half a second).
+  manifest, failed = _dataset(str(tmp_path / 'data'), rows=960, side=800)
+  every = 0.2
   rc, stdout, stderr = _lines_of_a_pipe(
       ['convert', manifest, str(tmp_path / 'out'), '--max-error-ratio', '0.5',
        '--progress-every', str(every)], _env(workers=2))
@@ -153,14 +154,14 @@ def test_without_a_terminal_plain_lines_come_at_most_once_an_interval(tmp_path):
   lines = [l for l in stderr.splitlines() if not l.startswith('WARNING:')]
   stamped = [_stamp(l) for l in lines]
   *periodic, (_, last) = stamped
-  assert last.startswith(f'done: 480 rows, {failed} failed, ') and last.endswith(' rows/s'), last
+  assert last.startswith(f'done: 960 rows, {failed} failed, ') and last.endswith(' rows/s'), last
   assert len(periodic) >= 3, stderr  # the run lasted several intervals
   times = [t for t, _ in periodic]
   # At most one line an interval (stamps are in tenths: one tenth of rounding).
   assert all(b - a >= every - 0.1 for a, b in zip(times, times[1:])), stderr
   converting = [text for _, text in periodic if text.startswith('converting: ')]
   assert converting, stderr
-  pattern = re.compile(r'converting: (\d+)/480 rows \((\d+)%\), ([\d,.]+) rows/s, '
+  pattern = re.compile(r'converting: (\d+)/960 rows \((\d+)%\), ([\d,.]+) rows/s, '
                        r'ETA \d+:\d\d:\d\d, (\d+) failed')
   assert all(pattern.fullmatch(text) for text in converting), converting
   assert periodic[0][0] >= every - 0.1  # the first once an interval has passed
