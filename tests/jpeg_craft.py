@@ -126,7 +126,7 @@ def progressive(width: int = 16, height: int = 16, components=YCC_444,
   return out + tail
 
 
-def dc_overflow(side: int, alternate: bool, interval: int = 0) -> bytes:
+def dc_overflow(side: int, alternate: bool, interval: int = 0, header: bytes = b'') -> bytes:
   """A progressive greyscale image of side x side pixels whose DC scan codes each
   block's difference as +32767 (category 15, all ones), or alternately +32767 and
   -32767: libjpeg's DC predictor leaves the int range after 65,538 blocks of +32767
@@ -140,7 +140,8 @@ def dc_overflow(side: int, alternate: bool, interval: int = 0) -> bytes:
       data += (plus * count) + (bytes([0xFF, 0xD0 + (i & 7)]) if i < pieces - 1 else b'')
   else:
     data = b''.join(minus if alternate and i % 2 else plus for i in range(n))
-  return (SOI + dqt(0) + dht(0, 0, ONE_CODE, b'\x0f') + (dri(interval) if interval else b'')
+  return (SOI + header + dqt(0) + dht(0, 0, ONE_CODE, b'\x0f')
+          + (dri(interval) if interval else b'')
           + sof(side, side, GREY, 0xC2) + sos([(1, 0, 0)], 0, 0, 0, 0) + data + EOI)
 
 
@@ -266,6 +267,17 @@ def cases() -> List[Tuple[str, bytes]]:
     add(f'one scan of {k} data bytes', baseline(data=bytes(k), tail=b''))
     add(f'64x64 in one scan of {8 * k} data bytes, FF FF',
         baseline(64, 64, data=bytes(k * 8), tail=b'\xff\xff'))
+  # The same, after header segments libjpeg skips or reads only in part and Pillow's
+  # header reader would refuse: the decode that decides leaves them out.
+  for name, header in [('a 5-byte Adobe APP14', segment(0xEE, b'Adobe')),
+                       ('an ICC APP2 without its chunk numbers',
+                        segment(0xE2, b'ICC_PROFILE\x00')),
+                       ('a cut Photoshop APP13',
+                        segment(0xED, b'Photoshop 3.0\x00' + b'8BIM\x03\xed')),
+                       ('stray bytes', b'xyz')]:
+    for k in (4, 16):
+      add(f'one scan of {k} data bytes, FF, after {name}',
+          baseline(extra_header=header, data=bytes(k), tail=b'\xff'))
   # Tables (jdhuff.c jpeg_make_d_derived_tbl, jstdhuff.c, jdinput.c latch_quant_tables).
   no_dht = dqt(0)
   add('no DHT, sequential: the standard tables',
@@ -336,4 +348,8 @@ def cases() -> List[Tuple[str, bytes]]:
   add('DC differences alternating, 2064x2064', dc_overflow(2064, True))
   add('DC predictor just short of overflow, 2048x2048', dc_overflow(2048, False))
   add('DC predictor with restarts, 2064x2064', dc_overflow(2064, False, interval=4096))
+  add('DC differences alternating, after a 5-byte Adobe APP14',
+      dc_overflow(2064, True, header=segment(0xEE, b'Adobe')))
+  add('DC predictor overflow, after a 5-byte Adobe APP14',
+      dc_overflow(2064, False, header=segment(0xEE, b'Adobe')))
   return out

@@ -80,8 +80,10 @@ def _decide(data: bytes, max_pixels: int) -> ImageInfo:
     # A single scan ending in FF with no marker after it: the bytes as they are, as
     # TensorFlow's source gives them (Pillow's source suspends at their end, like
     # TensorFlow's after FF fill). A possible DC overflow: decoded as TensorFlow reads.
-    _decode(data if undecided.kind == 'ends_in_ff' else data + _END_GUARD, data)
-    return probe(data, False, max_pixels)
+    # Either without the header segments libjpeg skips (Undecided.stream).
+    stream = undecided.stream
+    _decode(stream if undecided.kind == 'ends_in_ff' else stream + _END_GUARD, data)
+    header = undecided.header
   return ImageInfo('jpeg', header.height, header.width,
                    _CHANNELS_BY_COMPONENTS[header.components])
 

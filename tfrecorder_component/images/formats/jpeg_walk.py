@@ -54,6 +54,7 @@ _SOF_UNSUPPORTED = frozenset((0xC3, 0xC5, 0xC6, 0xC7, 0xC8, 0xCB, 0xCD, 0xCE, 0x
 _SOS, _EOI, _SOI, _DHT, _DQT, _DRI, _DAC, _DNL, _COM = (
     0xDA, 0xD9, 0xD8, 0xC4, 0xDB, 0xDD, 0xCC, 0xDC, 0xFE)
 _APP0, _APP14 = 0xE0, 0xEE
+_TABLES_AND_FRAME = frozenset((_DHT, _DQT, _DAC, _DRI, *_SOF_HUFFMAN, *_SOF_ARITHMETIC))
 _JPEG_MAX_DIMENSION = 65500      # jmorecfg.h
 _MAX_COMPONENTS = 10             # jmorecfg.h
 _MAX_COMPS_IN_SCAN = 4           # jpeglib.h
@@ -77,11 +78,20 @@ class Refused(Exception):
 
 
 class Undecided(Exception):
-  """The walk cannot decide: `kind` is 'ends_in_ff' or 'dc_overflow'."""
+  """The walk cannot decide: `kind` is 'ends_in_ff' or 'dc_overflow'; `header` is what
+  the image decodes to if it decodes. `stream` is the
+  data to decode instead: SOI, the header's table and frame segments (DQT, DHT, DAC,
+  DRI, SOF) as they are, and everything from the first SOS on. What it leaves out
+  (APPn, COM, DNL, TEM and RSTn, stray bytes) libjpeg skips or, for APP0 and APP14,
+  only reads for the colour space, which decides no outcome; Pillow's own reading of
+  the header would refuse some of it that libjpeg skips (a short Adobe APP14, an ICC
+  APP2 without its chunk numbers, a truncated Photoshop APP13)."""
 
-  def __init__(self, kind: str):
+  def __init__(self, kind: str, header: 'Header', stream: bytes):
     super().__init__(kind)
     self.kind = kind
+    self.header = header
+    self.stream = stream
 
 
 class _Ended(Exception):
@@ -118,6 +128,9 @@ class _Walk:
     self.sof: Optional[int] = None
     self.components: List[Tuple[int, int, int, int]] = []  # (id, h, v, quant table)
     self.ids: List[int] = []  # of the first 4 components: only they can be in a scan
+    # Until the first SOS: (start, end) of each table or frame segment (Undecided.stream)
+    self.header: Optional[List[Tuple[int, int]]] = []
+    self.first_sos = 0
     self.height = self.width = self.precision = 0
     self.progressive = self.arithmetic = False
     self.dc: List[Optional[Tuple[bytes, bytes]]] = [None] * 4
@@ -182,15 +195,20 @@ class _Walk:
       if not marker:
         marker = next_marker()
       if marker == _SOS:
+        if self.header is not None and not self.first_sos:
+          self.first_sos = self.pos - 2
         self.get_sos()
         return _SOS
       if marker == _EOI:
         return _EOI
+      start = self.pos - 2
       handler = handlers.get(marker)
       if handler is None:
         self.other_segment(marker)
       else:
         handler(self)
+      if marker in _TABLES_AND_FRAME and self.header is not None:
+        self.header.append((start, self.pos))
       marker = 0
 
   def other_segment(self, marker: int) -> None:
@@ -539,6 +557,7 @@ def walk(data: bytes, max_pixels: int, check_pixels) -> Header:
       raise _corrupt('invalid JPEG file structure: missing SOS marker' if w.sof
                      else 'JPEG datastream contains no image')
     w.initial_setup()
+    segments, w.header = w.header, None
     header = Header(w.height, w.width, len(w.components), w.progressive, w.arithmetic)
     # jpeg_mem.cc UncompressLow: channels min(components, 3), so 2 components fail;
     # 5 to 10 fail in jdcolor.c (no conversion of an unknown colour space to RGB).
@@ -558,7 +577,7 @@ def walk(data: bytes, max_pixels: int, check_pixels) -> Header:
         if w.read_markers(marker) == _EOI:
           break
       if w.overflow_possible:
-        raise Undecided('dc_overflow')
+        raise Undecided('dc_overflow', header, _stream(data, segments, w.first_sos))
       return header
     # One scan, decoded by jpeg_read_scanlines: a suspension returns 0 lines.
     phase = 'scan'
@@ -578,9 +597,14 @@ def walk(data: bytes, max_pixels: int, check_pixels) -> Header:
       # No marker after the data, which ends in FF: if the decoder's look-ahead stops
       # short of the end, `next_marker` suspends in the FF fill (accepted); if it
       # reaches the end, decoding fails.
-      raise Undecided('ends_in_ff') from None
+      raise Undecided('ends_in_ff', header, _stream(data, segments, w.first_sos)) from None
     sos = data.find(b'\xff\xda')
     ended_at_eoi = sos >= 0 and data.find(b'\xff\xd9', sos) >= 0
     raise Refused('corrupt' if ended_at_eoi else 'truncated',
                   'libjpeg reads past its end' if ended_at_eoi
                   else 'it ends before its end-of-image marker') from None
+
+
+def _stream(data: bytes, segments: List[Tuple[int, int]], first_sos: int) -> bytes:
+  """Undecided.stream: SOI, the table and frame segments, the data from the first SOS."""
+  return b''.join([data[:2], *(data[a:b] for a, b in segments), data[first_sos:]])
