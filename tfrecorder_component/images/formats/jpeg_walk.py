@@ -523,13 +523,18 @@ def _huffman_table(slots, index: int, dc: bool) -> int:
     return 0
   verdict = _TABLES.get((dc, table))
   if verdict is None:
+    if len(_TABLES) >= _TABLES_KEPT:  # optimized tables differ image by image
+      _TABLES.clear()
     verdict = _TABLES[dc, table] = _table_verdict(dc, *table)
   if verdict < 0:
     raise _corrupt('bogus Huffman table definition')
   return verdict
 
 
+# The verdicts of the tables seen last: most images share their encoder's standard
+# tables, so a few thousand cover them; a worker's memory stays bounded.
 _TABLES: Dict[Tuple[bool, Tuple[bytes, bytes]], int] = {}
+_TABLES_KEPT = 4096
 
 
 def _table_verdict(dc: bool, bits: bytes, values: bytes) -> int:
