@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks import digests
 from images import write_image, write_text
+from tfrecord_digest import digest
 import tfrecorder_component as trc
 from tfrecorder_component import local
 from tfrecorder_component import run
@@ -97,9 +98,11 @@ def test_a_local_run_never_imports_beam(tmp_path):
 
 
 def test_which_runs_go_without_beam(tmp_path, monkeypatch):
-  """Local files and no Beam argument but the DirectRunner: without Beam, a worker per
-  LOCAL_ROWS_PER_WORKER rows up to one a core. Any Beam argument, another runner, or a
-  manifest or output on object storage: Beam."""
+  """The DirectRunner and no Beam argument that asks anything of Beam: without Beam, a
+  worker per LOCAL_ROWS_PER_WORKER rows up to one a core, whether the manifests and
+  outputs are local or on gs:// or s3:// (a Vertex AI or Kubeflow run's), and whatever
+  Google Cloud settings a TFX pipeline passes every component. A direct-runner flag,
+  another runner, or a file system only Beam reaches: Beam."""
   monkeypatch.setattr(run, 'cores', lambda: 4)
   manifest = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.png,x\n' * 2_500)
   out = [str(tmp_path / 'out')]
@@ -108,11 +111,19 @@ def test_which_runs_go_without_beam(tmp_path, monkeypatch):
   assert run.local_workers(['--runner', 'direct'], [manifest], out) == 2
   assert run.local_workers([], [write_text(str(tmp_path / 's.csv'), 'TRAIN,a.png,x\n')],
                            out) == 1
+  for args in (['--project=p', '--temp_location=gs://b/tmp', '--region', 'europe-west4'],
+               ['--runner=DirectRunner', '--setup_file=./setup.py', '--labels=team=vision'],
+               ['--extra_package', 'dist/x.whl', '--save_main_session']):
+    assert run.local_workers(args, [manifest], out) == 2, args
   for args in (['--direct_num_workers=2'], ['--direct_running_mode=in_memory'],
-               ['--runner=DataflowRunner'], ['--runner', 'DataflowRunner']):
+               ['--runner=DataflowRunner'], ['--runner', 'DataflowRunner'],
+               ['--project=p', '--direct_num_workers', '0'], ['--flink_master=x:8081']):
     assert run.local_workers(args, [manifest], out) == 0, args
-  assert run.local_workers([], ['gs://bkt/m.csv'], out) == 0
-  assert run.local_workers([], [manifest], ['s3://bkt/out']) == 0
+  monkeypatch.setenv(run.LOCAL_WORKERS_ENV, '3')  # no remote manifest is counted here
+  assert run.local_workers([], ['gs://bkt/m.csv'], ['gs://bkt/out', 'gs://bkt/out/report']) == 3
+  assert run.local_workers([], [manifest], ['s3://bkt/out']) == 3
+  assert run.local_workers([], ['hdfs://nn/m.csv'], out) == 0
+  assert run.local_workers([], [manifest], ['hdfs://nn/out']) == 0
 
 
 def test_the_command_loads_neither_beam_nor_pandas(tmp_path):
@@ -128,3 +139,109 @@ def test_the_command_loads_neither_beam_nor_pandas(tmp_path):
   assert done.stdout.splitlines()[-1] == '0 []'
   assert len(list(shards.read_shard(str(
       tmp_path / 'out' / 'Split-train' / 'data_tfrecord-00000-of-00001.gz')))) == 2
+
+
+# ------------------------------------------------ manifests and outputs on object storage
+def _beam_reads_gcs() -> bool:
+  try:
+    import apache_beam.io.gcp.gcsio  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    return False
+  return True
+
+
+BUCKET = 'bkt'
+# A classification CSV (a missing image, a duplicate across splits) and a detection CSV.
+REMOTE_MANIFESTS = ('cls.csv', 'det.csv')
+
+
+@pytest.fixture(scope='module')
+def stores(tmp_path_factory):
+  """The data set on local disk, uploaded to fake-gcs-server's gs://bkt/data/ and moto's
+  s3://bkt/data/, the two servers' endpoints in the environment as users set them."""
+  from storage_servers import S3Server, gcs_behind_proxy  # pylint: disable=g-import-not-at-top
+  data = str(tmp_path_factory.mktemp('remote-data'))
+  rows = []
+  for i in range(14):
+    fmt, ext = (('JPEG', 'jpg'), ('PNG', 'png'))[i % 2]
+    write_image(os.path.join(data, 'images', f'{i}.{ext}'), fmt, 'RGB', 9 + i % 4, 11 + i % 3,
+                seed=i)
+    rows.append(f'{("TRAIN", "VALIDATION", "TEST", "")[i % 4]},images/{i}.{ext},'
+                f'{("cat", "dog", "fox")[i % 3]}\n')
+  rows += ['TRAIN,images/missing.jpg,cat\n', 'TEST,images/0.jpg,cat\n']
+  write_text(os.path.join(data, 'cls.csv'), ''.join(rows))
+  write_text(os.path.join(data, 'det.csv'), ''.join(
+      f'{("TRAIN", "TEST")[i % 2]},images/{i}.jpg,{("car", "person")[k]},'
+      f'0.{k + 1},0.2,,,0.{k + 5},0.9,,\n' for i in range(0, 14, 2) for k in range(2)))
+  # fake-gcs-server behind the tests' proxy, which answers the batch requests Beam's
+  # GCS client deletes with.
+  with gcs_behind_proxy() as (gcs, proxy), S3Server() as s3:
+    for server in (gcs, s3):
+      server.create_bucket(BUCKET)
+      server.upload_tree(data, BUCKET, 'data')
+    yield data, {'gs': gcs, 's3': s3}, {'STORAGE_EMULATOR_HOST': proxy.url, **s3.client_env()}
+
+
+def _download(server, prefix: str, to: str) -> str:
+  for name in server.list(BUCKET, prefix + '/'):
+    path = os.path.join(to, os.path.relpath(name, prefix))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as f:
+      f.write(server.read(BUCKET, name))
+  return to
+
+
+def _tree(folder: str, keep=lambda rel: True):
+  """{relative path: bytes} of every file under `folder` that `keep` keeps."""
+  out = {}
+  for root, _, names in os.walk(folder):
+    for name in names:
+      rel = os.path.relpath(os.path.join(root, name), folder)
+      if keep(rel):
+        with open(os.path.join(root, name), 'rb') as f:
+          out[rel] = f.read()
+  return out
+
+
+@pytest.mark.parametrize('manifest', REMOTE_MANIFESTS)
+@pytest.mark.parametrize('scheme', ['gs', 's3'])
+def test_manifest_and_output_on_object_storage_write_the_same_bytes_both_ways(
+    stores, scheme, manifest, tmp_path, monkeypatch):
+  """Manifest, images and output all on gs:// or s3:// (the Vertex AI path): the run
+  without Beam (outputs written locally, then uploaded) writes every file of the
+  records, label files and extra layouts byte for byte as the same run on local disk,
+  and the same records and report, byte for byte, as Beam's DirectRunner; nothing is
+  left in the machine's temporary folder."""
+  if scheme == 'gs' and not _beam_reads_gcs():
+    pytest.skip("Beam without its [gcp] extra has no gs:// file system")
+  data, servers, env = stores
+  for key, value in env.items():
+    monkeypatch.setenv(key, value)
+  scratch = tmp_path / 'tmp'
+  scratch.mkdir()
+  monkeypatch.setenv('TMPDIR', str(scratch))
+  monkeypatch.setattr('tempfile.tempdir', None)
+  options = dict(max_error_ratio=0.2, layouts=('tfds',))
+  local_out = str(tmp_path / 'local')
+  trc.convert(os.path.join(data, manifest), local_out, **options)
+  source = f'{scheme}://{BUCKET}/data/{manifest}'
+  prefix = f'{tmp_path.name}-{scheme}'
+  calls = []
+  convert_locally = local.convert_locally
+  monkeypatch.setattr(local, 'convert_locally', lambda *a, **k: calls.append(a[3]) or
+                      convert_locally(*a, **k))
+  without_beam = trc.convert(source, f'{scheme}://{BUCKET}/{prefix}/local', **options)
+  # It ran without Beam, into a local stand-in of the remote report folder.
+  assert len(calls) == 1 and calls[0].startswith(str(scratch)), calls
+  assert os.listdir(scratch) == []  # the staged output removed once uploaded
+  taken = []
+  monkeypatch.setattr(run, 'local_workers', lambda *a: taken.append(a) and 0)
+  with_beam = trc.convert(source, f'{scheme}://{BUCKET}/{prefix}/beam', **options)
+  assert taken and without_beam.records_written == with_beam.records_written > 0
+  remote = _download(servers[scheme], f'{prefix}/local', str(tmp_path / 'dl-local'))
+  beam = _download(servers[scheme], f'{prefix}/beam', str(tmp_path / 'dl-beam'))
+  records = lambda rel: not rel.startswith('report')  # the report names the manifest
+  assert _tree(remote, records) == _tree(local_out, records)
+  assert '_SUCCESS' in _tree(remote) and any(r.startswith('tfds') for r in _tree(remote))
+  assert (dict(digest(remote), **digests._report_digests(remote))  # pylint: disable=protected-access
+          == dict(digest(beam), **digests._report_digests(beam)))  # pylint: disable=protected-access

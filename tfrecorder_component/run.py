@@ -192,20 +192,57 @@ def runs_in_process(beam_args: Sequence[str]) -> bool:
   return _runner(beam_args) in ('DirectRunner', 'direct')
 
 
+# Beam arguments that ask nothing of a DirectRunner run: where Google Cloud's project,
+# region and temporary files are, how remote workers would get this package, Dataflow's
+# own settings. TFX pipelines pass them to every component alike (BigQuery reads need a
+# project and a temp_location even on the DirectRunner); the run goes without Beam all
+# the same.
+_NOTHING_FOR_DIRECT = ('--project', '--region', '--temp_location', '--staging_location',
+                       '--job_name', '--labels', '--service_account_email', '--machine_type',
+                       '--worker_machine_type', '--max_num_workers', '--num_workers',
+                       '--network', '--subnetwork', '--experiments', '--save_main_session',
+                       '--pickle_library', *_PACKAGE_ARGS, '--extra_packages')
+
+
+def _asks_beam(args: Sequence[str]) -> bool:
+  """Whether Beam arguments other than the runner ask something of Beam itself: any
+  argument not in _NOTHING_FOR_DIRECT (a `--direct_num_workers`, an option of another
+  runner, a flag this does not know)."""
+  skip = False
+  for i, arg in enumerate(args):
+    if skip:
+      skip = False
+      continue
+    name = arg.split('=', 1)[0]
+    if name == '--runner' or name in _NOTHING_FOR_DIRECT:
+      # `--name value`: the value is the next argument.
+      skip = '=' not in arg and i + 1 < len(args) and not args[i + 1].startswith('--')
+      continue
+    return True
+  return False
+
+
+def _reachable_without_beam(path: str) -> bool:
+  """Whether the run without Beam reads or writes `path` itself: a local path, or an
+  object on gs:// or s3:// (its Arrow clients; outputs staged, `staging`)."""
+  return files.is_local(path) or storage.is_object_store(path)
+
+
 def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
                   outputs: Sequence[str]) -> int:
   """How many worker processes a run without Beam takes (`local.convert_locally`), or 0
-  when the run goes to Beam: a DirectRunner run (Beam's default) whose Beam arguments
-  name nothing but the runner, and whose manifests and outputs (split, label and report
-  folders) are all local, runs without Beam on LOCAL_ROWS_PER_WORKER rows a worker, up
-  to every core. Any other Beam argument (`--direct_num_workers`, a runner's option) is
-  for Beam, and gets Beam. LOCAL_WORKERS_ENV, where set, is the number of workers."""
+  when the run goes to Beam. A run stays on this machine and goes without Beam when its
+  runner is the DirectRunner (Beam's default), its Beam arguments ask nothing else of
+  Beam (`_NOTHING_FOR_DIRECT`: a TFX pipeline's `--project` or `--temp_location` do
+  not), and its manifests and outputs (split, label and report folders) are local or on
+  gs:// or s3:// (a Vertex AI or Kubeflow run's); it takes a worker per
+  LOCAL_ROWS_PER_WORKER rows, up to every core. A `--direct_num_workers` or
+  `--direct_running_mode`, an option of another runner, or a file system only Beam
+  reaches (hdfs://) gets Beam. LOCAL_WORKERS_ENV, where set, is the number of workers."""
   args = list(beam_args or ())
   if _runner(args) not in ('DirectRunner', 'direct'):
     return 0
-  rest = [a for i, a in enumerate(args)
-          if not a.startswith('--runner') and not (i and args[i - 1] == '--runner')]
-  if rest or not all(files.is_local(p) for p in (*manifests, *outputs)):
+  if _asks_beam(args) or not all(_reachable_without_beam(p) for p in (*manifests, *outputs)):
     return 0
   forced = os.environ.get(LOCAL_WORKERS_ENV, '').strip()
   if forced:
@@ -258,20 +295,37 @@ def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]]
   return summary
 
 
+def _convert_without_beam(sources, split_dirs, label_dir, report_dir,
+                          options: ConversionOptions, workers: int, progress: Progress) -> None:
+  """`local.convert_locally` into local folders; its scratch folder removed however it
+  ends."""
+  from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.steps.report import CiteIndex  # pylint: disable=g-import-not-at-top
+  try:
+    local.convert_locally(sources, split_dirs, label_dir, report_dir, options, workers,
+                          CiteIndex(sources) if any(s.row_index for s in sources)
+                          else lambda e: e, progress=progress)
+  finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
+    files.remove(layout.work_dir(report_dir))
+
+
 def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, report_dir,
                     options: ConversionOptions, progress: Progress) -> Dict[str, Any]:
   manifests = [s.path for s in sources]
   outputs = [report_dir, *(split_dirs or {}).values(), *([label_dir] if label_dir else [])]
   storage.prepare_file_systems(report_dir, *manifests)
   workers = local_workers(beam_args, manifests, outputs)
-  try:
-    if workers:
-      from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
-      from tfrecorder_component.steps.report import CiteIndex  # pylint: disable=g-import-not-at-top
-      local.convert_locally(sources, split_dirs, label_dir, report_dir, options, workers,
-                            CiteIndex(sources) if any(s.row_index for s in sources)
-                            else lambda e: e, progress=progress)
-    else:
+  if workers:
+    from tfrecorder_component import staging  # pylint: disable=g-import-not-at-top
+    # Outputs on object storage are written on this machine's disk, then uploaded.
+    with staging.Staging(outputs) as staged:
+      _convert_without_beam(sources, staged.paths(split_dirs), staged.path(label_dir),
+                            staged.path(report_dir), options, workers, progress)
+      if staged.staged:
+        progress.stage('uploading')
+        staged.publish()
+  else:
+    try:
       progress.stage('converting (Beam pipeline)', counted=True)
       from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
       # Rows converted in this process (the in-memory DirectRunner) are counted as they
@@ -280,8 +334,8 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
         with make_pipeline(with_default_parallelism(beam_args or (), manifests)) as p:
           _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
                                                          report_dir, options)
-  finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
-    files.remove(layout.work_dir(report_dir))
+    finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
+      files.remove(layout.work_dir(report_dir))
   summary = layout.read_summary(report_dir)
   progress.update(summary['rows_read'], summary['rows_failed'])  # the exact final counts
   return summary

@@ -30,7 +30,7 @@ import threading
 import urllib.parse
 from typing import Any, BinaryIO, Dict, Optional, Tuple
 
-__all__ = ['is_object_store', 'is_remote', 'open_object', 'prepare_file_systems',
+__all__ = ['is_object_store', 'is_remote', 'open_object', 'client_for', 'prepare_file_systems',
            'missing_bucket', 'gcs_anonymous', 'RETRY_SECONDS']
 
 # How long Arrow's clients retry a transient failure (503, 429, a reset or refused
@@ -207,6 +207,12 @@ def _client(scheme: str):
     return _clients.setdefault(key, client)
 
 
+def client_for(uri: str):
+  """This process's Arrow file system for a gs:// or s3:// `uri` (made once, kept), or
+  None: another scheme, or one this pyarrow cannot serve."""
+  return _client(uri[:2]) if is_object_store(uri) else None
+
+
 def _arrow_path(uri: str) -> str:
   return uri.split('://', 1)[1]
 
@@ -217,7 +223,8 @@ def open_object(uri: str) -> BinaryIO:
   if is_object_store(uri):
     client = _client(uri[:2])
     if client is not None:
-      return client.open_input_stream(_arrow_path(uri))
+      # compression=None: Arrow would otherwise decompress an object named *.gz or *.bz2.
+      return client.open_input_stream(_arrow_path(uri), compression=None)
   if '://' not in uri or uri.startswith('file://'):
     return _open_local(uri[len('file://'):] if uri.startswith('file://') else uri)
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
