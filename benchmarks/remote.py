@@ -1,46 +1,51 @@
-"""Remote reads: the CLI's steady conversion rate, images on local disk against gs://.
+"""Object storage: the CLI's steady rate and CPU an image, images, manifest and output on
+local disk or on a real object store.
 
-The same JPEGs are read from local disk and from gs:// (a real GCS server behind a
-latency proxy) at 0, 20 and 50 ms added to every request.
+Three runs of the same JPEGs, for each store (fake-gcs-server for gs://, moto's S3 server
+for s3://, each behind a latency proxy):
 
-    .venv/bin/python -m benchmarks.remote [--sizes 4000,12000] [--repeats 3]
-                                          [--latencies 0,20,50] [--image-set photo]
+- `local`: manifest, images and output on local disk;
+- `images`: the images on the store, named by a local manifest, the output local;
+- `all`: manifest, images and output on the store (the Vertex AI and Kubeflow path).
+
+    .venv/bin/python -m benchmarks.remote [--sizes 300,3000] [--repeats 3]
+                                          [--latencies 20] [--stores gcs,s3]
+                                          [--image-set photo]
 
 The first N2 benchmark JPEGs (`--image-set`: photo-like by default, benchmarks/photos.py,
-or the synthetic 256x256 ones) and an AutoML CSV of the first N1
-and of the first N2 (relative image paths, hash splits) are written locally, then
-uploaded to fake-gcs-server (tests/storage_servers.py) as gs://bkt/images/... and
-gs://bkt/manifest-N.csv, so the gs:// manifest's relative paths resolve to the same
-images and the records must come out byte-identical. Clients reach the server through
-the module's HTTP proxy (STORAGE_EMULATOR_HOST), which adds the latency to every request
-and counts the requests it forwards.
+or the synthetic 256x256 ones) go up as <store>://bkt/images/..., with an AutoML CSV of
+the first N of each size at the bucket's root naming them relatively (as the local CSV
+names the local copies), so the records of `local` and `all` must be byte-identical; the
+`images` run's local CSV names the same objects by their full URIs (records that differ
+in their paths and hash splits), so its images and labels must be those of `local`. Clients reach each
+server through the module's HTTP proxy (STORAGE_EMULATOR_HOST, AWS_ENDPOINT_URL), which
+adds the latency to every request and counts the requests it forwards.
 
 Each run is a fresh `tfrecorder-component convert MANIFEST OUT` process with default
-settings, pinned to core 0 (`taskset -c 0`: one core, so the CLI runs one worker in
-memory), writing to local disk, timed from launch to exit, with the peak resident
-memory of its process tree (sampled every 50 ms). The storage server, the proxy and this
-driver are pinned to core 1, so they do not take the converter's CPU. One untimed
-warm-up run of each kind comes first. Then, for each repeat, each latency and each N, a
-local run and a gs:// run, interleaved so that the host's noise falls on both alike.
-The steady rate of a repeat is (N2 - N1) / (t2 - t1), so start-up cancels out; the fixed
-cost is what remains at N = 0 (t1 - N1 / rate). Each figure is the median over repeats
-with its range; the gs:// / local ratio is taken within each repeat. At the N2 gs://
-run the proxy's counts give the image reads per image (1.00: every image read once) and
-the most requests it saw in flight (the converter's default is 64 reads in flight per
-worker, `--concurrent-reads N` / `concurrent_reads=`). Once, at the first latency's N2
-runs, both outputs are compared with tests/tfrecord_digest.py. Writes
+settings, pinned to core 0 (`taskset -c 0`: one core, so the CLI runs one worker),
+timed from launch to exit, with the CPU time (user and system) of its process tree and
+its peak resident memory (sampled every 50 ms). The storage servers, the proxies and
+this driver are pinned to core 1, so they do not take the converter's CPU. One untimed
+warm-up run of each kind comes first. Then, for each repeat, each latency and each N,
+the three runs, interleaved so that the host's noise falls on all alike. The steady rate
+of a repeat is (N2 - N1) / (t2 - t1) and the CPU an image (c2 - c1) / (N2 - N1), so
+start-up cancels out; the fixed cost is what remains at N = 0. Each figure is the median
+over repeats with its range; ratios are taken within each repeat. Once, at the first
+latency's N2 runs, the outputs are compared with tests/tfrecord_digest.py. Writes
 benchmarks/results/remote.md.
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
+import csv
 import os
 import re
 import shutil
 import sys
 import time
-from typing import Dict, List
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from benchmarks import procs, report
 
@@ -51,7 +56,8 @@ import storage_servers  # pylint: disable=g-import-not-at-top,wrong-import-posit
 BUCKET = 'bkt'
 CONVERTER_CORE = 0
 SERVER_CORE = 1
-KINDS = ('local', 'gcs')
+KINDS = ('local', 'images', 'all')
+STORES = {'gcs': 'gs', 's3': 's3'}
 _WROTE = re.compile(r'Wrote ([\d,]+) records of ([\d,]+) rows')
 
 
@@ -60,8 +66,9 @@ def _pin(core: int) -> List[str]:
 
 
 def _convert(manifest: str, out: str, n: int, env: Dict[str, str], what: str) -> Dict:
-  """One pinned CLI run into a fresh `out`; checks that it wrote all n records."""
-  shutil.rmtree(out, ignore_errors=True)
+  """One pinned CLI run into `out` (new); checks that it wrote all n records."""
+  if files_local(out):
+    shutil.rmtree(out, ignore_errors=True)
   cmd = [*_pin(CONVERTER_CORE),
          *procs.python('-m', 'tfrecorder_component.cli', 'convert', manifest, out)]
   try:
@@ -75,9 +82,29 @@ def _convert(manifest: str, out: str, n: int, env: Dict[str, str], what: str) ->
   return r
 
 
+def files_local(path: str) -> bool:
+  return '://' not in path
+
+
+@contextlib.contextmanager
+def _store(name: str) -> Iterator[Tuple[Any, Any, Dict[str, str]]]:
+  """(server, proxy, the clients' environment) of store `name`, server and proxy pinned
+  to SERVER_CORE."""
+  pin = _pin(SERVER_CORE)
+  if name == 'gcs':
+    with storage_servers.gcs_behind_proxy(0, server_prefix=pin, proxy_prefix=pin) as (
+        server, proxy):
+      yield server, proxy, {'STORAGE_EMULATOR_HOST': proxy.url}
+    return
+  with storage_servers.S3Server(prefix=pin) as server:
+    with storage_servers.Proxy(server.endpoint, 0, (), pin) as proxy:
+      yield server, proxy, {**server.client_env(), 'AWS_ENDPOINT_URL': proxy.url}
+
+
 def _upload(server, data_root: str, n: int, sizes: List[int]) -> None:
-  """The first n images as gs://bkt/images/..., and each size's manifest at the bucket's
-  root (the cache folder may hold more images than this part reads: only n go up)."""
+  """The first n images as <store>://bkt/images/..., and each size's manifest at the
+  bucket's root (the cache folder may hold more images than this part reads: only n go
+  up)."""
   from benchmarks import data  # pylint: disable=g-import-not-at-top
   server.create_bucket(BUCKET)
 
@@ -97,16 +124,69 @@ def _upload(server, data_root: str, n: int, sizes: List[int]) -> None:
     raise RuntimeError(f'uploaded {n} images, the server lists {listed}')
 
 
+def _uri_manifest(local_manifest: str, scheme: str, scratch: str) -> str:
+  """A local copy of `local_manifest` naming each image by its URI on the store."""
+  path = os.path.join(scratch, f'{scheme}-{os.path.basename(local_manifest)}')
+  with open(local_manifest, newline='') as f, open(path, 'w', newline='') as out:
+    writer = csv.writer(out)
+    for split, image, label in csv.reader(f):
+      writer.writerow([split, f'{scheme}://{BUCKET}/{image}', label])
+  return path
+
+
+def _fetch(server, prefix: str, to: str) -> str:
+  """Every object under `prefix` copied into the local folder `to`."""
+  for name in server.list(BUCKET, prefix + '/'):
+    path = os.path.join(to, os.path.relpath(name, prefix))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as f:
+      f.write(server.read(BUCKET, name))
+  return to
+
+
+def _drop(env: Dict[str, str], uri: str) -> None:
+  """Removes a run's output from the store (the servers keep objects in memory)."""
+  old = {k: os.environ.get(k) for k in env}
+  os.environ.update(env)
+  try:
+    from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
+    storage._forget_clients()  # pylint: disable=protected-access  (this store's endpoint)
+    storage.client_for(uri).delete_dir(uri.split('://', 1)[1])
+  except Exception:  # pylint: disable=broad-except  (what is left only takes memory)
+    pass
+  finally:
+    for k, v in old.items():
+      if v is None:
+        os.environ.pop(k, None)
+      else:
+        os.environ[k] = v
+
+
+def _pairs(output_dir: str) -> List[Tuple[bytes, bytes]]:
+  """(image bytes, label text) of every record of an output, sorted."""
+  from tfrecorder_component import example_proto  # pylint: disable=g-import-not-at-top
+  import tfrecord_digest  # pylint: disable=g-import-not-at-top
+  out = []
+  for split in sorted(os.listdir(output_dir)):
+    if split.startswith('Split-'):
+      for record in tfrecord_digest.read_records(os.path.join(output_dir, split)):
+        feature = example_proto.Example.FromString(record).features.feature
+        out.append((feature['image/encoded'].bytes_list.value[0],
+                    feature['image/class/text'].bytes_list.value[0]))
+  return sorted(out)
+
+
 def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[float],
-            scratch: str, image_set: str = 'photo') -> Dict:
-  """Every run (see the module); returns {'runs': [...], 'identical': bool, ...}."""
+            scratch: str, image_set: str = 'photo', stores: Sequence[str] = tuple(STORES)
+            ) -> Dict:
+  """Every run (see the module); returns {'runs': [...], 'identical': {store: bool}, ...}."""
   from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
   data = data_lib.image_set(image_set)
   import tfrecord_digest  # pylint: disable=g-import-not-at-top
   if not {CONVERTER_CORE, SERVER_CORE} <= os.sched_getaffinity(0):
     raise RuntimeError(f'this part needs cores {CONVERTER_CORE} and {SERVER_CORE}; '
                        f'this process may use {sorted(os.sched_getaffinity(0))}')
-  n1, n2 = sizes[-2], sizes[-1]
+  n2 = sizes[-1]
   t = time.perf_counter()
   data.generate(data_root, n2)
   manifests = {n: data.write_manifest(data_root, n) for n in sizes}
@@ -114,115 +194,123 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
   shutil.rmtree(scratch, ignore_errors=True)
   os.makedirs(scratch)
   runs: List[Dict] = []
-  identical = None
+  identical: Dict[str, Optional[bool]] = {}
   affinity = os.sched_getaffinity(0)
-  with storage_servers.gcs_behind_proxy(0, server_prefix=_pin(SERVER_CORE),
-                                        proxy_prefix=_pin(SERVER_CORE)) as (server, proxy):
-    t = time.perf_counter()
-    _upload(server, data_root, n2, sizes)
-    print(f'remote: uploaded {n2} images to gs://{BUCKET}/images/ in '
-          f'{time.perf_counter() - t:.0f}s', flush=True)
-    env = {'local': {}, 'gcs': {'STORAGE_EMULATOR_HOST': proxy.url}}
-    source = {'local': manifests, 'gcs': {n: f'gs://{BUCKET}/manifest-{n}.csv' for n in sizes}}
-    os.sched_setaffinity(0, {SERVER_CORE})  # the driver's 50 ms sampling, off core 0
-    try:
-      for kind in KINDS:
-        out = os.path.join(scratch, f'warmup-{kind}')
-        r = _convert(source[kind][n2], out, n2, env[kind], f'warm-up {kind} N={n2}')
-        shutil.rmtree(out, ignore_errors=True)
-        print(f'remote: warm-up {kind:<5} N={n2:>6} {r["wall_s"]:7.2f}s (not counted)',
-              flush=True)
-      for rep in range(repeats):
-        for latency in latencies:
-          proxy.set_delay(latency)
-          for n in sizes:
-            check = identical is None and n == n2
-            outs = {}
-            for kind in KINDS:
-              out = os.path.join(scratch, f'{kind}-{n}')
-              if kind == 'gcs':
+  for store in stores:
+    scheme = STORES[store]
+    identical[store] = None
+    with _store(store) as (server, proxy, store_env):
+      t = time.perf_counter()
+      _upload(server, data_root, n2, sizes)
+      print(f'remote: uploaded {n2} images to {scheme}://{BUCKET}/images/ in '
+            f'{time.perf_counter() - t:.0f}s', flush=True)
+      env = {'local': {}, 'images': store_env, 'all': store_env}
+      source = {'local': manifests,
+                'images': {n: _uri_manifest(manifests[n], scheme, scratch) for n in sizes},
+                'all': {n: f'{scheme}://{BUCKET}/manifest-{n}.csv' for n in sizes}}
+      output = lambda kind, name: (f'{scheme}://{BUCKET}/out/{name}' if kind == 'all'
+                                   else os.path.join(scratch, f'{kind}-{name}'))
+
+      def done_with(kind: str, out: str) -> None:
+        if kind == 'all':
+          _drop(store_env, out)
+        else:
+          shutil.rmtree(out, ignore_errors=True)
+
+      os.sched_setaffinity(0, {SERVER_CORE})  # the driver's 50 ms sampling, off core 0
+      try:
+        for kind in KINDS:
+          out = output(kind, 'warmup')
+          r = _convert(source[kind][n2], out, n2, env[kind], f'{store} warm-up {kind} N={n2}')
+          done_with(kind, out)
+          print(f'remote: {store} warm-up {kind:<6} N={n2:>6} {r["wall_s"]:7.2f}s '
+                '(not counted)', flush=True)
+        for rep in range(repeats):
+          for latency in latencies:
+            proxy.set_delay(latency)
+            for n in sizes:
+              check = identical[store] is None and n == n2
+              outs = {}
+              for kind in KINDS:
+                out = output(kind, f'{rep}-{latency:g}-{n}')
                 proxy.reset_stats()
-              r = _convert(source[kind][n], out, n, env[kind],
-                           f'rep {rep + 1} {latency:g} ms {kind} N={n}')
-              run = {'kind': kind, 'n': n, 'rep': rep, 'latency_ms': latency,
-                     'wall_s': r['wall_s'], 'peak_mb': r['peak_mb']}
-              if kind == 'gcs':
+                r = _convert(source[kind][n], out, n, env[kind],
+                             f'{store} rep {rep + 1} {latency:g} ms {kind} N={n}')
                 stats = proxy.stats()
-                images = {p: c for p, c in stats['reads_by_path'].items() if '/images/' in p}
-                run.update(requests=stats['requests'], image_reads=sum(images.values()),
-                           images_read=len(images), max_in_flight=stats['max_in_flight'],
-                           upstream_errors=stats['upstream_errors'])
-              runs.append(run)
-              extra = (f'  {run["image_reads"] / n:.2f} reads/image, max '
-                       f'{run["max_in_flight"]} in flight' if kind == 'gcs' else '')
-              print(f'remote rep {rep + 1} {latency:>4g} ms N={n:>6} {kind:<5} '
-                    f'{r["wall_s"]:7.2f}s  peak {r["peak_mb"]:6.0f} MB{extra}', flush=True)
+                runs.append({'store': store, 'kind': kind, 'n': n, 'rep': rep,
+                             'latency_ms': latency, 'wall_s': r['wall_s'], 'cpu_s': r['cpu_s'],
+                             'peak_mb': r['peak_mb'], 'requests': stats['requests'],
+                             'max_in_flight': stats['max_in_flight'],
+                             'upstream_errors': stats['upstream_errors']})
+                print(f'remote {store} rep {rep + 1} {latency:>4g} ms N={n:>6} {kind:<6} '
+                      f'{r["wall_s"]:7.2f}s  cpu {r["cpu_s"]:7.2f}s  peak '
+                      f'{r["peak_mb"]:6.0f} MB  {stats["requests"]} requests', flush=True)
+                if check:
+                  outs[kind] = (_fetch(server, out.split(f'{BUCKET}/', 1)[1],
+                                       os.path.join(scratch, 'fetched'))
+                                if kind == 'all' else out)
+                  if kind == 'all':
+                    _drop(store_env, out)
+                else:
+                  done_with(kind, out)
               if check:
-                outs[kind] = out
-              else:
-                shutil.rmtree(out, ignore_errors=True)
-            if check:
-              digests = {kind: tfrecord_digest.digest(out) for kind, out in outs.items()}
-              identical = digests['local'] == digests['gcs']
-              print(f'remote: records identical, local and gs://, N={n}: '
-                    f'{"yes" if identical else "NO"}', flush=True)
-              if not identical:
-                for kind in KINDS:
-                  print(f'  {kind}: {digests[kind]}', flush=True)
-              for out in outs.values():
-                shutil.rmtree(out, ignore_errors=True)
-    finally:
-      os.sched_setaffinity(0, affinity)
+                same = tfrecord_digest.digest(outs['local']) == tfrecord_digest.digest(outs['all'])
+                pairs = _pairs(outs['local']) == _pairs(outs['images'])
+                identical[store] = same and pairs
+                print(f'remote: {store} N={n}: records of local and all byte-identical: '
+                      f'{"yes" if same else "NO"}; images and labels of local and images '
+                      f'identical: {"yes" if pairs else "NO"}', flush=True)
+                for out in outs.values():
+                  shutil.rmtree(out, ignore_errors=True)
+      finally:
+        os.sched_setaffinity(0, affinity)
   shutil.rmtree(scratch, ignore_errors=True)
   return {'runs': runs, 'identical': identical, 'sizes': sizes, 'repeats': repeats,
-          'images': data.SHORT,
-          'latencies': latencies}
+          'images': data.SHORT, 'latencies': latencies, 'stores': list(stores)}
 
 
-def _run(runs, kind, n, rep, latency):
-  return next(r for r in runs if (r['kind'], r['n'], r['rep'], r['latency_ms']) ==
-              (kind, n, rep, latency))
+def _run(runs, store, kind, n, rep, latency):
+  return next(r for r in runs if (r['store'], r['kind'], r['n'], r['rep'], r['latency_ms'])
+              == (store, kind, n, rep, latency))
 
 
 def figures(got: Dict) -> Dict:
-  """Per latency: steady rates, their ratio within each repeat, fixed costs, the proxy's
-  counts at N2 and gs:// peak memory at N1 and N2, as procs.spread dicts."""
+  """{(store, latency): {kind: rate, cpu an image, fixed cost, peak; ratios}}, each a
+  procs.spread dict over repeats (ratios taken within each repeat)."""
   runs, (n1, n2) = got['runs'], got['sizes'][-2:]
   out = {}
-  for latency in got['latencies']:
-    rate = {kind: [] for kind in KINDS}
-    fixed = {kind: [] for kind in KINDS}
-    ratio = []
-    for rep in range(got['repeats']):
-      per = {}
-      for kind in KINDS:
-        a, b = _run(runs, kind, n1, rep, latency), _run(runs, kind, n2, rep, latency)
-        if b['wall_s'] - a['wall_s'] <= 0:  # too close to time a rate
-          continue
-        per[kind] = (n2 - n1) / (b['wall_s'] - a['wall_s'])
-        rate[kind].append(per[kind])
-        fixed[kind].append(max(0.0, a['wall_s'] - n1 / per[kind]))
-      if len(per) == 2:
-        ratio.append(per['gcs'] / per['local'])
-    gcs = {n: [r for r in runs if (r['kind'], r['n'], r['latency_ms']) == ('gcs', n, latency)]
-           for n in (n1, n2)}
-    big = gcs[n2]
-    peak1 = procs.spread([r['peak_mb'] for r in gcs[n1]])
-    peak2 = procs.spread([r['peak_mb'] for r in big])
-    out[latency] = {
-        'local_rate': procs.spread(rate['local']) if rate['local'] else None,
-        'gcs_rate': procs.spread(rate['gcs']) if rate['gcs'] else None,
-        'ratio': procs.spread(ratio) if ratio else None,
-        'local_fixed_s': procs.spread(fixed['local']) if fixed['local'] else None,
-        'gcs_fixed_s': procs.spread(fixed['gcs']) if fixed['gcs'] else None,
-        'reads_per_image': procs.spread([r['image_reads'] / n2 for r in big]),
-        'every_image_read': all(r['images_read'] == n2 for r in big),
-        'requests_per_image': procs.spread([r['requests'] / n2 for r in big]),
-        'max_in_flight': procs.spread([r['max_in_flight'] for r in big]),
-        'upstream_errors': sum(r['upstream_errors'] for r in big),
-        'gcs_peak_mb': {n1: peak1, n2: peak2},
-        'memory_ratio': peak2['median'] / peak1['median'],
-    }
+  for store in got['stores']:
+    for latency in got['latencies']:
+      per_kind = {k: {'rate': [], 'cpu_ms': [], 'fixed_s': []} for k in KINDS}
+      ratios = {'all_rate': [], 'all_cpu': [], 'images_rate': [], 'images_cpu': []}
+      for rep in range(got['repeats']):
+        rep_rate, rep_cpu = {}, {}
+        for kind in KINDS:
+          a, b = (_run(runs, store, kind, n1, rep, latency),
+                  _run(runs, store, kind, n2, rep, latency))
+          if b['wall_s'] - a['wall_s'] <= 0:  # too close to time a rate
+            continue
+          rep_rate[kind] = (n2 - n1) / (b['wall_s'] - a['wall_s'])
+          rep_cpu[kind] = 1000 * (b['cpu_s'] - a['cpu_s']) / (n2 - n1)
+          per_kind[kind]['rate'].append(rep_rate[kind])
+          per_kind[kind]['cpu_ms'].append(rep_cpu[kind])
+          per_kind[kind]['fixed_s'].append(max(0.0, a['wall_s'] - n1 / rep_rate[kind]))
+        if len(rep_rate) == len(KINDS):
+          ratios['all_rate'].append(rep_rate['all'] / rep_rate['images'])
+          ratios['all_cpu'].append(rep_cpu['all'] / rep_cpu['images'])
+          ratios['images_rate'].append(rep_rate['images'] / rep_rate['local'])
+          ratios['images_cpu'].append(rep_cpu['images'] / rep_cpu['local'])
+      big = [r for r in runs if (r['store'], r['n'], r['latency_ms']) == (store, n2, latency)]
+      out[store, latency] = {
+          **{kind: {name: procs.spread(v) if v else None for name, v in f.items()}
+             for kind, f in per_kind.items()},
+          **{name: procs.spread(v) if v else None for name, v in ratios.items()},
+          'peak_mb': {kind: procs.spread([r['peak_mb'] for r in big if r['kind'] == kind])
+                      for kind in KINDS},
+          'requests_per_image': {kind: procs.spread([r['requests'] / n2 for r in big
+                                                     if r['kind'] == kind]) for kind in KINDS},
+          'upstream_errors': sum(r['upstream_errors'] for r in big),
+      }
   return out
 
 
@@ -230,41 +318,46 @@ def markdown(got: Dict, figs: Dict) -> str:
   n1, n2 = got['sizes'][-2:]
   opt = lambda s, d, u='': procs.fmt(s, d, u) if s else 'n/a'
   lines = [
-      f'The first {n2:,} {got.get("images", "synthetic 256x256 JPEGs (about 34 KB)")}, '
-      'read from local disk and '
-      f'from gs:// (fake-gcs-server behind an HTTP proxy that adds the latency to every '
-      f'request); `tfrecorder-component convert` with default settings, a fresh process per '
-      f'run pinned to core {CONVERTER_CORE} (so one worker in memory), server, proxy and '
-      f'driver pinned to core {SERVER_CORE}; output to local disk. {got["repeats"]} repeat'
-      f'{"s" * (got["repeats"] != 1)}, '
-      f'local and gs:// interleaved; median (min–max) over repeats. The converter keeps 64 '
-      f'reads in flight per worker by default (`--concurrent-reads N`, `concurrent_reads=`).',
+      f'The first {n2:,} and {n1:,} {got.get("images", "JPEGs")}; `tfrecorder-component '
+      f'convert` with default settings, a fresh process per run pinned to core '
+      f'{CONVERTER_CORE} (so one worker), the storage server, its latency proxy and the '
+      f'driver pinned to core {SERVER_CORE}. Runs: **local** (manifest, images and output '
+      'on local disk), **images** (the images on the store, named by their URIs in a local '
+      'manifest; output local), **all** (manifest, images and output on the store: the '
+      'Vertex AI and Kubeflow path). gs:// is fake-gcs-server, s3:// moto\'s server. '
+      f'{got["repeats"]} repeat{"s" * (got["repeats"] != 1)}, the three runs interleaved; '
+      'median (min–max) over repeats.',
       '',
-      '| added latency a request | local images/s | gs:// images/s | gs:// / local '
-      '| fixed cost s, local / gs:// | image reads an image (all read) '
-      '| max requests in flight | gs:// peak MB, N1 → N2 (N2/N1) |',
-      '|---:|---:|---:|---:|---:|---:|---:|---:|']
-  for latency, f in figs.items():
-    peak = f['gcs_peak_mb']
-    lines.append(
-        f'| {latency:g} ms | {opt(f["local_rate"], 0)} | {opt(f["gcs_rate"], 0)} | '
-        f'{opt(f["ratio"], 2, "x")} | '
-        f'{opt(f["local_fixed_s"], 1)} / {opt(f["gcs_fixed_s"], 1)} | '
-        f'{procs.fmt(f["reads_per_image"], 2)} '
-        f'({"yes" if f["every_image_read"] else "**no**"}) | '
-        f'{procs.fmt(f["max_in_flight"], 0)} | '
-        f'{peak[n1]["median"]:,.0f} → {peak[n2]["median"]:,.0f} ({f["memory_ratio"]:.2f}x) |')
-  identical = {None: 'n/a', True: 'yes', False: '**no**'}[got['identical']]
+      '| store | added latency | run | images/s | CPU ms an image | fixed cost s '
+      f'| peak MB at N={n2:,} | requests an image |',
+      '|---|---:|---|---:|---:|---:|---:|---:|']
+  for (store, latency), f in figs.items():
+    for kind in KINDS:
+      lines.append(
+          f'| {STORES[store]}:// | {latency:g} ms | {kind} | {opt(f[kind]["rate"], 0)} | '
+          f'{opt(f[kind]["cpu_ms"], 2)} | {opt(f[kind]["fixed_s"], 1)} | '
+          f'{f["peak_mb"][kind]["median"]:,.0f} | '
+          f'{procs.fmt(f["requests_per_image"][kind], 2) if kind != "local" else "–"} |')
+  lines += ['', '| store | added latency | all / images: rate | all / images: CPU an image '
+            '| images / local: rate | images / local: CPU an image |', '|---|---:|---:|---:|---:|---:|']
+  for (store, latency), f in figs.items():
+    lines.append(f'| {STORES[store]}:// | {latency:g} ms | {opt(f["all_rate"], 2, "x")} | '
+                 f'{opt(f["all_cpu"], 2, "x")} | {opt(f["images_rate"], 2, "x")} | '
+                 f'{opt(f["images_cpu"], 2, "x")} |')
+  same = ', '.join(f'{STORES[s]}:// {({None: "n/a", True: "yes", False: "**no**"})[v]}'
+                   for s, v in got['identical'].items())
   lines += [
       '',
       f'Steady rate: (N={n2:,} - N={n1:,}) / (difference of wall times, launch to exit) '
-      'within one repeat; fixed cost: the wall time left at N = 0. Image reads an image: '
-      f'the proxy\'s GETs of objects under images/ in the N={n2:,} gs:// run, divided by '
-      f'{n2:,} ("all read": every image read at least once). Peak memory: the CLI\'s whole '
-      'process tree, sampled every 50 ms.',
+      'within one repeat; CPU an image: the difference of the runs\' CPU time (user and '
+      'system, the whole process tree) over the same difference of N; fixed cost: the wall '
+      'time left at N = 0. Requests an image: what the proxy forwarded in the '
+      f'N={n2:,} run (manifest, images, output, listings), over {n2:,}. Peak memory: the '
+      'CLI\'s whole process tree, sampled every 50 ms.',
       '',
-      f'Records identical, local and gs:// (N={n2:,}, {got["latencies"][0]:g} ms, '
-      f'tests/tfrecord_digest.py): {identical}.']
+      f'Outputs compared at N={n2:,}, {got["latencies"][0]:g} ms (tests/tfrecord_digest.py): '
+      f'records of local and all byte-identical, images and labels of images identical to '
+      f'local: {same}.']
   return '\n'.join(lines) + '\n'
 
 
@@ -274,25 +367,29 @@ def _numbers(text: str, kind=float) -> List:
 
 def main(argv=None) -> Dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--sizes', default='4000,12000',
+  parser.add_argument('--sizes', default='300,3000',
                       help='N values; the steady rate is taken between the two largest')
   parser.add_argument('--repeats', type=int, default=3)
-  parser.add_argument('--latencies', default='0,20,50', help='ms the proxy adds a request')
+  parser.add_argument('--latencies', default='20', help='ms the proxy adds a request')
+  parser.add_argument('--stores', default=','.join(STORES),
+                      help=f'of {", ".join(STORES)}')
   from benchmarks import data  # pylint: disable=g-import-not-at-top
   data.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'remote'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
   sizes = sorted(set(_numbers(args.sizes, int)))
-  if len(sizes) < 2 or args.repeats < 1:
-    parser.error('need two sizes or more and one repeat or more')
+  stores = [s for s in args.stores.split(',') if s]
+  if len(sizes) < 2 or args.repeats < 1 or not stores or set(stores) - set(STORES):
+    parser.error('need two sizes or more, one repeat or more, and stores of '
+                 f'{", ".join(STORES)}')
   data.resolve(args)
   got = measure(args.data, sizes, args.repeats, _numbers(args.latencies), args.scratch,
-                args.image_set)
+                args.image_set, stores)
   figs = figures(got)
   report.write_part(args.results, 'remote.md', markdown(got, figs))
   return {'sizes': sizes, 'repeats': args.repeats, 'identical': got['identical'],
-          'latencies': figs, 'runs': got['runs']}
+          'figures': {f'{s} {l:g} ms': f for (s, l), f in figs.items()}, 'runs': got['runs']}
 
 
 if __name__ == '__main__':

@@ -83,3 +83,23 @@ def test_cli_convert_on_portable_runner_with_relative_paths(tmp_path, data, pool
   assert done.returncode == 0, done.stderr[-5000:]
   monkeypatch.chdir(tmp_path)
   assert digest(str(tmp_path / 'out2')) == local_digest('data/automl.csv', 'data')
+
+
+def test_detection_manifest_on_portable_runner_matches_local_engine(tmp_path, data, pool,
+                                                                    monkeypatch):
+  """Boxes too: an AutoML detection CSV (several boxes an image, grouped into one record
+  per image by the workers) gives the local engine's records, labels and box counts."""
+  monkeypatch.chdir(tmp_path)
+  write_text(str(data / 'boxes.csv'), ''.join(
+      f'{split},images/{name},{label},0.{k + 1},0.1,,,0.{k + 5},0.8,,\n'
+      for (split, name) in (('TRAIN', 'a.jpg'), ('TEST', 'b.jpg'), ('', 'e.jpg'),
+                            ('VALIDATION', 'c.png'))
+      for k, label in enumerate(('car', 'person', 'car'))))
+  with pool.explain():
+    result = trc.convert(str(data / 'boxes.csv'), 'out-boxes', runner='PortableRunner',
+                         beam_args=pool.beam_args)
+  assert result.rows_failed == 0, result.errors_per_reason
+  assert result.records_written == 4 and result.summary['objects_written'] == 12
+  local = trc.convert(str(data / 'boxes.csv'), 'out-boxes-local')
+  assert local.summary['objects_written'] == 12
+  assert digest(str(tmp_path / 'out-boxes')) == digest(str(tmp_path / 'out-boxes-local'))

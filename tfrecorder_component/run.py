@@ -1,8 +1,9 @@
 """The one way a conversion runs, for the component's executor and for `convert()`:
 Beam arguments for a runner, the conversion run either by Beam (`ConvertManifests` in a
-pipeline) or, for a DirectRunner run on local files that asks nothing else of Beam, by
-this machine's cores without Beam (`local.convert_locally`: the same steps, the same
-bytes, seconds less to start), and the summary read back (the error policy is
+pipeline) or, for a DirectRunner run on local, gs:// or s3:// files that asks nothing
+else of Beam, by this machine's cores without Beam (`local.convert_locally`: the same
+steps, the same bytes, seconds less to start; outputs on object storage staged on local
+disk, then uploaded: `staging`), and the summary read back (the error policy is
 `policy.apply_error_policy`)."""
 from __future__ import annotations
 
