@@ -131,9 +131,25 @@ def create_file(path: str) -> BinaryIO:
   if is_local(path):
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     return open(path, 'wb')
+  if storage.is_object_store(path):  # one Arrow client a process, the upload on a thread
+    writer = storage.create_object(path)
+    if writer is not None:
+      return writer
   storage.prepare_file_systems(path)
   return file_systems().create(path, mime_type='application/octet-stream',
                                compression_type='uncompressed')
+
+
+def rename(source: str, target: str) -> None:
+  """Renames a file (local: at once; gs:// and s3://: copied by the store, then the
+  source deleted; elsewhere Beam's `FileSystems.rename`)."""
+  if is_local(source):
+    os.replace(source, target)
+  elif storage.client_for(source) is not None:
+    storage.move_object(source, target)
+  else:
+    storage.prepare_file_systems(source)
+    file_systems().rename([source], [target])
 
 
 def exists(path: str) -> bool:

@@ -40,6 +40,7 @@ from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import progress as progress_lib
+from tfrecorder_component import storage
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow
 from tfrecorder_component.options import ConversionOptions, ManifestSource
@@ -115,12 +116,21 @@ class _Worker:
                              duplicates_lib.RUN_ENTRIES,
                              lambda path, entries: (path, duplicates_lib.write_run(path, entries)))
     self._samples: Dict[str, List[Tuple[str, bytes]]] = {}
+    # (k, n): this worker is the k-th of the n that `_pool` first forks, and writes shard k
+    # of n of every split under its final name, so that on object storage, where a
+    # rename is a copy, no shard is renamed when every worker ends well (`_name_shards`).
+    # None: a worker forked to convert again what another's death left (temporary names).
+    self.slot: Optional[Tuple[int, int]] = None
 
   def convert(self, chunk: Chunk) -> None:
     self._take(self._converter.convert(chunk, self._vocabulary))
 
   def result(self) -> Dict[str, Any]:
     self._take(self._converter.finish())
+    if self.slot is not None and self._split_dirs is not None and not self._planned:
+      for split in self._split_dirs:  # its shard of a split it had no record of: empty
+        if split not in self._writers:
+          self._open(split)
     for split in list(self._writers):
       self._close(split)
     for spiller in (self._errors, self._box_issues, self._index):
@@ -159,13 +169,7 @@ class _Worker:
   def _write(self, split: str, records: List[bytes]) -> None:
     if self._split_dirs is None:  # a validation: no record is kept
       return
-    writer = self._writers.get(split)
-    if writer is None:
-      folder = (self._split_dirs[split] if not self._planned else
-                layout.work_dir(self._report_dir, 'bundles', split))
-      writer = self._writers[split] = shards_lib.ShardWriter(
-          posixpath.join(folder, f'.part-{uuid.uuid4().hex}.gz'),
-          self._options.compression_level)
+    writer = self._writers.get(split) or self._open(split)
     writer.write(records)
     if self._layouts_dir is not None:
       self._unsigned.setdefault(split, []).append(records)
@@ -189,6 +193,20 @@ class _Worker:
             dict(zip(self._vocabulary['labels'], self._vocabulary['ids'])))
       inline.write(records, signatures[split])
     self._unsigned = {}
+
+  def _open(self, split: str) -> shards_lib.ShardWriter:
+    """A new file for `split`'s records: shard k of n under its final name for the k-th
+    worker of `_pool`'s first n (`slot`), else a temporary `.part-` file that
+    `_name_shards` names (in the report's work folder where shards are planned)."""
+    if self._planned:
+      path = posixpath.join(layout.work_dir(self._report_dir, 'bundles', split),
+                            f'.part-{uuid.uuid4().hex}.gz')
+    elif self.slot is not None:
+      path = layout.shard_path(self._split_dirs[split], *self.slot)
+    else:
+      path = posixpath.join(self._split_dirs[split], f'.part-{uuid.uuid4().hex}.gz')
+    writer = self._writers[split] = shards_lib.ShardWriter(path, self._options.compression_level)
+    return writer
 
   @property
   def _planned(self) -> bool:
@@ -370,7 +388,8 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
     if meanwhile is not None:
       meanwhile()
     return result
-  done, lost, suspects = _pool(chunks, make_worker, workers, counts, poll, meanwhile, rows)
+  done, lost, suspects = _pool(chunks, make_worker, workers, counts, poll, meanwhile, rows,
+                               named=rows)
   losses: Dict[Chunk, int] = collections.Counter()
   while suspects or lost:
     losses.update(lost)
@@ -389,10 +408,10 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
 
 
 def _pool(chunks: List[Any], make_worker, workers: int, counts, poll, meanwhile,
-          rows: bool) -> Tuple[List[Any], List[Any], List[Any]]:
+          rows: bool, named: bool = False) -> Tuple[List[Any], List[Any], List[Any]]:
   """(results, chunks to convert again, chunks that may have ended a worker) of
   `chunks` converted by `workers` processes that take them from one queue
-  (`_convert_chunks`)."""
+  (`_convert_chunks`). `named`: worker k of the n is given its `slot` (k, n)."""
   workers = max(1, min(workers, len(chunks)))
   context = multiprocessing.get_context('fork')
   tasks = context.Queue()
@@ -402,8 +421,10 @@ def _pool(chunks: List[Any], make_worker, workers: int, counts, poll, meanwhile,
   done, converted, suspected, died = [], set(), set(), []
   try:
     for i in range(workers):  # forked before this process starts the queue's thread
-      processes.append(_Process(context, _work, (make_worker(), tasks, counts, i, taken), i,
-                                counts))
+      worker = make_worker()
+      if named:
+        worker.slot = (i, workers)
+      processes.append(_Process(context, _work, (worker, tasks, counts, i, taken), i, counts))
     if meanwhile is not None:
       thread = threading.Thread(target=_catching(meanwhile, failure), name='tfrecorder-meanwhile',
                                 daemon=True)
@@ -578,7 +599,7 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
       written_layouts = _write_layouts(options.layouts, layouts_base.context(
           summary, held, label_dir, list(split_dirs)), shards, placed, workers)
     # A worker that crashed (`_convert_chunks`) left its unfinished files.
-    _remove_parts([*split_dirs.values(), *(
+    remove_parts([*split_dirs.values(), *(
         files.join(label_dir, layouts_registry.module(n).FOLDER)
         for n in (options.layouts if label_dir is not None else ()))])
 
@@ -660,10 +681,17 @@ def _write_layouts(names, ctx, shards, placed, workers: int):
   return info
 
 
-def _remove_parts(folders: Sequence[str]) -> None:
-  """Removes the `.part-` files left in `folders` (local) once every shard and layout
-  file has its name: those of worker processes that ended without their result."""
+def remove_parts(folders: Sequence[str]) -> None:
+  """Removes the `.part-` files left in `folders` (local, gs:// or s3://) once every shard
+  and layout file has its name, or once a run has failed: those of worker processes that
+  ended without their result, or of a run that did not finish."""
   for folder in folders:
+    if not files.is_local(folder):
+      if storage.client_for(folder) is not None:
+        for name in storage.list_names(folder):
+          if name.startswith('.part-'):
+            storage.delete_object(posixpath.join(folder, name))
+      continue
     try:
       names = os.listdir(folder)
     except FileNotFoundError:
@@ -677,7 +705,11 @@ def _name_shards(bundles: List[Tuple[str, str, int, int]], split_dirs: Mapping[s
                  options: ConversionOptions) -> List[Tuple[str, int, int, str, Optional[str],
                                                           int]]:
   """Gives the workers' files their shard names: by default each worker's file of a
-  split is one shard (an empty split gets one empty shard, as Beam writes it); with
+  split is one shard (an empty split gets one empty shard, as Beam writes it). The n
+  workers `_pool` first forks wrote shard k of n of every split (`_Worker.slot`), so
+  when each of them ended well nothing is renamed; files of workers forked to convert
+  again what a dead one left are named after them (object stores rename by copying).
+  With
   `num_shards` or `shard_size_mb` the records are spread over exactly that many shards
   (`shards.plan_split_shards`). Returns (split, index, count, path, the worker's file
   it was (None: made here), records) of every shard."""
@@ -690,13 +722,37 @@ def _name_shards(bundles: List[Tuple[str, str, int, int]], split_dirs: Mapping[s
             for split, index, count, path in layouts_base.shard_jobs(split_dirs)]
   shards = []
   for split, folder in split_dirs.items():
-    parts = sorted((path, records) for s, path, records, _ in bundles if s == split)
+    # The files already named by their worker's slot first, in order; temporary ones after.
+    parts = sorted(((path, records) for s, path, records, _ in bundles if s == split),
+                   key=lambda p: (posixpath.basename(p[0]).startswith('.part-'), p[0]))
+    if not sum(records for _, records in parts) and [p for p, _ in parts] != [
+        layout.shard_path(folder, 0, 1)]:  # an empty split: one empty shard
+      for part, _ in parts:
+        _remove_file(part)
+      parts = []
     if not parts:
       path = layout.shard_path(folder, 0, 1)
       shards_lib.ShardWriter(path, options.compression_level).close()
       shards.append((split, 0, 1, path, None, 0))
-    for k, (part, records) in enumerate(parts):
-      path = layout.shard_path(folder, k, len(parts))
-      os.replace(part, path)
-      shards.append((split, k, len(parts), path, part, records))
+    targets = [layout.shard_path(folder, k, len(parts)) for k in range(len(parts))]
+    moves = [(part, target) for (part, _), target in zip(parts, targets) if part != target]
+    held = {part for part, _ in parts}
+    if any(target in held for _, target in moves):  # a name another part still has
+      aside = []
+      for part, target in moves:
+        temporary = posixpath.join(folder, f'.part-{uuid.uuid4().hex}.gz')
+        files.rename(part, temporary)
+        aside.append((temporary, target))
+      moves = aside
+    for part, target in moves:
+      files.rename(part, target)
+    for k, ((part, records), target) in enumerate(zip(parts, targets)):
+      shards.append((split, k, len(parts), target, part, records))
   return shards
+
+
+def _remove_file(path: str) -> None:
+  if files.is_local(path):
+    os.remove(path)
+  else:
+    storage.delete_object(path)

@@ -306,6 +306,9 @@ def _convert_without_beam(sources, split_dirs, label_dir, report_dir,
     local.convert_locally(sources, split_dirs, label_dir, report_dir, options, workers,
                           CiteIndex(sources) if any(s.row_index for s in sources)
                           else lambda e: e, progress=progress)
+  except BaseException:  # the shards its workers uploaded to object storage go too
+    local.remove_parts([d for d in (split_dirs or {}).values() if not files.is_local(d)])
+    raise
   finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
     files.remove(layout.work_dir(report_dir))
 
@@ -318,9 +321,10 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
   workers = local_workers(beam_args, manifests, outputs)
   if workers:
     from tfrecorder_component import staging  # pylint: disable=g-import-not-at-top
-    # Outputs on object storage are written on this machine's disk, then uploaded.
-    with staging.Staging(outputs) as staged:
-      _convert_without_beam(sources, staged.paths(split_dirs), staged.path(label_dir),
+    # On object storage, the workers upload their shards as they write them; the label
+    # files, layouts and report are written on this machine's disk, then uploaded.
+    with staging.Staging([report_dir, *([label_dir] if label_dir else [])]) as staged:
+      _convert_without_beam(sources, split_dirs, staged.path(label_dir),
                             staged.path(report_dir), options, workers, progress)
       if staged.staged:
         progress.stage('uploading')

@@ -231,6 +231,180 @@ def open_object(uri: str) -> BinaryIO:
   return FileSystems.open(uri, compression_type='uncompressed')
 
 
+# What an object writer holds while its upload catches up: pieces queued for the upload
+# thread, at most this many bytes (then `write` waits).
+WRITE_QUEUE_BYTES = 32 << 20
+# The writes an object writer makes to its upload stream, gathered from smaller ones:
+# Arrow's GCS client sends each write of 256 KiB or more as its own request of a
+# resumable upload, one round trip after another (S3's client makes parts of its own).
+# 8 MiB is google-cloud-cpp's default upload buffer.
+UPLOAD_PIECE_BYTES = 32 << 20
+
+
+class ObjectWriter:
+  """A file object writing one object on gs:// or s3:// through this process's Arrow
+  client: `write` hands each piece to an upload thread and returns at once (Arrow's GCS
+  stream uploads a full buffer inside `write`, holding a converting worker for a round
+  trip and the transfer), so the upload goes on while the caller converts. The object
+  exists once `close()` has returned; a writer whose process is killed leaves no object
+  (the stores complete an upload only when told), and one left by an error (`with`, or
+  `abort()`) is deleted.
+  `close()` raises the upload's failure, if any; so does a later `write`."""
+
+  def __init__(self, client, uri: str):
+    import queue  # pylint: disable=g-import-not-at-top
+    self.name = uri
+    # compression=None: Arrow would otherwise gzip a file named *.gz (a shard) again.
+    self._stream = client.open_output_stream(_arrow_path(uri), compression=None)
+    self._queue: 'queue.Queue' = queue.Queue()
+    self._room = threading.Semaphore(max(1, WRITE_QUEUE_BYTES >> 16))  # 64 KiB units
+    self._failure: Optional[BaseException] = None
+    self._closed = False
+    self._thread = threading.Thread(target=self._upload, name='tfrecorder-object-writer',
+                                    daemon=True)
+    self._thread.start()
+
+  def _upload(self) -> None:
+    pending = bytearray()  # pieces gathered into UPLOAD_PIECE_BYTES writes
+    while True:
+      piece = self._queue.get()
+      try:
+        if piece is not None:
+          pending += piece
+        if pending and (piece is None or len(pending) >= UPLOAD_PIECE_BYTES):
+          if self._failure is None:
+            self._stream.write(pending)
+          pending = bytearray()
+      except BaseException as e:  # pylint: disable=broad-except  (raised by write/close)
+        self._failure = e
+        pending = bytearray()
+      finally:
+        if piece is not None:
+          for _ in range(_units(piece)):
+            self._room.release()
+      if piece is None:
+        return
+
+  def write(self, data) -> int:
+    if self._failure is not None:
+      raise self._failure
+    piece = bytes(data)
+    if piece:
+      for _ in range(_units(piece)):
+        self._room.acquire()
+      self._queue.put(piece)
+    return len(piece)
+
+  def close(self) -> None:
+    if self._closed:
+      return
+    self._closed = True
+    self._queue.put(None)
+    self._thread.join()
+    if self._failure is not None:
+      raise self._failure
+    self._stream.close()
+
+  def __enter__(self) -> 'ObjectWriter':
+    return self
+
+  def __exit__(self, kind, *exc) -> None:
+    if kind is None:
+      self.close()
+    else:
+      self.abort()
+
+  def abort(self) -> None:
+    """Ends the upload without keeping the object: the caller failed. (Arrow completes an
+    upload when its stream is closed or collected, so the object is deleted after.)"""
+    if self._closed:
+      return
+    self._closed = True
+    self._failure = self._failure or RuntimeError('aborted')
+    self._queue.put(None)
+    self._thread.join()
+    try:
+      self._stream.close()
+      delete_object(self.name)
+    except Exception:  # pylint: disable=broad-except  (nothing, or an unfinished upload)
+      pass
+
+
+def _units(piece: bytes) -> int:
+  """The 64 KiB units of ObjectWriter's queue that `piece` takes (at least one; a piece
+  larger than the whole queue takes all of it)."""
+  return min(max(1, len(piece) >> 16), max(1, WRITE_QUEUE_BYTES >> 16))
+
+
+def create_object(uri: str) -> Optional[ObjectWriter]:
+  """An ObjectWriter for the gs:// or s3:// `uri`, or None where this pyarrow has no
+  client for its scheme (then Beam's file system writes it)."""
+  client = client_for(uri)
+  return None if client is None else ObjectWriter(client, uri)
+
+
+def _boto3_s3():
+  """This process's boto3 S3 client (made once; the endpoint and keys from the
+  environment, as Beam's S3 file system reads them), or None without boto3."""
+  key = ('boto3', ())
+  if key in _clients:
+    return _clients[key]
+  try:
+    import boto3  # pylint: disable=g-import-not-at-top
+    client = boto3.session.Session().client('s3')
+  except ImportError:
+    client = None
+  with _lock:
+    return _clients.setdefault(key, client)
+
+
+def _bucket_key(uri: str) -> Tuple[str, str]:
+  bucket, _, name = _arrow_path(uri).partition('/')
+  return bucket, name
+
+
+def move_object(source: str, target: str) -> None:
+  """Renames an object within its store: a copy made by the store, then the source
+  deleted. gs://: Arrow's client (GCS's rewrite). s3://: boto3's managed copy (one
+  CopyObject, or a multipart copy past S3's 5 GB limit) where boto3 is installed (Beam's
+  `[aws]` extra, which S3 outputs need), since Arrow's S3 client leaves an empty
+  "folder/" object behind each object it deletes; else Arrow's."""
+  s3 = _boto3_s3() if source.startswith('s3://') else None
+  if s3 is not None:
+    bucket, name = _bucket_key(source)
+    s3.copy({'Bucket': bucket, 'Key': name}, *_bucket_key(target))
+    s3.delete_object(Bucket=bucket, Key=name)
+    return
+  client = client_for(source)
+  client.copy_file(_arrow_path(source), _arrow_path(target))
+  client.delete_file(_arrow_path(source))
+
+
+def delete_object(uri: str) -> None:
+  """Deletes the object `uri` (gs:// or s3://, as `move_object` does), if it exists."""
+  s3 = _boto3_s3() if uri.startswith('s3://') else None
+  if s3 is not None:
+    bucket, name = _bucket_key(uri)
+    s3.delete_object(Bucket=bucket, Key=name)  # S3 answers a missing key alike
+    return
+  try:
+    client_for(uri).delete_file(_arrow_path(uri))
+  except FileNotFoundError:
+    pass
+
+
+def list_names(prefix: str) -> list:
+  """The names of the objects directly under the gs:// or s3:// folder `prefix`."""
+  import pyarrow.fs as pafs  # pylint: disable=g-import-not-at-top
+  client = client_for(prefix)
+  try:
+    infos = client.get_file_info(pafs.FileSelector(_arrow_path(prefix).rstrip('/'),
+                                                   allow_not_found=True))
+  except FileNotFoundError:
+    return []
+  return [i.base_name for i in infos if i.type == pafs.FileType.File]
+
+
 class NotARegularFile(OSError):
   """A local path that names a FIFO, a device, a socket or a dangling link: reading it
   could block forever or never end, so it is not read."""
