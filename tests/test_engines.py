@@ -245,3 +245,59 @@ def test_manifest_and_output_on_object_storage_write_the_same_bytes_both_ways(
   assert '_SUCCESS' in _tree(remote) and any(r.startswith('tfds') for r in _tree(remote))
   assert (dict(digest(remote), **digests._report_digests(remote))  # pylint: disable=protected-access
           == dict(digest(beam), **digests._report_digests(beam)))  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize('scheme', ['gs', 's3'])
+def test_an_object_appears_only_once_its_writer_closes(stores, scheme, monkeypatch):
+  """The object writer the workers stream shards with: bytes written in small pieces and
+  in one piece larger than its queue arrive whole and in order, only once it closes; a
+  writer left by an error leaves no object."""
+  from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
+  _, servers, env = stores
+  for key, value in env.items():
+    monkeypatch.setenv(key, value)
+  storage._forget_clients()  # pylint: disable=protected-access  (this test's endpoints)
+  data = os.urandom(3 << 20) * 15  # 45 MiB: more than the queue and one upload write
+  uri = f'{scheme}://{BUCKET}/writer/{scheme}.gz'
+  writer = storage.create_object(uri)
+  for i in range(0, 1 << 20, 4096):
+    writer.write(data[i:i + 4096])
+  writer.write(data[1 << 20:])
+  assert 'writer/' + f'{scheme}.gz' not in servers[scheme].list(BUCKET, 'writer/')
+  writer.close()
+  assert servers[scheme].read(BUCKET, f'writer/{scheme}.gz') == data
+  with pytest.raises(ValueError):
+    with storage.create_object(f'{scheme}://{BUCKET}/writer/failed') as writer:
+      writer.write(b'half a shard')
+      raise ValueError('the worker failed')
+  assert servers[scheme].list(BUCKET, 'writer/') == [f'writer/{scheme}.gz']
+
+
+@pytest.mark.parametrize('scheme', ['gs', 's3'])
+def test_workers_write_their_shards_on_object_storage_under_their_final_names(
+    stores, scheme, tmp_path, monkeypatch):
+  """Three workers on a remote output: each writes shard k of 3 of every split (an empty
+  one where it had no record of it), so none is renamed; the records are the local
+  run's, and no temporary file is left."""
+  if scheme == 'gs' and not _beam_reads_gcs():
+    pytest.skip("Beam without its [gcp] extra has no gs:// file system")
+  data, servers, env = stores
+  for key, value in env.items():
+    monkeypatch.setenv(key, value)
+  monkeypatch.setenv(run.LOCAL_WORKERS_ENV, '3')
+  monkeypatch.setattr(local, 'CHUNK_ROWS', 2)
+  renamed = []
+  rename = local.files.rename
+  monkeypatch.setattr(local.files, 'rename', lambda a, b: renamed.append(a) or rename(a, b))
+  prefix = f'{tmp_path.name}-{scheme}'
+  trc.convert(f'{scheme}://{BUCKET}/data/cls.csv', f'{scheme}://{BUCKET}/{prefix}',
+              max_error_ratio=0.2, splits={'train': 1})
+  names = servers[scheme].list(BUCKET, prefix + '/')
+  shards = sorted(n.split('/', 1)[1] for n in names if '/Split-' in n)
+  assert shards == [f'Split-{split}/data_tfrecord-0000{k}-of-00003.gz'
+                    for split in ('eval', 'test', 'train') for k in range(3)], shards
+  assert renamed == [] and not [n for n in names if '.part-' in n]
+  trc.convert(os.path.join(data, 'cls.csv'), str(tmp_path / 'local'), max_error_ratio=0.2,
+              splits={'train': 1})
+  assert digest(_download(servers[scheme], prefix, str(tmp_path / 'dl'))) == digest(
+      str(tmp_path / 'local'))

@@ -12,8 +12,9 @@ is most of the wall time, and on a large one it delays every core's first row. H
 the workers are forked from this process, which has imported only what converting
 needs, so they start in milliseconds; each converts chunks as the others do, taken
 from one queue. `run.run_conversion` picks this way for DirectRunner runs whose
-manifests and outputs are local or on gs:// or s3:// (outputs staged on local disk,
-`staging`) and whose Beam arguments ask nothing of the runner.
+manifests and outputs are local or on gs:// or s3:// (shards uploaded as the workers
+write them, the rest staged on local disk: `staging`) and whose Beam arguments ask
+nothing of the runner.
 
 Nothing that grows with the rows is held by one process: rows travel as chunk files,
 records go straight from a worker to its shard, and the report's JSON-lines files and

@@ -2,8 +2,9 @@
 Beam arguments for a runner, the conversion run either by Beam (`ConvertManifests` in a
 pipeline) or, for a DirectRunner run on local, gs:// or s3:// files that asks nothing
 else of Beam, by this machine's cores without Beam (`local.convert_locally`: the same
-steps, the same bytes, seconds less to start; outputs on object storage staged on local
-disk, then uploaded: `staging`), and the summary read back (the error policy is
+steps, the same bytes, seconds less to start; on object storage the workers upload their
+shards as they write them, and the label files and report are staged on local disk,
+then uploaded: `staging`), and the summary read back (the error policy is
 `policy.apply_error_policy`)."""
 from __future__ import annotations
 

@@ -1,23 +1,23 @@
-"""Local stand-ins for a run's output folders on object storage (gs://, s3://), so that the
-engine without Beam (`local.convert_locally`) runs on a machine whose outputs live in a
-bucket, as every Vertex AI and Kubeflow run's do.
+"""Local stand-ins for a run's label and report folders on object storage (gs://, s3://),
+for the engine without Beam (`local.convert_locally`) on a machine whose outputs live in
+a bucket, as every Vertex AI and Kubeflow run's do.
 
-The run writes into a scratch folder on this machine's disk (`TMPDIR`, else /tmp) where
-each remote folder has its own place (`<scratch>/<scheme>/<bucket>/<path>`, so folders
-that nest in the bucket nest here too), and its scratch files (chunks, sorted runs)
-never leave the machine. Once the run has written everything, `publish` uploads each
-file to its place in the bucket, many at once, through this process's one Arrow client
-per scheme (`storage`); a run that fails uploads nothing. The caller writes `_SUCCESS`
-after (`convert()`'s `output_swap`, the component's executor), so an output is finished
-only once every file is in place, as before.
+The shards do not come here: the workers upload them as they write them
+(`storage.ObjectWriter`). What the run writes beside them (the label files, the extra
+layouts' files, the report, and the report's scratch files: chunks, sorted runs) is
+written into a scratch folder on this machine's disk (`TMPDIR`, else /tmp), where each
+remote folder has its own place (`<scratch>/<scheme>/<bucket>/<path>`, so folders that
+nest in the bucket nest here too); the scratch files never leave the machine. Once the
+run has written everything, `publish` uploads each file to its place in the bucket,
+UPLOADS_IN_FLIGHT at once, through this process's one Arrow client per scheme; a run
+that fails uploads nothing. The caller writes `_SUCCESS` after (`convert()`'s
+`output_swap`, the component's executor), so an output is finished only once every file
+is in place.
 
-Why not write to the bucket as the run goes: a worker's shard takes its name
-(`-0000k-of-0000n`) only once every worker has finished, and object stores rename by
-copying, as Beam's own file sinks do (two requests a file to write, three to delete, a
-storage client built for each call). Staged, every file is written once, under its
-final name. The scratch folder holds the run's output until it is uploaded: this
-machine's disk must have room for it (a run without room fails, naming the folder;
-point TMPDIR at a larger disk, or run on Dataflow).
+Why not write these to the bucket as the run goes: the layouts' files take their names
+only once every worker has finished, and the report is a handful of files written once
+each, where Beam's file system would build a storage client for every call and round-
+trip scratch files through the bucket.
 """
 from __future__ import annotations
 
