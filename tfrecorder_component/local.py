@@ -132,6 +132,8 @@ class _Worker:
       for split in self._split_dirs:  # its shard of a split it had no record of: empty
         if split not in self._writers:
           self._open(split)
+    for writer in self._writers.values():  # every shard's upload tail at once
+      writer.finish()
     for split in list(self._writers):
       self._close(split)
     for spiller in (self._errors, self._box_issues, self._index):
@@ -682,15 +684,17 @@ def _write_layouts(names, ctx, shards, placed, workers: int):
   return info
 
 
-def remove_parts(folders: Sequence[str]) -> None:
+def remove_parts(folders: Sequence[str], shards: bool = False) -> None:
   """Removes the `.part-` files left in `folders` (local, gs:// or s3://) once every shard
-  and layout file has its name, or once a run has failed: those of worker processes that
-  ended without their result, or of a run that did not finish."""
+  and layout file has its name: those of worker processes that ended without their
+  result. `shards`: the shards too (`data_tfrecord-*`), for a run that failed after its
+  workers uploaded theirs (split folders of its own: an artifact's, a new output's)."""
+  prefixes = ('.part-', f'{layout.TFRECORD_FILE_NAME}-') if shards else ('.part-',)
   for folder in folders:
     if not files.is_local(folder):
       if storage.client_for(folder) is not None:
         for name in storage.list_names(folder):
-          if name.startswith('.part-'):
+          if name.startswith(prefixes):
             storage.delete_object(posixpath.join(folder, name))
       continue
     try:
@@ -698,7 +702,7 @@ def remove_parts(folders: Sequence[str]) -> None:
     except FileNotFoundError:
       continue
     for name in names:
-      if name.startswith('.part-'):
+      if name.startswith(prefixes):
         os.remove(os.path.join(folder, name))
 
 

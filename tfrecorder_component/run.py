@@ -308,7 +308,8 @@ def _convert_without_beam(sources, split_dirs, label_dir, report_dir,
                           CiteIndex(sources) if any(s.row_index for s in sources)
                           else lambda e: e, progress=progress)
   except BaseException:  # the shards its workers uploaded to object storage go too
-    local.remove_parts([d for d in (split_dirs or {}).values() if not files.is_local(d)])
+    local.remove_parts([d for d in (split_dirs or {}).values() if not files.is_local(d)],
+                       shards=True)
     raise
   finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
     files.remove(layout.work_dir(report_dir))

@@ -237,8 +237,9 @@ WRITE_QUEUE_BYTES = 32 << 20
 # The writes an object writer makes to its upload stream, gathered from smaller ones:
 # Arrow's GCS client sends each write of 256 KiB or more as its own request of a
 # resumable upload, one round trip after another (S3's client makes parts of its own).
-# 8 MiB is google-cloud-cpp's default upload buffer.
-UPLOAD_PIECE_BYTES = 32 << 20
+# On fake-gcs-server behind 20 ms a request, 160 MiB went up in 4.7 s in 8 MiB writes
+# and 2.4 s in 32 MiB ones; 16 MiB is the middle, at 32 MiB a shard of memory.
+UPLOAD_PIECE_BYTES = 16 << 20
 
 
 class ObjectWriter:
@@ -275,8 +276,10 @@ class ObjectWriter:
           if self._failure is None:
             self._stream.write(pending)
           pending = bytearray()
+        if piece is None:  # the object completed here, beside the other writers' tails
+          self._stream.close()
       except BaseException as e:  # pylint: disable=broad-except  (raised by write/close)
-        self._failure = e
+        self._failure = self._failure or e
         pending = bytearray()
       finally:
         if piece is not None:
@@ -295,15 +298,21 @@ class ObjectWriter:
       self._queue.put(piece)
     return len(piece)
 
+  def begin_close(self) -> None:
+    """Lets the upload finish what is queued without waiting for it: `close()` then
+    waits. Closing several writers this way uploads their tails at once."""
+    if not self._closed:
+      self._closed = True
+      self._queue.put(None)
+
   def close(self) -> None:
-    if self._closed:
+    if self._thread is None:
       return
-    self._closed = True
-    self._queue.put(None)
+    self.begin_close()
     self._thread.join()
+    self._thread = None
     if self._failure is not None:
       raise self._failure
-    self._stream.close()
 
   def __enter__(self) -> 'ObjectWriter':
     return self
@@ -317,14 +326,13 @@ class ObjectWriter:
   def abort(self) -> None:
     """Ends the upload without keeping the object: the caller failed. (Arrow completes an
     upload when its stream is closed or collected, so the object is deleted after.)"""
-    if self._closed:
+    if self._thread is None:
       return
-    self._closed = True
     self._failure = self._failure or RuntimeError('aborted')
-    self._queue.put(None)
+    self.begin_close()
     self._thread.join()
+    self._thread = None
     try:
-      self._stream.close()
       delete_object(self.name)
     except Exception:  # pylint: disable=broad-except  (nothing, or an unfinished upload)
       pass

@@ -96,6 +96,14 @@ class GzipStream:
   def write(self, data: bytes) -> None:
     self._gzip.write(data)
 
+  def finish(self) -> None:
+    """Writes the gzip trailer and lets the file finish without waiting for it (an
+    object's upload: `storage.ObjectWriter.begin_close`); `close()` then waits."""
+    self._gzip.close()
+    begin_close = getattr(self._raw, 'begin_close', None)
+    if begin_close is not None:
+      begin_close()
+
   def close(self) -> None:
     self._gzip.close()
     self._raw.close()
@@ -115,6 +123,11 @@ class ShardWriter:
     self._file.write(data)
     self.records += len(records)
     self.bytes += len(data)
+
+  def finish(self) -> None:
+    """Ends the shard without waiting for its upload (`GzipStream.finish`); `close()`
+    waits for it."""
+    self._file.finish()
 
   def close(self) -> None:
     self._file.close()
