@@ -22,8 +22,8 @@ a CLI run's seconds go, launch to exit, at 200 and 20,000 images), `memory` (ben
 20,000 and 200,000 rows, a 1 GB-class COCO JSON), `stages` (benchmarks/stages.py: the
 cost of each step per image), `masks` (benchmarks/masks.py: a COCO JSON with and
 without instance masks and keypoints) and `remote` (benchmarks/remote.py: the CLI's
-steady rate reading the same JPEGs from local disk and from gs://, a GCS server behind a
-proxy adding 0, 20 and 50 ms a request). `peers` (benchmarks/peers.py: the CLI,
+steady rate and CPU an image with the images, then the manifest, images and output, on
+gs:// and s3://, real servers behind a proxy adding 20 ms a request, against local disk). `peers` (benchmarks/peers.py: the CLI,
 convert() and LocalDagRunner against a TFDS builder, Ray Data, the naive loop and two
 floors at 2,000, 20,000 and 200,000 images, whole processes, 3 repeats) takes about half
 an hour, more when it first makes the 200,000 images, so it runs only when --parts names

@@ -261,6 +261,7 @@ class ObjectWriter:
     self._room = threading.Semaphore(max(1, WRITE_QUEUE_BYTES >> 16))  # 64 KiB units
     self._failure: Optional[BaseException] = None
     self._closed = False
+    self._written = 0
     self._thread = threading.Thread(target=self._upload, name='tfrecorder-object-writer',
                                     daemon=True)
     self._thread.start()
@@ -288,10 +289,33 @@ class ObjectWriter:
       if piece is None:
         return
 
+  # What writers of Python files (pyarrow's Parquet writer, gzip) ask of one.
+  @property
+  def closed(self) -> bool:
+    return self._closed
+
+  def writable(self) -> bool:
+    return True
+
+  def readable(self) -> bool:
+    return False
+
+  def seekable(self) -> bool:
+    return False
+
+  def tell(self) -> int:
+    return self._written
+
+  def flush(self) -> None:
+    pass
+
   def write(self, data) -> int:
     if self._failure is not None:
       raise self._failure
+    if self._closed:
+      raise ValueError(f'write to a closed object writer ({self.name})')
     piece = bytes(data)
+    self._written += len(piece)
     if piece:
       for _ in range(_units(piece)):
         self._room.acquire()
