@@ -753,7 +753,25 @@ def _name_shards(bundles: List[Tuple[str, str, int, int]], split_dirs: Mapping[s
       files.rename(part, target)
     for k, ((part, records), target) in enumerate(zip(parts, targets)):
       shards.append((split, k, len(parts), target, part, records))
+    _remove_strays(folder, {posixpath.basename(t) for t in targets} or
+                   {posixpath.basename(layout.shard_path(folder, 0, 1))})
   return shards
+
+
+def _remove_strays(folder: str, keep) -> None:
+  """Removes the shards in a split folder (the run's own) that are not the run's final
+  ones (`keep`, names): a worker that died after opening its shard under its slot's name
+  left it there, partly written or not counted, where readers would take it for one."""
+  prefix = f'{layout.TFRECORD_FILE_NAME}-'
+  if files.is_local(folder):
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+  else:
+    names = storage.list_names(folder)
+  for name in names:
+    if name.startswith(prefix) and name not in keep:
+      logging.warning('Removing %s: a shard a worker process left as it ended',
+                      posixpath.join(folder, name))
+      _remove_file(posixpath.join(folder, name))
 
 
 def _remove_file(path: str) -> None:
