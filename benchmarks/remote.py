@@ -134,32 +134,15 @@ def _uri_manifest(local_manifest: str, scheme: str, scratch: str) -> str:
   return path
 
 
-def _fetch(server, prefix: str, to: str) -> str:
-  """Every object under `prefix` copied into the local folder `to`."""
-  for name in server.list(BUCKET, prefix + '/'):
-    path = os.path.join(to, os.path.relpath(name, prefix))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'wb') as f:
-      f.write(server.read(BUCKET, name))
-  return to
-
-
 def _drop(env: Dict[str, str], uri: str) -> None:
   """Removes a run's output from the store (the servers keep objects in memory)."""
-  old = {k: os.environ.get(k) for k in env}
-  os.environ.update(env)
-  try:
-    from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
-    storage._forget_clients()  # pylint: disable=protected-access  (this store's endpoint)
-    storage.client_for(uri).delete_dir(uri.split('://', 1)[1])
-  except Exception:  # pylint: disable=broad-except  (what is left only takes memory)
-    pass
-  finally:
-    for k, v in old.items():
-      if v is None:
-        os.environ.pop(k, None)
-      else:
-        os.environ[k] = v
+  from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
+  with storage_servers.environment(env):
+    try:
+      storage._forget_clients()  # pylint: disable=protected-access  (this store's endpoint)
+      storage.client_for(uri).delete_dir(uri.split('://', 1)[1])
+    except Exception:  # pylint: disable=broad-except  (what is left only takes memory)
+      pass
 
 
 def _pairs(output_dir: str) -> List[Tuple[bytes, bytes]]:
@@ -246,8 +229,8 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
                       f'{r["wall_s"]:7.2f}s  cpu {r["cpu_s"]:7.2f}s  peak '
                       f'{r["peak_mb"]:6.0f} MB  {stats["requests"]} requests', flush=True)
                 if check:
-                  outs[kind] = (_fetch(server, out.split(f'{BUCKET}/', 1)[1],
-                                       os.path.join(scratch, 'fetched'))
+                  outs[kind] = (server.download(BUCKET, out.split(f'{BUCKET}/', 1)[1],
+                                                os.path.join(scratch, 'fetched'))
                                 if kind == 'all' else out)
                   if kind == 'all':
                     _drop(store_env, out)

@@ -309,6 +309,17 @@ class _ObjectStore(_Service):
         pass
     return [name for _, name in pairs]
 
+  def download(self, bucket: str, prefix: str, to: str) -> str:
+    """Copies every object under `prefix` into the local folder `to` (their paths
+    relative to `prefix`); returns `to`."""
+    prefix = prefix.rstrip('/')
+    for name in self.list(bucket, prefix + '/'):
+      path = os.path.join(to, os.path.relpath(name, prefix))
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(path, 'wb') as f:
+        f.write(self.read(bucket, name))
+    return to
+
 
 class GcsServer(_ObjectStore):
   """fake-gcs-server over http, objects kept on disk so that stop() then start() keeps them.
@@ -501,6 +512,22 @@ class Proxy(_Service):
   def set_delay(self, ms: float) -> None:
     self.delay_ms = ms
     self._control('POST', 'delay', {'ms': ms})
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+  """This process's environment with `values` set (clients' endpoints and keys), as it
+  was after."""
+  old = {k: os.environ.get(k) for k in values}
+  os.environ.update(values)
+  try:
+    yield
+  finally:
+    for k, v in old.items():
+      if v is None:
+        os.environ.pop(k, None)
+      else:
+        os.environ[k] = v
 
 
 @contextlib.contextmanager

@@ -182,15 +182,6 @@ def stores(tmp_path_factory):
     yield data, {'gs': gcs, 's3': s3}, {'STORAGE_EMULATOR_HOST': proxy.url, **s3.client_env()}
 
 
-def _download(server, prefix: str, to: str) -> str:
-  for name in server.list(BUCKET, prefix + '/'):
-    path = os.path.join(to, os.path.relpath(name, prefix))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'wb') as f:
-      f.write(server.read(BUCKET, name))
-  return to
-
-
 def _tree(folder: str, keep=lambda rel: True):
   """{relative path: bytes} of every file under `folder` that `keep` keeps."""
   out = {}
@@ -238,8 +229,8 @@ def test_manifest_and_output_on_object_storage_write_the_same_bytes_both_ways(
   monkeypatch.setattr(run, 'local_workers', lambda *a: taken.append(a) and 0)
   with_beam = trc.convert(source, f'{scheme}://{BUCKET}/{prefix}/beam', **options)
   assert taken and without_beam.records_written == with_beam.records_written > 0
-  remote = _download(servers[scheme], f'{prefix}/local', str(tmp_path / 'dl-local'))
-  beam = _download(servers[scheme], f'{prefix}/beam', str(tmp_path / 'dl-beam'))
+  remote = servers[scheme].download(BUCKET, f'{prefix}/local', str(tmp_path / 'dl-local'))
+  beam = servers[scheme].download(BUCKET, f'{prefix}/beam', str(tmp_path / 'dl-beam'))
   records = lambda rel: not rel.startswith('report')  # the report names the manifest
   assert _tree(remote, records) == _tree(local_out, records)
   assert '_SUCCESS' in _tree(remote) and any(r.startswith('tfds') for r in _tree(remote))
@@ -299,5 +290,5 @@ def test_workers_write_their_shards_on_object_storage_under_their_final_names(
   assert renamed == [] and not [n for n in names if '.part-' in n]
   trc.convert(os.path.join(data, 'cls.csv'), str(tmp_path / 'local'), max_error_ratio=0.2,
               splits={'train': 1})
-  assert digest(_download(servers[scheme], prefix, str(tmp_path / 'dl'))) == digest(
+  assert digest(servers[scheme].download(BUCKET, prefix, str(tmp_path / 'dl'))) == digest(
       str(tmp_path / 'local'))

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from images import write_image, write_text
-from storage_servers import GcsServer, Proxy, S3Server, gcs_behind_proxy
+from storage_servers import GcsServer, Proxy, S3Server, environment, gcs_behind_proxy
 from tfrecord_digest import digest, read_records
 import tfrecorder_component as trc
 from tfrecorder_component import example_proto
@@ -75,15 +75,8 @@ def gcs(dataset):
   with gcs_behind_proxy() as (server, proxy):
     server.create_bucket(BUCKET)
     server.upload_tree(os.path.join(dataset, 'data'), BUCKET, 'data')
-    old = os.environ.get('STORAGE_EMULATOR_HOST')
-    os.environ['STORAGE_EMULATOR_HOST'] = proxy.url
-    try:
+    with environment({'STORAGE_EMULATOR_HOST': proxy.url}):
       yield server, proxy
-    finally:
-      if old is None:
-        os.environ.pop('STORAGE_EMULATOR_HOST', None)
-      else:
-        os.environ['STORAGE_EMULATOR_HOST'] = old
 
 
 @pytest.fixture
@@ -95,16 +88,6 @@ def proxy(gcs):
   yield proxy
   proxy.set_faults([])
   proxy.set_delay(0)
-
-
-def download(server, bucket: str, prefix: str, to: str) -> str:
-  """Copies every object under `prefix` into the folder `to`; returns `to`."""
-  for name in server.list(bucket, prefix.rstrip('/') + '/'):
-    path = os.path.join(to, os.path.relpath(name, prefix))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'wb') as f:
-      f.write(server.read(bucket, name))
-  return to
 
 
 def image_reads(proxy):
@@ -155,7 +138,7 @@ def test_cli_converts_manifest_images_and_output_all_on_gcs(dataset, gcs, proxy,
   # client does not take the command line for Beam arguments.
   assert 'default credentials' not in done.stderr and 'Retry with exponential' not in done.stderr
   assert 'Discarding unparseable args' not in done.stderr
-  local = download(server, BUCKET, 'cli-out', str(tmp_path / 'cli-out'))
+  local = server.download(BUCKET, 'cli-out', str(tmp_path / 'cli-out'))
   assert digest(local) == digest(os.path.join(dataset, 'out'))
   assert os.path.exists(os.path.join(local, '_SUCCESS'))
   assert image_reads(proxy) == {f'/{BUCKET}/data/images/{n}': 1 for n in NAMES}
@@ -381,16 +364,8 @@ def s3(dataset):
       server.create_bucket(BUCKET)
       server.upload_tree(os.path.join(dataset, 'data'), BUCKET, 'data')
       env = {**server.client_env(), 'AWS_ENDPOINT_URL': proxy.url}
-      old = {k: os.environ.get(k) for k in env}
-      os.environ.update(env)
-      try:
+      with environment(env):
         yield server, proxy, env
-      finally:
-        for k, v in old.items():
-          if v is None:
-            os.environ.pop(k, None)
-          else:
-            os.environ[k] = v
 
 
 def test_cli_converts_manifest_images_and_output_all_on_s3(dataset, s3, tmp_path):
@@ -399,7 +374,7 @@ def test_cli_converts_manifest_images_and_output_all_on_s3(dataset, s3, tmp_path
   proxy.reset_stats()
   done = cli('convert', f's3://{BUCKET}/data/manifest.csv', f's3://{BUCKET}/out', env=env)
   assert done.returncode == 0, done.stderr
-  local = download(server, BUCKET, 'out', str(tmp_path / 'out'))
+  local = server.download(BUCKET, 'out', str(tmp_path / 'out'))
   assert digest(local) == digest(os.path.join(dataset, 'out'))
   assert os.path.exists(os.path.join(local, '_SUCCESS'))
   stats = proxy.stats()
@@ -493,7 +468,7 @@ def test_s3_overwrite_keeps_the_old_output_until_the_new_one_is_complete(dataset
   assert done.returncode == 0, done.stderr
   after = server.list(BUCKET, 'kept/')
   assert 'kept/_SUCCESS' in after and not [n for n in after if '.tfrecorder-' in n]
-  local = download(server, BUCKET, 'kept', str(tmp_path / 'kept'))
+  local = server.download(BUCKET, 'kept', str(tmp_path / 'kept'))
   fresh = trc.convert(str(tmp_path / 'small.csv'), str(tmp_path / 'fresh'))
   assert split_records(local) == split_records(fresh.output_dir)
   assert sorted(os.path.relpath(os.path.join(d, n), local) for d, _, ns in os.walk(local)
