@@ -104,19 +104,9 @@ class Staging:
 
 
 def upload(local: str, uri: str) -> None:
-  """Writes the local file `local` as the object `uri`: this process's Arrow client of its
-  scheme (`storage`), or Beam's file system where this pyarrow has none."""
-  client = storage.client_for(uri)
-  with open(local, 'rb') as source:
-    if client is None:
-      from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
-      with files.create_file(uri) as target:
-        shutil.copyfileobj(source, target, _PIECE)
-      return
-    # compression=None: Arrow would otherwise gzip a file named *.gz (a shard) again.
-    with client.open_output_stream(uri.split('://', 1)[1], compression=None) as target:
-      while True:
-        piece = source.read(_PIECE)
-        if not piece:
-          break
-        target.write(piece)
+  """Writes the local file `local` as the object `uri`, as every remote file is written
+  (`files.create_file`: this process's Arrow client of its scheme, else Beam's file
+  system)."""
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+  with open(local, 'rb') as source, files.create_file(uri) as target:
+    shutil.copyfileobj(source, target, _PIECE)
