@@ -82,6 +82,16 @@ def _convert(manifest: str, out: str, n: int, env: Dict[str, str], what: str) ->
   return r
 
 
+def _cpu_s(services: Sequence[Any]) -> float:
+  """CPU time (user and system) the store's server and proxy processes have used so far."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  total = 0.0
+  for service in services:
+    times = psutil.Process(service.pid).cpu_times()
+    total += times.user + times.system + times.children_user + times.children_system
+  return total
+
+
 def files_local(path: str) -> bool:
   return '://' not in path
 
@@ -217,17 +227,21 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
               for kind in KINDS:
                 out = output(kind, f'{rep}-{latency:g}-{n}')
                 proxy.reset_stats()
+                served = _cpu_s((server, proxy))
                 r = _convert(source[kind][n], out, n, env[kind],
                              f'{store} rep {rep + 1} {latency:g} ms {kind} N={n}')
                 stats = proxy.stats()
+                served = _cpu_s((server, proxy)) - served
                 runs.append({'store': store, 'kind': kind, 'n': n, 'rep': rep,
                              'latency_ms': latency, 'wall_s': r['wall_s'], 'cpu_s': r['cpu_s'],
-                             'peak_mb': r['peak_mb'], 'requests': stats['requests'],
+                             'peak_mb': r['peak_mb'], 'server_cpu_s': served,
+                             'requests': stats['requests'],
                              'max_in_flight': stats['max_in_flight'],
                              'upstream_errors': stats['upstream_errors']})
                 print(f'remote {store} rep {rep + 1} {latency:>4g} ms N={n:>6} {kind:<6} '
                       f'{r["wall_s"]:7.2f}s  cpu {r["cpu_s"]:7.2f}s  peak '
-                      f'{r["peak_mb"]:6.0f} MB  {stats["requests"]} requests', flush=True)
+                      f'{r["peak_mb"]:6.0f} MB  {stats["requests"]} requests  server cpu '
+                      f'{served:6.2f}s', flush=True)
                 if check:
                   outs[kind] = (server.download(BUCKET, out.split(f'{BUCKET}/', 1)[1],
                                                 os.path.join(scratch, 'fetched'))
@@ -264,7 +278,8 @@ def figures(got: Dict) -> Dict:
   out = {}
   for store in got['stores']:
     for latency in got['latencies']:
-      per_kind = {k: {'rate': [], 'cpu_ms': [], 'fixed_s': []} for k in KINDS}
+      per_kind = {k: {'rate': [], 'cpu_ms': [], 'fixed_s': [], 'server_ms': [], 'server_busy': []}
+                  for k in KINDS}
       ratios = {'all_rate': [], 'all_cpu': [], 'images_rate': [], 'images_cpu': []}
       for rep in range(got['repeats']):
         rep_rate, rep_cpu = {}, {}
@@ -278,6 +293,9 @@ def figures(got: Dict) -> Dict:
           per_kind[kind]['rate'].append(rep_rate[kind])
           per_kind[kind]['cpu_ms'].append(rep_cpu[kind])
           per_kind[kind]['fixed_s'].append(max(0.0, a['wall_s'] - n1 / rep_rate[kind]))
+          per_kind[kind]['server_ms'].append(
+              1000 * (b['server_cpu_s'] - a['server_cpu_s']) / (n2 - n1))
+          per_kind[kind]['server_busy'].append(b['server_cpu_s'] / b['wall_s'])
         if len(rep_rate) == len(KINDS):
           ratios['all_rate'].append(rep_rate['all'] / rep_rate['images'])
           ratios['all_cpu'].append(rep_cpu['all'] / rep_cpu['images'])
@@ -300,6 +318,7 @@ def figures(got: Dict) -> Dict:
 def markdown(got: Dict, figs: Dict) -> str:
   n1, n2 = got['sizes'][-2:]
   opt = lambda s, d, u='': procs.fmt(s, d, u) if s else 'n/a'
+  pct = lambda s: {k: (v if k == 'n' else 100 * v) for k, v in s.items()} if s else s
   lines = [
       f'The first {n2:,} and {n1:,} {got.get("images", "JPEGs")}; `tfrecorder-component '
       f'convert` with default settings, a fresh process per run pinned to core '
@@ -312,15 +331,18 @@ def markdown(got: Dict, figs: Dict) -> str:
       'median (min–max) over repeats.',
       '',
       '| store | added latency | run | images/s | CPU ms an image | fixed cost s '
-      f'| peak MB at N={n2:,} | requests an image |',
-      '|---|---:|---|---:|---:|---:|---:|---:|']
+      f'| peak MB at N={n2:,} | requests an image | server CPU ms an image '
+      f'| server core busy at N={n2:,} |',
+      '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|']
   for (store, latency), f in figs.items():
     for kind in KINDS:
       lines.append(
           f'| {STORES[store]}:// | {latency:g} ms | {kind} | {opt(f[kind]["rate"], 0)} | '
           f'{opt(f[kind]["cpu_ms"], 2)} | {opt(f[kind]["fixed_s"], 1)} | '
           f'{f["peak_mb"][kind]["median"]:,.0f} | '
-          f'{procs.fmt(f["requests_per_image"][kind], 2) if kind != "local" else "–"} |')
+          f'{procs.fmt(f["requests_per_image"][kind], 2) if kind != "local" else "–"} | '
+          f'{opt(f[kind]["server_ms"], 2) if kind != "local" else "–"} | '
+          f'{opt(pct(f[kind]["server_busy"]), 0, "%") if kind != "local" else "–"} |')
   lines += ['', '| store | added latency | all / images: rate | all / images: CPU an image '
             '| images / local: rate | images / local: CPU an image |', '|---|---:|---:|---:|---:|---:|']
   for (store, latency), f in figs.items():
@@ -336,7 +358,10 @@ def markdown(got: Dict, figs: Dict) -> str:
       'system, the whole process tree) over the same difference of N; fixed cost: the wall '
       'time left at N = 0. Requests an image: what the proxy forwarded in the '
       f'N={n2:,} run (manifest, images, output, listings), over {n2:,}. Peak memory: the '
-      'CLI\'s whole process tree, sampled every 50 ms.',
+      'CLI\'s whole process tree, sampled every 50 ms. Server CPU: user and system time of '
+      'the store\'s server and its proxy, the steady difference over N as for the CLI; '
+      f'server core busy: their CPU time over the wall time of the N={n2:,} run (the '
+      'store\'s core is also the driver\'s, so 100% means the store is the limit).',
       '',
       f'Outputs compared at N={n2:,}, {got["latencies"][0]:g} ms (tests/tfrecord_digest.py): '
       f'records of local and all byte-identical, images and labels of images identical to '

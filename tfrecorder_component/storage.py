@@ -232,13 +232,16 @@ def open_object(uri: str) -> BinaryIO:
 
 
 # What an object writer holds while its upload catches up: pieces queued for the upload
-# thread, at most this many bytes (then `write` waits).
+# thread or gathered by it, not yet uploaded, at most this many bytes (then `write`
+# waits). At least twice UPLOAD_PIECE_BYTES (see `_units`).
 WRITE_QUEUE_BYTES = 32 << 20
-# The writes an object writer makes to its upload stream, gathered from smaller ones:
-# Arrow's GCS client sends each write of 256 KiB or more as its own request of a
-# resumable upload, one round trip after another (S3's client makes parts of its own).
-# On fake-gcs-server behind 20 ms a request, 160 MiB went up in 4.7 s in 8 MiB writes
-# and 2.4 s in 32 MiB ones; 16 MiB is the middle, at 32 MiB a shard of memory.
+# The writes an object writer makes to its upload stream: everything queued when the
+# stream is free, once it is this much or more. Arrow's GCS client sends each write of
+# 256 KiB or more as its own request of a resumable upload, one round trip after another
+# (S3's client makes parts of its own), so an upload that lags behind the worker makes
+# fewer, larger requests. On fake-gcs-server behind 20 ms a request, 160 MiB went up in
+# 4.7 s in 8 MiB writes and 2.4 s in 32 MiB ones (the emulator hashes the whole object
+# again at every request); 16 MiB is the middle.
 UPLOAD_PIECE_BYTES = 16 << 20
 
 
@@ -267,27 +270,37 @@ class ObjectWriter:
     self._thread.start()
 
   def _upload(self) -> None:
-    pending = bytearray()  # pieces gathered into UPLOAD_PIECE_BYTES writes
-    while True:
+    import queue  # pylint: disable=g-import-not-at-top
+    pending = bytearray()  # what is queued, gathered into writes of UPLOAD_PIECE_BYTES or more
+    held = 0  # the queue's units that `pending` holds, given back once it is uploaded
+    done = False
+    while not done:
       piece = self._queue.get()
+      while True:  # everything queued meanwhile goes into the same write
+        if piece is None:
+          done = True
+          break
+        pending += piece
+        held += _units(piece)
+        try:
+          piece = self._queue.get_nowait()
+        except queue.Empty:
+          break
       try:
-        if piece is not None:
-          pending += piece
-        if pending and (piece is None or len(pending) >= UPLOAD_PIECE_BYTES):
+        if pending and (done or len(pending) >= UPLOAD_PIECE_BYTES):
           if self._failure is None:
             self._stream.write(pending)
           pending = bytearray()
-        if piece is None:  # the object completed here, beside the other writers' tails
+        if done:  # the object completed here, beside the other writers' tails
           self._stream.close()
       except BaseException as e:  # pylint: disable=broad-except  (raised by write/close)
         self._failure = self._failure or e
         pending = bytearray()
       finally:
-        if piece is not None:
-          for _ in range(_units(piece)):
+        if not pending:
+          for _ in range(held):
             self._room.release()
-      if piece is None:
-        return
+          held = 0
 
   # What writers of Python files (pyarrow's Parquet writer, gzip) ask of one.
   @property
@@ -363,9 +376,11 @@ class ObjectWriter:
 
 
 def _units(piece: bytes) -> int:
-  """The 64 KiB units of ObjectWriter's queue that `piece` takes (at least one; a piece
-  larger than the whole queue takes all of it)."""
-  return min(max(1, len(piece) >> 16), max(1, WRITE_QUEUE_BYTES >> 16))
+  """The 64 KiB units of ObjectWriter's queue that `piece` takes: at least one, at most
+  UPLOAD_PIECE_BYTES' worth. So a write never waits for more room than there is: what
+  the upload thread holds unwritten is under UPLOAD_PIECE_BYTES, which leaves at least
+  that much of WRITE_QUEUE_BYTES (twice as much) to any piece."""
+  return min(max(1, len(piece) >> 16), max(1, UPLOAD_PIECE_BYTES >> 16))
 
 
 def create_object(uri: str) -> Optional[ObjectWriter]:
