@@ -22,7 +22,19 @@ def test_every_format_writes_the_same_records_and_report_without_beam_as_with_it
   """benchmarks.digests' runs (every manifest format, classification and detection,
   transforms, failed rows, duplicates, a DataFrame): record for record and byte for byte
   in every report file, the local run in 2 worker processes and Beam's in-memory
-  DirectRunner agree."""
+  DirectRunner agree. The local runs group the box rows of detection manifests through
+  an external sort that writes a run to disk for every row (each image's rows merged
+  back from many runs), as Beam's GroupByKey groups them."""
+  monkeypatch.setattr(local, 'OBJECT_ROWS_BYTES', 1)
+  runs_merged = []
+
+  class CountingSort(local.ExternalSort):
+    def entries(self):
+      self.spill()
+      runs_merged.append(len(self._spiller.runs))  # pylint: disable=protected-access
+      return super().entries()
+
+  monkeypatch.setattr(local, 'ExternalSort', CountingSort)
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 1)
   monkeypatch.setattr(run, 'cores', lambda: 2)
   monkeypatch.setattr(local, 'CHUNK_ROWS', 2)  # every run's rows spread over 2 workers
@@ -32,6 +44,7 @@ def test_every_format_writes_the_same_records_and_report_without_beam_as_with_it
       min(workers, len(chunks))) or start(chunks, make, workers, *a))
   without_beam = digests.digests(str(tmp_path / 'work'))
   assert forked.count(2) >= 6, forked  # the runs of more than one chunk
+  assert runs_merged and max(runs_merged) > 1, runs_merged  # box rows went through disk
   taken = []
   monkeypatch.setattr(run, 'local_workers', lambda *a: taken.append(a) and 0)
   beam = digests.digests(str(tmp_path / 'work'))

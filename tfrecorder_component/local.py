@@ -30,12 +30,14 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import posixpath
+import shutil
 import signal
+import tempfile
 import threading
 import time
 import traceback
 import uuid
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
@@ -58,12 +60,18 @@ from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverte
                                                 VocabularyBuilder)
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, OBJECTS, RECORDS, SAMPLES, STATS
 from tfrecorder_component.steps.runs import RunSpiller
+from tfrecorder_component.steps.sort import ExternalSort, SortBudget, unpacked_value
 
 __all__ = ['convert_locally']
 
 # Rows a chunk holds at least (a file's rows are cut into at most MAX_CHUNKS_PER_FILE
 # chunks): the unit a worker takes from the queue.
 CHUNK_ROWS = ROWS_PER_BATCH
+# The rows of detection manifests with a row a box (AutoML CSV, Vertex AI JSONL), held
+# in this process while they are read, at most this many bytes: past it they are
+# written as sorted runs to local temporary disk and merged back an image at a time
+# (`steps.sort`), as Beam's GroupByKey groups them.
+OBJECT_ROWS_BYTES = 64 << 20
 # The reason of a row whose conversion ended its worker process (`_convert_chunks`).
 CRASHED = 'crashed'
 
@@ -524,6 +532,30 @@ def _catching(function: Callable[[], None], failure: List[BaseException]) -> Cal
 
 
 # ------------------------------------------------------------------ the run
+_SEQUENCE = 8  # bytes of the row's number that end an image key
+
+
+def _image_key(key: Tuple[Any, Any], number: int) -> bytes:
+  """The sort key of a box row: its image's (source, URI), each part's length before it
+  (so no image's key starts another's), then the row's number (keys must be distinct)."""
+  parts = [str(part).encode('utf-8', 'surrogatepass') for part in key]
+  return b''.join(len(p).to_bytes(4, 'big') + p for p in parts) + number.to_bytes(_SEQUENCE, 'big')
+
+
+def _images(entries: Iterator[Tuple[bytes, bytes]]) -> Iterator[List[Any]]:
+  """The rows of each image, an image at a time, from entries sorted by `_image_key`:
+  an image's entries have one length and one prefix, so they come together."""
+  image, rows = None, []
+  for key, data in entries:
+    if key[:-_SEQUENCE] != image:
+      if rows:
+        yield rows
+      image, rows = key[:-_SEQUENCE], []
+    rows.append(unpacked_value(data))
+  if rows:
+    yield rows
+
+
 def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapping[str, str]],
                     label_dir: Optional[str], report_dir: str, options: ConversionOptions,
                     workers: int, first_error_of=lambda e: e,
@@ -542,23 +574,33 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
                               options.class_map)
   acc = builder.new()
   chunks: List[Chunk] = []
-  objects: Dict[Tuple[str, str], List[Any]] = {}
-  with progress.ticking():  # ended before any worker is forked
-    for source in sources:
-      for tag, value in parse_manifest(source, chunk_dir, options.annotations, CHUNK_ROWS):
-        if tag == CHUNK:
-          chunks.append(value)
-          read += value[4]  # the progress's total: the chunk's items
-          progress.update(read)
-        elif tag == OBJECTS:
-          key, row = value
-          objects.setdefault(key, []).append(row)
-  merged = [merged_item(rows) for rows in objects.values()]
-  del objects
-  read += len(merged)
-  for first in range(0, len(merged), CHUNK_ROWS):
-    chunks.append(pack_chunk(merged[first:first + CHUNK_ROWS], chunk_dir))
-  del merged
+  sort_dir = tempfile.mkdtemp(prefix='tfrecorder-boxes-')
+  try:
+    objects = ExternalSort(sort_dir, SortBudget(OBJECT_ROWS_BYTES))
+    boxes = 0
+    with progress.ticking():  # ended before any worker is forked
+      for source in sources:
+        for tag, value in parse_manifest(source, chunk_dir, options.annotations, CHUNK_ROWS):
+          if tag == CHUNK:
+            chunks.append(value)
+            read += value[4]  # the progress's total: the chunk's items
+            progress.update(read)
+          elif tag == OBJECTS:
+            key, row = value
+            objects.add(_image_key(key, boxes), row)
+            boxes += 1
+    merged: List[Any] = []
+    for rows in _images(objects.entries()) if boxes else ():
+      merged.append(merged_item(rows))
+      read += 1
+      if len(merged) == CHUNK_ROWS:
+        chunks.append(pack_chunk(merged, chunk_dir))
+        merged = []
+    if merged:
+      chunks.append(pack_chunk(merged, chunk_dir))
+    del merged
+  finally:
+    shutil.rmtree(sort_dir, ignore_errors=True)
   for chunk in chunks:
     builder.add(acc, chunk)
   vocabulary = builder.vocabulary(acc)
