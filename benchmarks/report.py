@@ -10,13 +10,14 @@ from benchmarks import procs
 BASELINE = 'naive_gzip'
 DEFAULT = 'localdag_default'
 PART_FILES = ('throughput.md', 'startup.md', 'timeline.md', 'memory.md', 'stages.md', 'masks.md',
-              'remote.md', 'peers.md', 'formats.md')
+              'remote.md', 'engines.md', 'peers.md', 'formats.md')
 PART_TITLES = {'throughput.md': 'Throughput', 'startup.md': 'Start-up',
                'memory.md': 'Memory against manifest size',
                'timeline.md': 'A run from launch to exit',
                'stages.md': 'Where the time goes',
                'masks.md': 'What masks and keypoints cost',
-               'remote.md': 'Images on local disk against gs://',
+               'remote.md': 'Local disk against gs:// and s3://',
+               'engines.md': 'Without Beam against Beam\'s DirectRunner',
                'peers.md': 'Against TFDS, Ray Data and the floors',
                'formats.md': 'Against Datumaro, by format'}
 

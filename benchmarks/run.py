@@ -1,7 +1,7 @@
 """Benchmark: the component against the naive loops and the copy limit, side by side.
 
     .venv/bin/python -m benchmarks.run [--sizes 10000,20000] [--repeats 3]
-        [--parts throughput,startup,memory,stages,masks,remote] [--image-set photo]
+        [--parts throughput,startup,memory,stages,masks,remote,engines] [--image-set photo]
     .venv/bin/python -m benchmarks.run --parts peers     (TFDS, Ray Data, ...: ~30 minutes)
     .venv/bin/python -m benchmarks.run --parts formats   (Datumaro on YOLO and COCO)
 
@@ -23,7 +23,9 @@ a CLI run's seconds go, launch to exit, at 200 and 20,000 images), `memory` (ben
 cost of each step per image), `masks` (benchmarks/masks.py: a COCO JSON with and
 without instance masks and keypoints) and `remote` (benchmarks/remote.py: the CLI's
 steady rate and CPU an image with the images, then the manifest, images and output, on
-gs:// and s3://, real servers behind a proxy adding 20 ms a request, against local disk). `peers` (benchmarks/peers.py: the CLI,
+gs:// and s3://, real servers behind a proxy adding 20 ms a request, against local disk),
+`engines` (benchmarks/engines.py: the CLI's steady rate and CPU an image without Beam and
+on Beam's multi-process DirectRunner, the same local images). `peers` (benchmarks/peers.py: the CLI,
 convert() and LocalDagRunner against a TFDS builder, Ray Data, the naive loop and two
 floors at 2,000, 20,000 and 200,000 images, whole processes, 3 repeats) takes about half
 an hour, more when it first makes the 200,000 images, so it runs only when --parts names
@@ -31,7 +33,7 @@ it; so does `formats` (benchmarks/formats.py: the same YOLO and COCO datasets co
 this project's CLI and by Datumaro's `datum convert ... -f tf_detection_api`, in the
 reference readers' environment, scripts/oracles-env; both outputs read back and compared).
 The image set goes to every part that times conversions of JPEGs (throughput,
-startup, timeline, stages, remote, peers); masks and formats draw annotations on the
+startup, timeline, stages, remote, engines, peers); masks and formats draw annotations on the
 256x256 synthetic images and always use them (from --data with `--image-set synthetic`,
 else benchmarks/out/data). Writes benchmarks/results/results.md (all parts),
 results.png and one file per part, each saying which images it converted.
@@ -70,8 +72,8 @@ BEAM_ARGS = {
     'beam_multiproc_2_noverify': ['--direct_running_mode=multi_processing',
                                   '--direct_num_workers=2'],
 }
-PARTS = ('throughput', 'startup', 'timeline', 'memory', 'stages', 'masks', 'remote', 'peers',
-         'formats')
+PARTS = ('throughput', 'startup', 'timeline', 'memory', 'stages', 'masks', 'remote', 'engines',
+         'peers', 'formats')
 # peers (half an hour) and formats (Datumaro in its own environment): by name only
 DEFAULT_PARTS = tuple(p for p in PARTS if p not in ('peers', 'formats'))
 
@@ -207,6 +209,9 @@ def main(argv=None) -> int:
     if 'remote' in parts:
       from benchmarks import remote  # pylint: disable=g-import-not-at-top
       remote.main([*images, '--results', args.results])
+    if 'engines' in parts:
+      from benchmarks import engines  # pylint: disable=g-import-not-at-top
+      engines.main([*images, '--results', args.results])
     if 'timeline' in parts:
       from benchmarks import timeline  # pylint: disable=g-import-not-at-top
       timeline.main([*images, '--results', args.results])
