@@ -1,7 +1,7 @@
 """Engines: the CLI's steady rate and CPU an image without Beam and on Beam's
 multi-process DirectRunner, the same local JPEGs, side by side.
 
-    .venv/bin/python -m benchmarks.engines [--sizes 2000,10000] [--repeats 3]
+    .venv/bin/python -m benchmarks.engines [--sizes 5000,20000] [--repeats 3]
                                            [--image-set photo]
 
 Two runs of the first N benchmark JPEGs (`--image-set`: photo-like by default,
@@ -155,7 +155,7 @@ def markdown(got: Dict, figs: Dict) -> str:
 
 def main(argv=None) -> Dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--sizes', default='2000,10000',
+  parser.add_argument('--sizes', default='5000,20000',
                       help='N values; the steady rate is taken between the two largest')
   parser.add_argument('--repeats', type=int, default=3)
   from benchmarks import data  # pylint: disable=g-import-not-at-top
