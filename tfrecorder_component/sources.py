@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import os
 import posixpath
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import MANIFEST_EXTENSIONS, ML_USE_TO_SPLIT
 
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
+# What annotation tools and benchmark suites name a dataset's parts, never its classes
+# (compared in lower case): an image folder whose class folders carry these names is a
+# dataset of another layout, refused (`_refusal`) rather than read as classes.
+_PART_FOLDERS = frozenset((
+    'jpegimages', 'annotations', 'imagesets', 'segmentationclass', 'segmentationobject',
+    'images', 'labels', 'labeltxt', 'image_2', 'label_2', 'calib', 'velodyne',
+    'obj_train_data'))
+# Files that annotate images: a class folder holding some of these and no image is a
+# folder of annotations, not a class.
+_ANNOTATION_EXTENSIONS = ('.xml', '.json', '.txt', '.csv', '.yaml', '.yml', '.jsonl')
 
 
 def folder_manifest(root: str) -> str:
   """A manifest (CSV text) for a folder laid out as `<split>/<label>/<image>` (split
   folders named train, validation, eval or test, in any case) or `<label>/<image>`;
   image URIs are relative to `root`, a local folder or a prefix on any Beam file system
-  (gs://, s3://). Raises ManifestError if the folder holds neither."""
+  (gs://, s3://). Raises ManifestError if the folder holds neither, or is laid out as a
+  dataset of another kind (`_refusal`): folders named as a dataset's parts (Pascal VOC's
+  JPEGImages/, YOLO's images/ and labels/, KITTI's image_2/, ...), a class folder of
+  annotation files, or images in a folder inside a class folder, which are never read
+  as classes or left out."""
   if '://' in root:
     return _remote_folder_manifest(root.rstrip('/'))
   root = os.path.abspath(root)
@@ -27,56 +41,130 @@ def folder_manifest(root: str) -> str:
                         'no label folders: lay images out as <label>/<image> or '
                         '<split>/<label>/<image>')
   by_split = all(e.upper() in ML_USE_TO_SPLIT and e for e in entries)
+  folders = ([posixpath.join(entry, label) for entry in entries
+              for label in sorted(os.listdir(os.path.join(root, entry)))
+              if os.path.isdir(os.path.join(root, entry, label))] if by_split else entries)
+  listing = {}
+  for relative in folders:
+    names = sorted(os.listdir(os.path.join(root, relative)))
+    listing[relative] = (
+        [n for n in names if not os.path.isdir(os.path.join(root, relative, n))],
+        [n for n in names if not n.startswith('.') and
+         os.path.isdir(os.path.join(root, relative, n)) and
+         _holds_images(os.path.join(root, relative, n))])
+  refused = _refusal(root, listing)
+  if refused:
+    raise ManifestError(refused)
   lines = ['split,image_uri,label']
-
-  def add(relative: str, split: str, label: str) -> None:
-    for name in sorted(os.listdir(os.path.join(root, relative))):
-      path = posixpath.join(relative, name)
-      # Anything but a folder: a dangling link or a FIFO fails its row with the reason.
-      if not os.path.isdir(os.path.join(root, path)) and name.lower().endswith(
-          IMAGE_EXTENSIONS):
-        lines.append(','.join(_csv_field(v) for v in (split, path, label)))
-
-  for entry in entries:
-    if by_split:
-      for label in sorted(os.listdir(os.path.join(root, entry))):
-        if os.path.isdir(os.path.join(root, entry, label)):
-          add(posixpath.join(entry, label), entry.upper(), label)
-    else:
-      add(entry, '', entry)
+  for relative in folders:
+    split, label = relative.split('/') if by_split else ('', relative)
+    # Anything but a folder: a dangling link or a FIFO fails its row with the reason.
+    for name in listing[relative][0]:
+      if name.lower().endswith(IMAGE_EXTENSIONS):
+        lines.append(','.join(_csv_field(v) for v in
+                              (split.upper(), posixpath.join(relative, name), label)))
   if len(lines) == 1:
     raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
   return '\n'.join(lines) + '\n'
 
 
+def _holds_images(folder: str) -> bool:
+  """Whether a local folder holds an image at any depth (hidden folders skipped)."""
+  for _, subfolders, names in os.walk(folder):
+    subfolders[:] = [d for d in subfolders if not d.startswith('.')]
+    if any(n.lower().endswith(IMAGE_EXTENSIONS) for n in names):
+      return True
+  return False
+
+
+def _refusal(root: str, listing: Dict[str, Tuple[Sequence[str], Sequence[str]]]
+             ) -> Optional[str]:
+  """Why an image folder cannot be read as class folders, in one line, or None.
+  `listing`: {class folder (`<label>` or `<split>/<label>`): (the names of its files,
+  its subfolders that hold images)}."""
+  classes = {relative.rsplit('/', 1)[-1] for relative in listing}
+  parts = sorted(c for c in classes if c.lower() in _PART_FOLDERS)
+  if parts:
+    return _layout_refusal(root, {c.lower() for c in classes}, parts)
+  for relative, (names, nested) in listing.items():
+    if nested:
+      return (f'{root}/{relative}/{nested[0]} holds images inside the class folder '
+              f'{relative}: class folders inside class folders are not read; lay images '
+              'out as <label>/<image> or <split>/<label>/<image>, or list them in a manifest')
+    notes = [n for n in names if n.lower().endswith(_ANNOTATION_EXTENSIONS)]
+    if notes and not any(n.lower().endswith(IMAGE_EXTENSIONS) for n in names):
+      return (f'{root}/{relative} holds annotation files ({notes[0]}, ...) and no image, '
+              'so it is no class folder: convert the annotation files (give their file or '
+              'folder), not the folder above them')
+  return None
+
+
+def _layout_refusal(root: str, names: Iterable[str], parts: List[str]) -> str:
+  """The one-line refusal of an image folder whose class folders `parts` are named as a
+  dataset's parts; `names`: all its class folders' names, in lower case."""
+  names = set(names)
+  found = ', '.join(f'{p}/' for p in parts)
+
+  def layout(kind: str, advice: str) -> str:
+    return f'{root} holds {found}: {kind}, not class folders; {advice}'
+
+  if names & {'jpegimages', 'imagesets', 'segmentationclass', 'segmentationobject'}:
+    if 'annotations' in names and 'jpegimages' in names:
+      return layout('a Pascal VOC dataset', 'convert its boxes with `tfrecorder-component '
+                    f'convert {root}/Annotations OUT --image-root {root}/JPEGImages`')
+    return layout('a Pascal VOC dataset without Annotations/ (its boxes)', 'convert a '
+                  'manifest of its images and labels instead')
+  if names & {'image_2', 'label_2', 'calib', 'velodyne'}:
+    return layout('a KITTI dataset, which is not read', 'convert its labels to a supported '
+                  'format (see the formats guide) or write a manifest')
+  if 'labeltxt' in names:
+    return layout('a DOTA dataset (or a Roboflow YOLO-OBB export in its layout), which is '
+                  'not read', 'convert its labels to YOLO-OBB with a data.yaml, or write a '
+                  'manifest')
+  if 'labels' in names or 'obj_train_data' in names:
+    return layout('a YOLO dataset', 'convert its data.yaml (Ultralytics) or obj.data '
+                  '(Darknet), writing one that names its image folders and classes if it '
+                  'has none')
+  if 'annotations' in names and 'images' in names:
+    return layout('a COCO-style dataset', 'convert its annotation file, for example '
+                  f'`tfrecorder-component convert {root}/annotations/instances_train.json OUT '
+                  f'--image-root {root}/images/train`')
+  return (f'{root} holds {found}, which name a dataset\'s parts, not classes; convert its '
+          'annotation file, or write a manifest naming each image\'s label')
+
+
 def _remote_folder_manifest(root: str) -> str:
   """folder_manifest of a prefix on an object store, from one listing of it."""
-  tree: dict = {}  # top folder -> {label folder (or '') -> [image names]}
-  for path in files.list_objects(root):
-    parts = path.split('/')
-    if len(parts) == 2:
-      tree.setdefault(parts[0], {}).setdefault('', []).append(parts[1])
-    elif len(parts) == 3:
-      tree.setdefault(parts[0], {}).setdefault(parts[1], []).append(parts[2])
-    elif len(parts) > 3:
-      tree.setdefault(parts[0], {}).setdefault(parts[1], [])
-  if not tree and not files.list_objects(root):
+  paths = [path.split('/') for path in files.list_objects(root)]
+  if not paths:
     raise UsageError(f'{root} does not exist: no object and no folder of that name')
-  if not tree:
+  tops = sorted({parts[0] for parts in paths if len(parts) > 1})
+  if not tops:
     raise ManifestError(f'{root} holds no manifest ({", ".join(MANIFEST_EXTENSIONS)}) and '
                         'no label folders: lay images out as <label>/<image> or '
                         '<split>/<label>/<image>')
-  by_split = all(e.upper() in ML_USE_TO_SPLIT for e in tree)
+  by_split = all(e.upper() in ML_USE_TO_SPLIT for e in tops)
+  depth = 2 if by_split else 1  # the parts of a path that name its class folder
+  listing: Dict[str, Tuple[List[str], List[str]]] = {}
+  for parts in sorted(paths):
+    if len(parts) <= depth:  # a file beside the class (or split) folders
+      continue
+    names, nested = listing.setdefault('/'.join(parts[:depth]), ([], []))
+    if len(parts) == depth + 1:
+      names.append(parts[-1])
+    elif (not parts[depth].startswith('.') and parts[-1].lower().endswith(IMAGE_EXTENSIONS)
+          and parts[depth] not in nested):
+      nested.append(parts[depth])
+  refused = _refusal(root, listing)
+  if refused:
+    raise ManifestError(refused)
   lines = ['split,image_uri,label']
-  for entry in sorted(tree):
-    folders = ([(posixpath.join(entry, label), entry.upper(), label, names)
-                for label, names in sorted(tree[entry].items()) if label] if by_split
-               else [(entry, '', entry, tree[entry].get('', []))])
-    for relative, split, label, names in folders:
-      for name in sorted(names):
-        if name.lower().endswith(IMAGE_EXTENSIONS):
-          lines.append(','.join(_csv_field(v) for v in
-                                (split, posixpath.join(relative, name), label)))
+  for relative, (names, _) in sorted(listing.items()):
+    split, label = relative.split('/') if by_split else ('', relative)
+    for name in names:
+      if name.lower().endswith(IMAGE_EXTENSIONS):
+        lines.append(','.join(_csv_field(v) for v in
+                              (split.upper(), posixpath.join(relative, name), label)))
   if len(lines) == 1:
     raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
   return '\n'.join(lines) + '\n'
