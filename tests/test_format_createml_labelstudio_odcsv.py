@@ -523,6 +523,34 @@ def test_tf_od_csv_end_to_end_with_boxes_outside_the_image(tmp_path):
   assert_objects(got['../ds/train/a.jpg'][1], [('cat', (10, 5, 30, 25))], 'a.jpg')
 
 
+def test_a_vott_csv_is_detected_and_converted_as_detection(tmp_path):
+  """VoTT's CSV export (`image,xmin,ymin,xmax,ymax,label`, every field quoted, a row a
+  box) is this format with other column names: each image is one record with all its
+  boxes, never a classification record a box row with the corners as features."""
+  write_images(tmp_path / 'vott', ['a.jpg', 'b.png'])
+  text = ('"image","xmin","ymin","xmax","ymax","label"\n'
+          '"a.jpg","8","6","40","30","cat"\n'
+          '"b.png","5","4","25","20","cat"\n'
+          '"a.jpg","0","0","32","24","dog"\n')
+  csv_path = write_text(str(tmp_path / 'vott' / 'vott-export.csv'), text)
+  assert detect_format(csv_path, text) == 'tf_od_csv'
+  result = convert(csv_path, str(tmp_path / 'out'), splits={'train': 1})
+  assert result.rows_failed == 0 and result.records_written == 2
+  got = records(str(tmp_path / 'out'))
+  assert sorted(got) == ['a.jpg', 'b.png']
+  assert_objects(got['a.jpg'][1], [('cat', (8, 6, 40, 30)), ('dog', (0, 0, 32, 24))], 'a.jpg')
+  assert_objects(got['b.png'][1], [('cat', (5, 4, 25, 20))], 'b.png')
+  assert not [k for k in got['a.jpg'][1].features.feature
+              if k.endswith(('xmin', 'ymin', 'xmax', 'ymax')) and not k.startswith('image/object/')]
+  # AutoML's detection CSV with a header (8 coordinate columns, normalised) is not taken.
+  automl = ('image,label,xmin,ymin,x2,y2,xmax,ymax,x4,y4\na.jpg,cat,0.1,0.2,,,0.5,0.6,,\n')
+  assert detect_format(str(tmp_path / 'automl.csv'), automl) == 'automl_detection_csv'
+  # A header that has both names keeps the usual ones and the other as a feature.
+  rows = parse('/d/m.csv', 'filename,image,class,xmin,ymin,xmax,ymax\na.jpg,cam1,cat,1,2,3,4\n',
+               'tf_od_csv')
+  assert [(r.image_uri, r.features) for r in rows] == [('a.jpg', (('image', 'cam1'),))]
+
+
 def test_bad_rows_fail_the_conversion_naming_file_row_and_reason(tmp_path):
   write_images(tmp_path, ['a.jpg'])
   csv_path = write_text(str(tmp_path / 'm.csv'),

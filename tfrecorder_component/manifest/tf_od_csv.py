@@ -3,11 +3,16 @@ one row a box, in pixels.
 
 The CSV that the TF Object Detection API tutorials' `xml_to_csv.py` writes (and
 `generate_tfrecord.py` reads), and Roboflow's "Tensorflow Object Detection CSV" export
-(`train/_annotations.csv`, `valid/_annotations.csv`, `test/_annotations.csv`). Rules:
+(`train/_annotations.csv`, `valid/_annotations.csv`, `test/_annotations.csv`); and
+VoTT's CSV export (`image,xmin,ymin,xmax,ymax,label`, every field quoted), whose `image`
+and `label` columns are `filename` and `class` by other names. Rules:
 
-- The header is required; columns are found by name, in any order (`filename`, `class`,
-  `xmin`, `ymin`, `xmax`, `ymax`; `width` and `height` optional); any other named column
-  becomes a typed feature of the record, as in the AutoML CSV.
+- The header is required; columns are found by name, in any order (`filename` or
+  `image`, `class` or `label`, `xmin`, `ymin`, `xmax`, `ymax`; `width` and `height`
+  optional); any other named column becomes a typed feature of the record, as in the
+  AutoML CSV. A file is detected as this format when its header starts with the eight
+  columns above, or holds only columns of this format, each once, with the four corners,
+  an image column and a class column.
 - One row a box, corners in pixels of the stored image; the rows of one image are merged
   later (`one_row_an_image=False`), so an image may appear on any rows.
 - A row with a file name and nothing in `class` and the four coordinates is an image
@@ -22,6 +27,8 @@ The CSV that the TF Object Detection API tutorials' `xml_to_csv.py` writes (and
 """
 from __future__ import annotations
 
+import csv
+
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
@@ -32,6 +39,8 @@ from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedIt
                                                 resolve_uri, split_of_folder)
 
 HEADER = ('filename', 'width', 'height', 'class', 'xmin', 'ymin', 'xmax', 'ymax')
+# Other names of columns (VoTT's CSV export), taken where the header lacks the usual one.
+_ALIASES = {'image': 'filename', 'label': 'class'}
 _REQUIRED = ('filename', 'class', 'xmin', 'ymin', 'xmax', 'ymax')
 _CORNERS = ('xmin', 'ymin', 'xmax', 'ymax')
 
@@ -69,6 +78,7 @@ def parse(path: str, text: Union[str, Iterable[str]], *, image_root: Optional[st
 def _header(path: str, fields: List[str]) -> Tuple[Dict[str, int], List[Tuple[int, str]]]:
   """{column name: index} of the header's known columns, and its other (feature) columns."""
   names = [f.strip().lower() for f in fields]
+  names = [_ALIASES[n] if n in _ALIASES and _ALIASES[n] not in names else n for n in names]
   columns: Dict[str, int] = {}
   for index, name in enumerate(names):
     if name in HEADER:
@@ -122,8 +132,18 @@ def _row(path: str, line: int, fields: List[str], width: int, columns: Dict[str,
 
 
 def _sniff(head: str) -> bool:
-  first = head.split('\n', 1)[0].strip().lower().replace(' ', '')
-  return tuple(first.split(',')[:8]) == HEADER
+  first = head.split('\n', 1)[0].strip()
+  try:
+    names = [f.strip().lower() for f in next(csv.reader([first]))]
+  except (csv.Error, StopIteration):
+    return False
+  if tuple(n.replace(' ', '') for n in names[:8]) == HEADER:
+    return True
+  # Other names (VoTT's): only this format's columns, each once, so that a header of
+  # another layout (AutoML's detection CSV: 8 coordinate columns, normalised) is not taken.
+  known = set(HEADER) | set(_ALIASES)
+  return (len(set(names)) == len(names) and set(names) <= known and set(_CORNERS) <= set(names)
+          and bool({'filename', 'image'} & set(names)) and bool({'class', 'label'} & set(names)))
 
 
 FORMAT = ManifestFormat('tf_od_csv', ('.csv',), sniff=_sniff, parse=parse, streamed=True,
