@@ -102,6 +102,15 @@ def test_class_descriptions_with_and_without_header_and_shared_names(tmp_path):
   assert row.labels == ('Person', 'Car', 'Bat', 'Club')
 
 
+def test_class_descriptions_under_the_name_tensorflow_datasets_gives_them(tmp_path):
+  """TFDS's Open Images builder and its fake data name the file class_descriptions.csv."""
+  write_text(str(tmp_path / 'class_descriptions.csv'), '/m/01g317,Person\n/m/0k4j,Car\n')
+  path = write_text(str(tmp_path / 'train-annotations-bbox.csv'),
+                    BOX_HEADER + box_lines(BOXES[:1]))
+  [row] = parse(path, open(path).read())
+  assert row.labels == ('Person',)
+
+
 def test_without_class_descriptions_labels_are_the_mids_with_a_warning(tmp_path, caplog):
   path = write_text(str(tmp_path / 'train-annotations-bbox.csv'),
                     BOX_HEADER + box_lines(BOXES[:1]))

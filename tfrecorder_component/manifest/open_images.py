@@ -64,12 +64,13 @@ _LOG = logging.getLogger(__name__)
 
 # Looked for beside the CSV, in this order: the full list before the boxable classes
 # (image-level labels use classes beyond the boxable 600); V6 / V7 names, then V4 / V5
-# names, then FiftyOne's copy (`<split>/metadata/classes.csv`, for a CSV in
-# `<split>/labels/`).
+# names, then TensorFlow Datasets' name (its `open_images_v4` builder and fake data),
+# then FiftyOne's copy (`<split>/metadata/classes.csv`, for a CSV in `<split>/labels/`).
 CLASS_DESCRIPTION_FILES = (
     'oidv7-class-descriptions.csv', 'oidv7-class-descriptions-boxable.csv',
     'oidv6-class-descriptions.csv', 'oidv6-class-descriptions-boxable.csv',
-    'class-descriptions.csv', 'class-descriptions-boxable.csv', '../metadata/classes.csv')
+    'class-descriptions.csv', 'class-descriptions-boxable.csv', 'class_descriptions.csv',
+    '../metadata/classes.csv')
 IMAGE_EXTENSION = '.jpg'
 PROBED_IMAGES = 3  # of the file's first images, looked for to choose the image folder
 
