@@ -248,3 +248,49 @@ def test_a_large_manifest_is_read_as_it_is_parsed_with_the_same_rows(tmp_path, k
     assert len([r for r in streamed if isinstance(r, ManifestRow)]) == 7998
     assert [r.reason for r in streamed if isinstance(r, RowError)] == ['bad_row', 'bad_row']
   assert abs(lines - data.count(b'\n') - 1) < 400  # estimated from the first 64 KiB
+
+
+def test_a_one_hot_csv_reads_a_class_a_column(tmp_path):
+  """Roboflow's multi-label classification export (`<split>/_classes.csv`: `filename,
+  cat, dog`, then 0 or 1 in each class's column): the classes whose column holds 1 are
+  the row's labels, never features of unlabelled rows; a later row with another value
+  fails alone. A header whose first row holds other values, or with one such column,
+  keeps them as features."""
+  path = write_text(str(tmp_path / 'train' / '_classes.csv'),
+                    'filename, cat, dog\na.jpg, 1, 0\nb.jpg, 1, 1\nc.jpg, 0, 0\n'
+                    'd.jpg, 2, 0\ne.jpg, 0, 1\n')
+  items = read_manifest_file(path)
+  assert [(i.image_uri, i.labels, i.features) for i in items if isinstance(i, ManifestRow)] == [
+      ('a.jpg', ('cat',), ()), ('b.jpg', ('cat', 'dog'), ()), ('c.jpg', (), ()),
+      ('e.jpg', ('dog',), ())]
+  [bad] = [i for i in items if isinstance(i, RowError)]
+  assert (bad.row, bad.reason, bad.uri) == (5, 'bad_row', 'd.jpg')
+  assert "cat='2'" in bad.message
+  path = write_text(str(tmp_path / 'w.csv'), 'image_uri,width,height\na.jpg,640,480\n')
+  [row] = read_manifest_file(path)
+  assert (row.labels, row.features) == ((), (('height', 480), ('width', 640)))
+  path = write_text(str(tmp_path / 'f.csv'), 'image_uri,label,flag,other\na.jpg,cat,1,0\n')
+  [row] = read_manifest_file(path)
+  assert (row.labels, row.features) == (('cat',), (('flag', 1), ('other', 0)))
+  path = write_text(str(tmp_path / 'one.csv'), 'image_uri,flag\na.jpg,1\n')
+  [row] = read_manifest_file(path)
+  assert (row.labels, row.features) == ((), (('flag', 1),))
+
+
+def test_a_roboflow_multi_label_export_converts_with_its_splits(tmp_path):
+  from images import write_image  # pylint: disable=g-import-not-at-top
+  import tfrecorder_component as trc  # pylint: disable=g-import-not-at-top
+  from records import by_source_id, feature  # pylint: disable=g-import-not-at-top
+  root = tmp_path / 'export'
+  for i, (split, name) in enumerate([('train', 'a.jpg'), ('train', 'b.jpg'),
+                                     ('valid', 'c.jpg')]):
+    write_image(str(root / split / name), seed=i)
+  write_text(str(root / 'train' / '_classes.csv'), 'filename, cat, dog\na.jpg, 1, 0\n'
+             'b.jpg, 1, 1\n')
+  write_text(str(root / 'valid' / '_classes.csv'), 'filename, cat, dog\nc.jpg, 0, 1\n')
+  result = trc.convert(str(root), str(tmp_path / 'out'))
+  assert result.rows_failed == 0
+  assert {k: v for k, v in result.records_per_split.items() if v} == {'train': 2, 'eval': 1}
+  got = by_source_id(str(tmp_path / 'out'), ['train', 'eval'])
+  assert {k: feature(ex, 'image/class/text') for k, (_, ex) in got.items()} == {
+      'a.jpg': [b'cat'], 'b.jpg': [b'cat', b'dog'], 'c.jpg': [b'dog']}

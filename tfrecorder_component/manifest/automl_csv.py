@@ -256,6 +256,10 @@ class _Layout(CsvLayout):
                feature_cols: Optional[List[Tuple[int, str]]] = None):
     super().__init__(split_col, uri_col, width, feature_cols)
     self.label_cols = label_cols  # None: every column after the URI
+    # A header with no label column: its other columns, which the first row tells to be
+    # one-hot classes (`_one_hot`) or features. None: decided, or not a question.
+    self.one_hot_candidates: Optional[List[Tuple[int, str]]] = None
+    self.one_hot: List[Tuple[int, str]] = []  # (column, class) of one-hot class columns
 
   def label_columns(self, width: int) -> List[int]:
     if self.label_cols is None:
@@ -267,8 +271,11 @@ class _Layout(CsvLayout):
     names, split_col, uri_col = header_columns(fields)
     labels = [i for i, n in enumerate(names) if is_label_column(n)]
     used = [uri_col, *labels] + ([split_col] if split_col is not None else [])
-    return cls(split_col, uri_col, labels, width=len(fields),
-               feature_cols=feature_columns(path, fields, used))
+    layout = cls(split_col, uri_col, labels, width=len(fields),
+                 feature_cols=feature_columns(path, fields, used))
+    if not labels and len(layout.feature_cols) >= 2:  # one 0/1 column is a feature
+      layout.one_hot_candidates = list(layout.feature_cols)
+    return layout
 
   @classmethod
   def from_first_row(cls, fields: List[str]) -> '_Layout':
@@ -334,11 +341,41 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
   split = split_of(path, row, fields, layout.split_col, uri)
   if isinstance(split, RowError):
     return split
+  if layout.one_hot_candidates is not None:
+    _one_hot(layout, fields)
+  if layout.one_hot:
+    return _one_hot_row(path, row, fields, uri, split, layout)
   if layout.label_cols is None:
     label_fields = fields[layout.uri_col + 1:]
   else:
     label_fields = [fields[i] for i in layout.label_cols if i < len(fields)]
   labels = tuple(dict.fromkeys(l.strip(' \t') for l in label_fields if l.strip()))
+  return ManifestRow(source=path, row=row, image_uri=uri,
+                     resolved_uri=resolve_uri(uri, path, layout.image_root), labels=labels,
+                     split=split, features=raw_features(fields, layout.feature_cols))
+
+
+def _one_hot(layout: _Layout, fields: List[str]) -> None:
+  """Decides, at a header's first row, whether its columns other than the image's (and
+  ML_USE's), in a header that names no label column, are one class a column: they are
+  when that row holds only 0 and 1 in each (Roboflow's multi-label classification CSV,
+  `_classes.csv`: `filename, cat, dog` then `a.jpg, 1, 0`). Else they stay features."""
+  candidates, layout.one_hot_candidates = layout.one_hot_candidates or [], None
+  if all(fields[i].strip() in ('0', '1') for i, _ in candidates):
+    layout.one_hot = [(i, name.strip()) for i, name in candidates]
+    taken = {i for i, _ in candidates}
+    layout.feature_cols = [c for c in layout.feature_cols if c[0] not in taken]
+
+
+def _one_hot_row(path: str, row: int, fields: List[str], uri: str, split: Optional[str],
+                 layout: _Layout) -> ParsedItem:
+  """A row of a one-hot CSV: its labels are the classes whose column holds 1."""
+  bad = [f'{name}={fields[i].strip()!r}' for i, name in layout.one_hot
+         if fields[i].strip() not in ('0', '1')]
+  if bad:
+    return RowError('bad_row', f'one-hot class columns hold 0 or 1; got {", ".join(bad)}',
+                    source=path, row=row, uri=uri)
+  labels = tuple(name for i, name in layout.one_hot if fields[i].strip() == '1')
   return ManifestRow(source=path, row=row, image_uri=uri,
                      resolved_uri=resolve_uri(uri, path, layout.image_root), labels=labels,
                      split=split, features=raw_features(fields, layout.feature_cols))
