@@ -46,19 +46,19 @@ def folder_manifest(root: str) -> str:
               if os.path.isdir(os.path.join(root, entry, label))] if by_split else entries)
   listing = {}
   for relative in folders:
-    names = sorted(os.listdir(os.path.join(root, relative)))
-    listing[relative] = (
-        [n for n in names if not os.path.isdir(os.path.join(root, relative, n))],
-        [n for n in names if not n.startswith('.') and
-         os.path.isdir(os.path.join(root, relative, n)) and
-         _holds_images(os.path.join(root, relative, n))])
+    with os.scandir(os.path.join(root, relative)) as found:
+      entries_in = sorted(found, key=lambda e: e.name)
+    listing[relative] = (  # a file: anything but a folder (a dangling link, a FIFO)
+        [e.name for e in entries_in if not e.is_dir()],
+        [e.name for e in entries_in if e.is_dir() and not e.name.startswith('.') and
+         _holds_images(e.path)])
   refused = _refusal(root, listing)
   if refused:
     raise ManifestError(refused)
   lines = ['split,image_uri,label']
   for relative in folders:
     split, label = relative.split('/') if by_split else ('', relative)
-    # Anything but a folder: a dangling link or a FIFO fails its row with the reason.
+    # A dangling link or a FIFO named as an image fails its row with the reason.
     for name in listing[relative][0]:
       if name.lower().endswith(IMAGE_EXTENSIONS):
         lines.append(','.join(_csv_field(v) for v in
