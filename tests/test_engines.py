@@ -5,6 +5,7 @@ real worker processes."""
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -253,9 +254,10 @@ def test_manifest_and_output_on_object_storage_write_the_same_bytes_both_ways(
 
 @pytest.mark.parametrize('scheme', ['gs', 's3'])
 def test_an_object_appears_only_once_its_writer_closes(stores, scheme, monkeypatch):
-  """The object writer the workers stream shards with: bytes written in small pieces and
-  in one piece larger than its queue arrive whole and in order, only once it closes; a
-  writer left by an error leaves no object."""
+  """The object writer the workers stream shards with: bytes written in a thousand small
+  pieces (as a layout writes a frame a record) and in one piece larger than its queue
+  arrive whole and in order, only once it closes; a writer left by an error leaves no
+  object."""
   from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
   _, servers, env = stores
   for key, value in env.items():
@@ -264,9 +266,16 @@ def test_an_object_appears_only_once_its_writer_closes(stores, scheme, monkeypat
   data = os.urandom(3 << 20) * 15  # 45 MiB: more than the queue and one upload write
   uri = f'{scheme}://{BUCKET}/writer/{scheme}.gz'
   writer = storage.create_object(uri)
-  for i in range(0, 1 << 20, 4096):
-    writer.write(data[i:i + 4096])
-  writer.write(data[1 << 20:])
+
+  def write_all():  # on a thread: a writer that waits for room that never comes is a failure
+    for i in range(0, 1 << 20, 1024):  # many pieces far smaller than an upload write
+      writer.write(data[i:i + 1024])
+    writer.write(data[1 << 20:])
+
+  thread = threading.Thread(target=write_all, daemon=True)
+  thread.start()
+  thread.join(timeout=120)
+  assert not thread.is_alive(), 'the object writer stopped taking writes'
   assert 'writer/' + f'{scheme}.gz' not in servers[scheme].list(BUCKET, 'writer/')
   writer.close()
   assert servers[scheme].read(BUCKET, f'writer/{scheme}.gz') == data

@@ -233,7 +233,7 @@ def open_object(uri: str) -> BinaryIO:
 
 # What an object writer holds while its upload catches up: pieces queued for the upload
 # thread or gathered by it, not yet uploaded, at most this many bytes (then `write`
-# waits). At least twice UPLOAD_PIECE_BYTES (see `_units`).
+# waits). At least twice UPLOAD_PIECE_BYTES (see `ObjectWriter.write`).
 WRITE_QUEUE_BYTES = 32 << 20
 # The writes an object writer makes to its upload stream: everything queued when the
 # stream is free, once it is this much or more. Arrow's GCS client sends each write of
@@ -261,7 +261,8 @@ class ObjectWriter:
     # compression=None: Arrow would otherwise gzip a file named *.gz (a shard) again.
     self._stream = client.open_output_stream(_arrow_path(uri), compression=None)
     self._queue: 'queue.Queue' = queue.Queue()
-    self._room = threading.Semaphore(max(1, WRITE_QUEUE_BYTES >> 16))  # 64 KiB units
+    self._room = threading.Condition()
+    self._held = 0  # bytes queued or gathered, not yet uploaded (under self._room)
     self._failure: Optional[BaseException] = None
     self._closed = False
     self._written = 0
@@ -272,7 +273,6 @@ class ObjectWriter:
   def _upload(self) -> None:
     import queue  # pylint: disable=g-import-not-at-top
     pending = bytearray()  # what is queued, gathered into writes of UPLOAD_PIECE_BYTES or more
-    held = 0  # the queue's units that `pending` holds, given back once it is uploaded
     done = False
     while not done:
       piece = self._queue.get()
@@ -281,13 +281,14 @@ class ObjectWriter:
           done = True
           break
         pending += piece
-        held += _units(piece)
         try:
           piece = self._queue.get_nowait()
         except queue.Empty:
           break
+      uploaded = 0
       try:
         if pending and (done or len(pending) >= UPLOAD_PIECE_BYTES):
+          uploaded = len(pending)
           if self._failure is None:
             self._stream.write(pending)
           pending = bytearray()
@@ -295,12 +296,13 @@ class ObjectWriter:
           self._stream.close()
       except BaseException as e:  # pylint: disable=broad-except  (raised by write/close)
         self._failure = self._failure or e
+        uploaded = len(pending) or uploaded
         pending = bytearray()
       finally:
-        if not pending:
-          for _ in range(held):
-            self._room.release()
-          held = 0
+        if uploaded:
+          with self._room:
+            self._held -= uploaded
+            self._room.notify_all()
 
   # What writers of Python files (pyarrow's Parquet writer, gzip) ask of one.
   @property
@@ -327,13 +329,22 @@ class ObjectWriter:
       raise self._failure
     if self._closed:
       raise ValueError(f'write to a closed object writer ({self.name})')
-    piece = bytes(data)
-    self._written += len(piece)
-    if piece:
-      for _ in range(_units(piece)):
-        self._room.acquire()
+    data = bytes(data)
+    self._written += len(data)
+    # Pieces of at most UPLOAD_PIECE_BYTES: a write waits while more than
+    # WRITE_QUEUE_BYTES (twice that) would be held, so the upload thread then holds at
+    # least UPLOAD_PIECE_BYTES, which it uploads and gives back; it never waits for a
+    # piece that cannot come.
+    for at in range(0, len(data), UPLOAD_PIECE_BYTES):
+      piece = data[at:at + UPLOAD_PIECE_BYTES]
+      with self._room:
+        while self._held and self._held + len(piece) > WRITE_QUEUE_BYTES:
+          if self._failure is not None:
+            raise self._failure
+          self._room.wait()
+        self._held += len(piece)
       self._queue.put(piece)
-    return len(piece)
+    return len(data)
 
   def begin_close(self) -> None:
     """Lets the upload finish what is queued without waiting for it: `close()` then
@@ -373,14 +384,6 @@ class ObjectWriter:
       delete_object(self.name)
     except Exception:  # pylint: disable=broad-except  (nothing, or an unfinished upload)
       pass
-
-
-def _units(piece: bytes) -> int:
-  """The 64 KiB units of ObjectWriter's queue that `piece` takes: at least one, at most
-  UPLOAD_PIECE_BYTES' worth. So a write never waits for more room than there is: what
-  the upload thread holds unwritten is under UPLOAD_PIECE_BYTES, which leaves at least
-  that much of WRITE_QUEUE_BYTES (twice as much) to any piece."""
-  return min(max(1, len(piece) >> 16), max(1, UPLOAD_PIECE_BYTES >> 16))
 
 
 def create_object(uri: str) -> Optional[ObjectWriter]:
