@@ -152,8 +152,8 @@ def _remote_folder_manifest(root: str) -> str:
     names, nested = listing.setdefault('/'.join(parts[:depth]), ([], []))
     if len(parts) == depth + 1:
       names.append(parts[-1])
-    elif (not parts[depth].startswith('.') and parts[-1].lower().endswith(IMAGE_EXTENSIONS)
-          and parts[depth] not in nested):
+    elif (not any(p.startswith('.') for p in parts[depth:-1])  # hidden folders skipped
+          and parts[-1].lower().endswith(IMAGE_EXTENSIONS) and parts[depth] not in nested):
       nested.append(parts[depth])
   refused = _refusal(root, listing)
   if refused:
