@@ -25,3 +25,16 @@ def _session_temp_folder(tmp_path_factory):
   else:
     os.environ['TMPDIR'] = given
   tempfile.tempdir = None
+
+
+@pytest.fixture
+def s3_bucket(monkeypatch):
+  """moto's S3 server on loopback (`storage_servers.S3Server`) with a bucket `bkt`, this
+  process's S3 clients pointed at it (its endpoint and keys in the environment); yields
+  the server, stopped after the test."""
+  from storage_servers import S3Server  # pylint: disable=g-import-not-at-top
+  with S3Server() as server:
+    server.create_bucket('bkt')
+    for key, value in server.client_env().items():
+      monkeypatch.setenv(key, value)
+    yield server

@@ -118,24 +118,19 @@ def test_class_folders_still_read_as_before(tmp_path):
       'TEST,test/cat/c.jpg,cat', 'TRAIN,train/cat/a.jpg,cat']
 
 
-def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, monkeypatch):
+def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, s3_bucket):
   """The same rules on an S3 prefix (moto's S3 server), from one listing."""
-  from storage_servers import S3Server  # pylint: disable=g-import-not-at-top
   from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
   good = ['cat/a.jpg', 'cat/notes.txt', 'dog/b.png']
   _tree(tmp_path / 'good', good)
   for name in ('voc_devkit', 'nested_class', 'annotation_folder', 'yolo_by_split'):
     _tree(tmp_path / name, LAYOUTS[name][0])
-  with S3Server() as server:
-    server.create_bucket('bkt')
-    server.upload_tree(str(tmp_path), 'bkt', 'ds')
-    for key, value in server.client_env().items():
-      monkeypatch.setenv(key, value)
-    storage.prepare_file_systems('s3://bkt/ds')
-    assert (sources.folder_manifest('s3://bkt/ds/good')
-            == sources.folder_manifest(str(tmp_path / 'good')))
-    for name in ('voc_devkit', 'nested_class', 'annotation_folder', 'yolo_by_split'):
-      _, root, words = LAYOUTS[name]
-      with pytest.raises(ManifestError) as raised:
-        sources.folder_manifest(f's3://bkt/ds/{name}/{root}')
-      assert words[0] in str(raised.value), (name, str(raised.value))
+  s3_bucket.upload_tree(str(tmp_path), 'bkt', 'ds')
+  storage.prepare_file_systems('s3://bkt/ds')
+  assert (sources.folder_manifest('s3://bkt/ds/good')
+          == sources.folder_manifest(str(tmp_path / 'good')))
+  for name in ('voc_devkit', 'nested_class', 'annotation_folder', 'yolo_by_split'):
+    _, root, words = LAYOUTS[name]
+    with pytest.raises(ManifestError) as raised:
+      sources.folder_manifest(f's3://bkt/ds/{name}/{root}')
+    assert words[0] in str(raised.value), (name, str(raised.value))

@@ -557,22 +557,17 @@ def test_an_ultralytics_classification_folder_converts_with_its_splits(tmp_path)
       'test/cat/4.jpg': ('test', [b'cat'])}
 
 
-def test_a_dataset_on_s3_reads_as_it_does_from_disk(tmp_path, caplog, monkeypatch):
+def test_a_dataset_on_s3_reads_as_it_does_from_disk(tmp_path, caplog, s3_bucket):
   """Listed with one object listing a folder, label files read through Beam's S3 file
   system (moto's S3 server on loopback)."""
-  from storage_servers import S3Server  # pylint: disable=g-import-not-at-top
   from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
   path = write_e2e_dataset(tmp_path)
   write_text(str(tmp_path / 'labels/train/orphan.txt'), '0 .5 .5 .1 .1\n')
   local = read(path)
-  with S3Server() as server:
-    server.create_bucket('bkt')
-    server.upload_tree(str(tmp_path), 'bkt', 'ds')
-    for key, value in server.client_env().items():
-      monkeypatch.setenv(key, value)
-    storage.prepare_file_systems('s3://bkt/ds/data.yaml')
-    with caplog.at_level(logging.WARNING):
-      remote = read('s3://bkt/ds/data.yaml')
+  s3_bucket.upload_tree(str(tmp_path), 'bkt', 'ds')
+  storage.prepare_file_systems('s3://bkt/ds/data.yaml')
+  with caplog.at_level(logging.WARNING):
+    remote = read('s3://bkt/ds/data.yaml')
   assert [(r.row, r.image_uri, r.split, r.objects) for r in remote] == [
       (r.row, r.image_uri, r.split, r.objects) for r in local]
   assert [r.resolved_uri for r in remote] == [f's3://bkt/ds/{r.image_uri}' for r in local]

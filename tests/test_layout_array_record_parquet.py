@@ -21,7 +21,6 @@ import tensorflow as tf
 
 from images import write_image, write_text
 from oracle_readers import hf_parquet
-from storage_servers import S3Server
 import tfrecorder_component as trc
 from tfrecorder_component import cli
 from tfrecorder_component import example_proto
@@ -307,27 +306,19 @@ def test_a_missing_array_record_package_is_a_usage_error(monkeypatch):
   assert check_layouts(['parquet']) == ('parquet',)
 
 
-def test_an_output_on_s3_gets_both_layouts(classification, tmp_path, monkeypatch):
+def test_an_output_on_s3_gets_both_layouts(classification, tmp_path, s3_bucket):
   """On s3:// (moto's server on loopback): ArrayRecord shards written locally and copied
   up, Parquet shards streamed up; what is read back is what was written locally."""
   summary = index(classification)
   splits = summary['split_names']
-  with S3Server() as server:
-    server.create_bucket('bkt')
-    for key, value in server.client_env().items():
-      monkeypatch.setenv(key, value)
-    ctx = base.LayoutContext('s3://bkt/out', tuple(splits), summary['features'],
-                             dict(zip(LABELS, range(3))), 'classification')
-    jobs = base.shard_jobs({s: str(classification / f'Split-{s}') for s in splits})
-    written = [base.write_shard(job, ['array_record', 'parquet'], ctx) for job in jobs]
-    info = base.finish(['array_record', 'parquet'], ctx, written)
-    assert info == summary['layouts']
-    names = server.list('bkt', 'out/')
-    local = tmp_path / 'out'
-    for name in names:
-      path = local / os.path.relpath(name, 'out')
-      path.parent.mkdir(parents=True, exist_ok=True)
-      path.write_bytes(server.read('bkt', name))
+  ctx = base.LayoutContext('s3://bkt/out', tuple(splits), summary['features'],
+                           dict(zip(LABELS, range(3))), 'classification')
+  jobs = base.shard_jobs({s: str(classification / f'Split-{s}') for s in splits})
+  written = [base.write_shard(job, ['array_record', 'parquet'], ctx) for job in jobs]
+  info = base.finish(['array_record', 'parquet'], ctx, written)
+  assert info == summary['layouts']
+  local = tmp_path / 'out'
+  s3_bucket.download('bkt', 'out', str(local))
   for folder in ('array_record', 'parquet'):
     assert sorted(os.listdir(local / folder)) == sorted(os.listdir(classification / folder))
     for name in os.listdir(local / folder):
