@@ -96,15 +96,12 @@ def figures(got: Dict) -> Dict:
   for rep in range(got['repeats']):
     cpu, rate = {}, {}
     for kind in KINDS:
-      a, b = pick(kind, n1, rep), pick(kind, n2, rep)
-      if b['wall_s'] <= a['wall_s']:
+      steady = procs.marginal(pick(kind, n1, rep), pick(kind, n2, rep), n1, n2)
+      if steady is None:
         continue
-      rate[kind] = (n2 - n1) / (b['wall_s'] - a['wall_s'])
-      cpu[kind] = 1000 * (b['cpu_s'] - a['cpu_s']) / (n2 - n1)
-      per[kind]['rate'].append(rate[kind])
-      per[kind]['cpu_ms'].append(cpu[kind])
-      per[kind]['fixed_s'].append(max(0.0, a['wall_s'] - n1 / rate[kind]))
-      per[kind]['fixed_cpu_s'].append(max(0.0, a['cpu_s'] - n1 * cpu[kind] / 1000))
+      rate[kind], cpu[kind] = steady['rate'], steady['cpu_ms']
+      for name, values in per[kind].items():
+        values.append(steady[name])
     if len(cpu) == len(KINDS):
       ratio_cpu.append(cpu['Beam'] / cpu['without Beam'])
       ratio_rate.append(rate['Beam'] / rate['without Beam'])

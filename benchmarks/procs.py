@@ -76,6 +76,18 @@ def python(*args: str) -> List[str]:
   return [sys.executable, *args]
 
 
+def marginal(a: Dict, b: Dict, n1: int, n2: int) -> Optional[Dict[str, float]]:
+  """The steady figures between two whole-process runs of n1 < n2 images (`run`'s
+  wall_s and cpu_s): images a second, CPU ms an image, and the wall and CPU seconds
+  left at N = 0; None where b took no longer than a (too close to time a rate)."""
+  if b['wall_s'] <= a['wall_s']:
+    return None
+  rate = (n2 - n1) / (b['wall_s'] - a['wall_s'])
+  cpu_ms = 1000 * (b['cpu_s'] - a['cpu_s']) / (n2 - n1)
+  return {'rate': rate, 'cpu_ms': cpu_ms, 'fixed_s': max(0.0, a['wall_s'] - n1 / rate),
+          'fixed_cpu_s': max(0.0, a['cpu_s'] - n1 * cpu_ms / 1000)}
+
+
 def spread(values: Sequence[float]) -> Dict[str, float]:
   """Median, min and max of repeated measurements."""
   return {'median': statistics.median(values), 'min': min(values), 'max': max(values),

@@ -286,13 +286,12 @@ def figures(got: Dict) -> Dict:
         for kind in KINDS:
           a, b = (_run(runs, store, kind, n1, rep, latency),
                   _run(runs, store, kind, n2, rep, latency))
-          if b['wall_s'] - a['wall_s'] <= 0:  # too close to time a rate
+          steady = procs.marginal(a, b, n1, n2)
+          if steady is None:  # too close to time a rate
             continue
-          rep_rate[kind] = (n2 - n1) / (b['wall_s'] - a['wall_s'])
-          rep_cpu[kind] = 1000 * (b['cpu_s'] - a['cpu_s']) / (n2 - n1)
-          per_kind[kind]['rate'].append(rep_rate[kind])
-          per_kind[kind]['cpu_ms'].append(rep_cpu[kind])
-          per_kind[kind]['fixed_s'].append(max(0.0, a['wall_s'] - n1 / rep_rate[kind]))
+          rep_rate[kind], rep_cpu[kind] = steady['rate'], steady['cpu_ms']
+          for name in ('rate', 'cpu_ms', 'fixed_s'):
+            per_kind[kind][name].append(steady[name])
           per_kind[kind]['server_ms'].append(
               1000 * (b['server_cpu_s'] - a['server_cpu_s']) / (n2 - n1))
           per_kind[kind]['server_busy'].append(b['server_cpu_s'] / b['wall_s'])
