@@ -1,7 +1,9 @@
-"""Image folders laid out as datasets of another kind (as annotation tools and benchmark
-suites export them) are refused in one line naming the layout, never read as class
-folders; class folders of annotation files and images inside class folders are refused,
-never left out. Real folders on disk and on an S3 server (moto), the real CLI."""
+"""Dataset folders as annotation tools and benchmark suites export them: Pascal VOC
+devkit roots and COCO roots are read as their layouts define them; other layouts are
+refused in one line naming the layout, never read as class folders; class folders of
+annotation files and images inside class folders are refused, never left out. Real
+folders on disk and on an S3 server (moto), the real CLI."""
+import json
 import os
 import subprocess
 import sys
@@ -49,8 +51,10 @@ LAYOUTS = {
     'dota': (['dota/images/P0001.png', 'dota/labelTxt/P0001.txt'], 'dota',
              ['DOTA', 'labelTxt/']),
     'datumaro_yolo_images': (['dm/Images/a.jpg', 'dm/Images/b.jpg'], 'dm', ['Images/']),
-    'coco_root': (['coco/images/train/a.jpg', 'coco/annotations/instances_train.json'], 'coco',
-                  ['COCO', 'instances_train.json']),
+    'coco_captions_only': (['coco/images/train/a.jpg', 'coco/annotations/captions_train.json'],
+                           'coco', ['COCO annotations without boxes', 'captions_train.json']),
+    'coco_root_without_images': (['coco/annotations/instances_train2017.json', 'coco/x.txt'],
+                                 'coco', ["'train2017' images", 'images/train2017/']),
     'nested_class': (['pets/cat/a.jpg', 'pets/cat/kitten/b.jpg', 'pets/dog/c.jpg'], 'pets',
                      ['pets/cat/kitten', 'inside the class folder cat']),
     'nested_by_split': (['pets/train/cat/a.jpg', 'pets/train/dog/persian/deep/b.jpg'], 'pets',
@@ -85,24 +89,81 @@ def test_a_folder_of_another_layout_is_refused_in_one_line(tmp_path, name):
   assert after == before  # nothing written, nothing of the dataset's touched
 
 
-def test_the_command_a_voc_refusal_gives_converts_the_boxes(tmp_path):
-  """The refusal of a VOC devkit root names a command; that command converts its boxes."""
-  names = [('000001', 'cat'), ('000002', 'dog'), ('000003', 'cat')]
-  _tree(tmp_path, [f'VOC2007/JPEGImages/{n}.jpg' for n, _ in names] +
-        ['VOC2007/SegmentationClass/000001.png', 'VOC2007/ImageSets/Main/train.txt'])
-  for n, label in names:
-    write_text(str(tmp_path / 'VOC2007' / 'Annotations' / f'{n}.xml'),
-               VOC_XML.format(name=n, label=label))
-  root = str(tmp_path / 'VOC2007')
-  with pytest.raises(ManifestError) as raised:
-    trc.convert(root, str(tmp_path / 'out'))
-  command = str(raised.value).split('`')[1].split()
-  assert command[:3] == ['tfrecorder-component', 'convert', f'{root}/Annotations']
-  out = str(tmp_path / 'out')
-  result = trc.convert(command[2], out, image_root=command[command.index('--image-root') + 1])
-  assert result.records_written == 3 and result.rows_failed == 0
-  assert result.records_per_label == {'cat': 2, 'dog': 1}
-  assert result.summary['objects_per_label'] == {'cat': 2, 'dog': 1}  # a box each
+def _voc_devkit(root):
+  """A VOC devkit root: train, val and test lists (and trainval, their union, and a class's
+  list, neither a subset), an XML without <filename>, a listed image without an XML, an
+  XML in no list, and segmentation masks beside."""
+  names = {'000001': ('cat', 'train'), '000002': ('dog', 'val'), '000003': ('cat', 'test'),
+           '000005': ('dog', None), '000006': ('dog', 'train')}
+  _tree(root, [f'JPEGImages/{n}.jpg' for n in list(names) + ['000004']] +
+        ['SegmentationClass/000001.png'])
+  for n, (label, _) in names.items():
+    xml = VOC_XML.format(name=n, label=label)
+    if n == '000006':
+      xml = xml.replace('<filename>000006.jpg</filename>', '')
+    write_text(str(root / 'Annotations' / f'{n}.xml'), xml)
+  lists = {'train': ['000001', '000006'], 'val': ['000002'], 'test': ['000003', '000004'],
+           'trainval': ['000001', '000002', '000006'], 'cat_train': ['000001  1']}
+  for subset, ids in lists.items():
+    write_text(str(root / 'ImageSets' / 'Main' / f'{subset}.txt'), '\n'.join(ids) + '\n')
+  write_text(str(root / 'labelmap.txt'), 'cat:::\ndog:::\n')
+  return str(root)
+
+
+def test_a_voc_devkit_root_is_read_with_its_split_lists(tmp_path, caplog):
+  """As the VOC devkit (and Datumaro) read a root: the ImageSets/Main lists name each
+  subset's images; an XML without <filename> annotates JPEGImages/<its id>.jpg; a listed
+  image without an XML is an image without objects; an XML in no list is not read, with
+  a warning. The root and its Annotations/ folder give the same records."""
+  from records import by_source_id, feature  # pylint: disable=g-import-not-at-top
+  root = _voc_devkit(tmp_path / 'VOC2007')
+  result = trc.convert(root, str(tmp_path / 'out'))
+  assert result.records_per_split == {'train': 2, 'eval': 1, 'test': 2}
+  assert result.rows_failed == 0
+  assert '2 annotation files' not in caplog.text and '1 annotation files are in no list' in (
+      caplog.text)
+  records = by_source_id(str(tmp_path / 'out'), ['train', 'eval', 'test'])
+  seen = {sid.rsplit('/', 1)[-1]: (split, [t.decode() for t in feature(
+      ex, 'image/object/class/text')]) for sid, (split, ex) in records.items()}
+  assert seen == {'000001.jpg': ('train', ['cat']), '000006.jpg': ('train', ['dog']),
+                  '000002.jpg': ('eval', ['dog']), '000003.jpg': ('test', ['cat']),
+                  '000004.jpg': ('test', [])}
+  _, example = records['000001.jpg']
+  assert feature(example, 'image/object/bbox/xmin') == pytest.approx([2 / 16])
+  again = trc.convert(os.path.join(root, 'Annotations'), str(tmp_path / 'again'))
+  assert again.records_per_split == result.records_per_split
+  from tfrecord_digest import digest  # pylint: disable=g-import-not-at-top
+  assert ({k: v for k, v in digest(str(tmp_path / 'again')).items() if 'Split-' in k}
+          == {k: v for k, v in digest(str(tmp_path / 'out')).items() if 'Split-' in k})
+
+
+def _coco(root, subset, images_folder, names):
+  images = [{'id': i + 1, 'file_name': f'{n}.jpg', 'width': 16, 'height': 12}
+            for i, n in enumerate(names)]
+  annotations = [{'id': i + 1, 'image_id': i + 1, 'category_id': 1, 'iscrowd': 0,
+                  'bbox': [2, 3, 8, 6], 'area': 48} for i in range(len(names))]
+  write_text(str(root / 'annotations' / f'instances_{subset}.json'), json.dumps(
+      {'images': images, 'annotations': annotations,
+       'categories': [{'id': 1, 'name': 'cat'}]}))
+  write_text(str(root / 'annotations' / f'captions_{subset}.json'), '{}')
+  _tree(root, [f'{images_folder}/{n}.jpg' for n in names])
+
+
+@pytest.mark.parametrize('folders', [('images/train', 'images/val'),  # Datumaro's layout
+                                     ('train2017', 'val2017')])  # the COCO site's archives
+def test_a_coco_root_is_read_subset_by_subset(tmp_path, folders):
+  """annotations/instances_<subset>.json, each subset's images in images/<subset>/ or
+  <subset>/, its split from the subset's name (a year after it dropped); the captions
+  files beside are not read. The root and its annotations/ folder read alike."""
+  subsets = [f.rsplit('/', 1)[-1] for f in folders]
+  _coco(tmp_path / 'coco', subsets[0], folders[0], ['a', 'b'])
+  _coco(tmp_path / 'coco', subsets[1], folders[1], ['c'])
+  for i, source in enumerate(('coco', 'coco/annotations')):
+    result = trc.convert(str(tmp_path / source), str(tmp_path / f'out{i}'))
+    assert result.records_per_split == {'train': 2, 'eval': 1, 'test': 0}, source
+    assert result.rows_failed == 0 and result.summary['objects_per_label'] == {'cat': 3}
+    assert sorted(os.path.basename(m) for m in result.manifests) == [
+        f'instances_{s}.json' for s in sorted(subsets)]
 
 
 def test_class_folders_still_read_as_before(tmp_path):
@@ -125,6 +186,7 @@ def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, s3_b
   _tree(tmp_path / 'good', good)
   for name in ('voc_devkit', 'nested_class', 'annotation_folder', 'yolo_by_split'):
     _tree(tmp_path / name, LAYOUTS[name][0])
+  _voc_devkit(tmp_path / 'devkit' / 'VOC2007')
   s3_bucket.upload_tree(str(tmp_path), 'bkt', 'ds')
   storage.prepare_file_systems('s3://bkt/ds')
   assert (sources.folder_manifest('s3://bkt/ds/good')
@@ -134,3 +196,6 @@ def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, s3_b
     with pytest.raises(ManifestError) as raised:
       sources.folder_manifest(f's3://bkt/ds/{name}/{root}')
     assert words[0] in str(raised.value), (name, str(raised.value))
+  result = trc.convert('s3://bkt/ds/devkit/VOC2007', str(tmp_path / 'voc_out'))
+  assert result.records_per_split == {'train': 2, 'eval': 1, 'test': 2}
+  assert result.rows_failed == 0

@@ -241,19 +241,18 @@ def boxes_only(spec):
 
 def test_voc_exported_by_datumaro(oracle_env, tmp_path):
   """Datumaro's VOC writer (its default zero-based boxes). It writes no XML for an image
-  without objects, only its line in ImageSets/Main/<subset>.txt; we read the XMLs, so
-  such an image is not converted (the one difference, checked as such)."""
+  without objects, only its line in ImageSets/Main/<subset>.txt: read as the devkit reads
+  a root, that image is an image without objects, and each image takes its list's split,
+  from the root or from its Annotations/ folder."""
   spec = boxes_only(SPEC)
   out = datumaro_export('voc_detection', spec, tmp_path / 'export')
   assert not os.path.exists(os.path.join(out, 'Annotations', 'empty.xml'))
-  mine = converted(tmp_path, os.path.join(out, 'Annotations'),
-                   image_root=os.path.join(out, 'JPEGImages'), manifest_format='pascal_voc')
-  expected = without_splits(truth(spec))
-  assert expected.pop('empty')['objects'] == []
-  assert_same(mine, expected)
-  theirs = without_splits(reference('datumaro', 'voc', out))
-  assert theirs.pop('empty')['objects'] == []
-  assert_same(mine, theirs)
+  theirs = reference('datumaro', 'voc', out)
+  assert theirs['empty']['objects'] == [] and theirs['empty']['split'] == 'eval'
+  for source in (out, os.path.join(out, 'Annotations')):
+    mine = converted(tmp_path, source, overwrite=True)
+    assert_same(mine, truth(spec, {'train': 'train', 'val': 'eval', 'test': 'test'}))
+    assert_same(mine, theirs)
 
 
 # YOLO (Ultralytics): data.yaml, images/<split>/, labels/<split>/<stem>.txt

@@ -45,7 +45,7 @@ def test_a_data_set_folder_lists_its_own_files_only(tmp_path):
   Images annotation CSVs (class descriptions, a hierarchy JSON), the other manifest-like
   files are parts of the data set: the CLI, convert() and ImageExampleGen (all through
   list_manifest_files) read only the data set's own files."""
-  from tfrecorder_component.files import list_manifest_files  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.manifest.discover import manifest_files as list_manifest_files  # pylint: disable=g-import-not-at-top
   yolo = tmp_path / 'yolo'
   write_image(str(yolo / 'train' / 'images' / 'a.jpg'), height=20, width=30)
   write_text(str(yolo / 'train' / 'labels' / 'a.txt'), '0 0.5 0.5 0.2 0.2\n')

@@ -83,13 +83,18 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       append_new_labels=bool(append_new_labels), class_map=parse_class_map(class_map),
       layouts=tuple([layouts] if isinstance(layouts, str) else layouts or ()))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
-  manifests, root, row_index, splits = sources_lib.manifests_for(source, report_dir)
+  found = sources_lib.manifests_for(source, report_dir)
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
-  image_root = files.absolute(os.fspath(image_root)) if image_root else root
-  splits = {files.absolute(m): split for m, split in splits.items()}
-  manifests = [files.absolute(m) for m in manifests]
-  sources = [ManifestSource(m, manifest_format, splits.get(m), image_root, declared,
-                            row_index, options.class_map) for m in manifests]
+  given_root = files.absolute(os.fspath(image_root)) if image_root else None
+  sources = []
+  for m in found.paths:
+    # A root given to the run wins over the one the layout implies (VOC's JPEGImages/).
+    root = given_root or found.image_roots.get(m) or found.image_root
+    sources.append(ManifestSource(
+        files.absolute(m), found.formats.get(m, manifest_format), found.splits.get(m),
+        files.absolute(root) if root else None, declared, found.row_index,
+        options.class_map))
+  manifests = [s.path for s in sources]
   return manifests, options, args, sources
 
 

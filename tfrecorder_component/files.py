@@ -20,7 +20,6 @@ from typing import BinaryIO, Callable, Iterable, List, Optional
 
 from tfrecorder_component import storage
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.manifest.registry import MANIFEST_EXTENSIONS
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_ATTEMPTS = 4
@@ -163,17 +162,17 @@ def size(path: str) -> int:
   return file_systems().match([path])[0].metadata_list[0].size_in_bytes
 
 
-def _has_glob(pattern: str) -> bool:
+def has_glob(pattern: str) -> bool:
   return any(c in pattern for c in '*?[')
 
 
 def match(pattern: str) -> List[str]:
   """The paths `pattern` matches, as Beam's `FileSystems.match` lists them; a local path,
   or the files directly inside a local folder (`folder/*`), without Beam."""
-  if is_local(pattern) and not _has_glob(pattern):
+  if is_local(pattern) and not has_glob(pattern):
     return [pattern] if os.path.exists(pattern) else []
   folder, name = os.path.split(pattern)
-  if is_local(pattern) and name == '*' and not _has_glob(folder):
+  if is_local(pattern) and name == '*' and not has_glob(folder):
     try:
       names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
@@ -185,54 +184,6 @@ def match(pattern: str) -> List[str]:
     return [m.path for m in file_systems().match([pattern])[0].metadata_list]
   except BeamIOError:
     return []
-
-
-def _is_dir(path: str) -> bool:
-  return '://' not in path and os.path.isdir(path)
-
-
-def list_manifest_files(pattern: str) -> List[str]:
-  """Manifest files matching `pattern` (a file or a glob, on any Beam file system), or
-  directly inside it when it names a folder. Folders and files without a manifest
-  extension (.csv, .jsonl, .txt, .json for COCO, .xml for Pascal VOC) are skipped, so a
-  manifest may sit next to its images."""
-  found = match(pattern)
-  folder = not _has_glob(pattern) and all(_is_dir(p) for p in found)
-  if folder:  # a folder, or a prefix of an object store
-    found = match(join(pattern, '*'))
-  found = sorted(p for p in found if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
-  return _dataset_parts(pattern, found) if folder else found
-
-
-# Files that describe a whole data set (YOLO's data.yaml, Darknet's obj.data).
-DATASET_FILES = ('.yaml', '.yml', '.data')
-
-
-def _dataset_parts(folder: str, found: List[str]) -> List[str]:
-  """The manifests of a folder that holds a data set's own files, beside which the
-  other manifest-like files are its parts, not manifests: a data.yaml or obj.data (its
-  README.txt, image lists), or Open Images annotation CSVs (their class descriptions,
-  hierarchy JSON, rotation lists). Each file left out is logged."""
-  kept = [p for p in found if p.lower().endswith(DATASET_FILES)]
-  if not kept:
-    kept = [p for p in found if p.lower().endswith('.csv') and _is_open_images(p)]
-  if not kept:
-    return found
-  for path in sorted(set(found) - set(kept)):
-    logging.info('%s: read as a part of the data set beside it (%s), not as a manifest',
-                 path, posixpath.basename(kept[0]))
-  return kept
-
-
-def _is_open_images(path: str) -> bool:
-  """Whether a CSV starts with an Open Images annotation header."""
-  from tfrecorder_component.manifest import open_images  # pylint: disable=g-import-not-at-top
-  try:
-    with open_file(path) as f:
-      head = f.read(4096).decode('utf-8-sig', 'replace')
-  except OSError:
-    return False
-  return open_images.FORMAT.sniff(head)
 
 
 def list_objects(prefix: str) -> List[str]:

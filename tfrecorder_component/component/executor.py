@@ -32,7 +32,8 @@ from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOp
                                           ManifestSource)
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError
-from tfrecorder_component.files import MANIFEST_EXTENSIONS, list_manifest_files
+from tfrecorder_component.manifest import MANIFEST_EXTENSIONS
+from tfrecorder_component.manifest.discover import manifest_files
 from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.sources import READ_BY_THE_LAUNCHER
 
@@ -55,7 +56,7 @@ def _sources(input_dict, exec_properties) -> List[ManifestSource]:
 
   if input_dict.get(spec.MANIFEST_KEY):
     paths = [p for artifact in input_dict[spec.MANIFEST_KEY]
-             for p in list_manifest_files(artifact.uri)]
+             for p in manifest_files(artifact.uri)]
     where = ', '.join(a.uri for a in input_dict[spec.MANIFEST_KEY])
     if not paths:
       raise ManifestError(f'no manifest files ({", ".join(MANIFEST_EXTENSIONS)}) found at '
@@ -66,7 +67,7 @@ def _sources(input_dict, exec_properties) -> List[ManifestSource]:
   many = len(input_config.splits) > 1
   sources = []
   for split in input_config.splits:
-    paths = list_manifest_files(os.path.join(input_base, split.pattern))
+    paths = manifest_files(os.path.join(input_base, split.pattern))
     if not paths:
       raise ManifestError(f'no manifest files match {split.pattern!r} under {input_base} '
                           f'(split {split.name!r})')

@@ -1,11 +1,14 @@
 """Pascal VOC XML: one file annotates one image.
 
 `<annotation><filename>` names the image (resolved against `image_root`, by default
-the XML file's folder); each `<object>` has a `<name>`, optional `<difficult>` and
+the XML file's folder; a devkit root's `JPEGImages/`, `manifest.discover`); without a
+`<filename>`, the image is `<the XML's name>.jpg`, as the VOC devkit names it
+(`VOCopts.imgpath`, `JPEGImages/%s.jpg` of the annotation's id). Each `<object>` has a `<name>`, optional `<difficult>` and
 `<truncated>` flags and a `<bndbox>` of `<xmin> <ymin> <xmax> <ymax>` in pixels.
 """
 from __future__ import annotations
 
+import posixpath
 import xml.etree.ElementTree as ET
 from typing import Iterator, List, Mapping, Optional
 
@@ -42,8 +45,7 @@ def _parse(path: str, text: str, image_root: Optional[str]) -> ParsedItem:
     return RowError('bad_row', f'not a valid Pascal VOC XML file: {e}', source=path, row=1)
   filename = (root.findtext('filename') or '').strip()
   if not filename:
-    return RowError('bad_row', 'the annotation has no <filename>; name the image file it '
-                    'annotates', source=path, row=1)
+    filename = posixpath.splitext(posixpath.basename(path))[0] + '.jpg'
   objects: List[ObjectBox] = []
   for index, element in enumerate(root.findall('object')):
     box = _object(element)
