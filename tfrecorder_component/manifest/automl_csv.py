@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import posixpath
 import re
 from typing import (Callable, Iterable, Iterator, List, Mapping, Optional, Tuple,
                     Union)
@@ -248,6 +249,10 @@ class CsvLayout:
     self.image_root: Optional[str] = None  # relative URIs resolve here; None: the manifest's folder
 
 
+# The name Roboflow gives its multi-label classification export (`<split>/_classes.csv`).
+ROBOFLOW_ONE_HOT = '_classes.csv'
+
+
 class _Layout(CsvLayout):
   """Which column holds ML_USE, which the URI, which the labels and which features."""
 
@@ -270,6 +275,10 @@ class _Layout(CsvLayout):
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
     names, split_col, uri_col = header_columns(fields)
     labels = [i for i, n in enumerate(names) if is_label_column(n)]
+    if posixpath.basename(path) == ROBOFLOW_ONE_HOT and len(names) >= 3:
+      # Roboflow's own name for its one-hot CSV: every other column is a class, whatever
+      # its name (Roboflow names unnamed classes label_0, label_1, ...).
+      labels = []
     used = [uri_col, *labels] + ([split_col] if split_col is not None else [])
     layout = cls(split_col, uri_col, labels, width=len(fields),
                  feature_cols=feature_columns(path, fields, used))

@@ -65,6 +65,8 @@ def _is_dir(path: str) -> bool:
 
 # Files that describe a whole data set (YOLO's data.yaml, Darknet's obj.data).
 DATASET_FILES = ('.yaml', '.yml', '.data')
+# The class list Datumaro writes beside a dataset it exports (`dataset_meta.json`).
+DATUMARO_META = 'dataset_meta.json'
 
 
 def _dataset_parts(folder: str, found: List[str]) -> List[str]:
@@ -72,6 +74,11 @@ def _dataset_parts(folder: str, found: List[str]) -> List[str]:
   other manifest-like files are its parts, not manifests: a data.yaml or obj.data (its
   README.txt, image lists), or Open Images annotation CSVs (their class descriptions,
   hierarchy JSON, rotation lists). Each file left out is logged."""
+  meta = [p for p in found if posixpath.basename(p) == DATUMARO_META]
+  for path in meta:
+    logging.info('%s: Datumaro\'s class list, read as a part of the data set beside it, '
+                 'not as a manifest', path)
+  found = [p for p in found if p not in meta]
   kept = [p for p in found if p.lower().endswith(DATASET_FILES)]
   if not kept:
     kept = [p for p in found if p.lower().endswith('.csv') and _is_open_images(p)]
@@ -103,7 +110,7 @@ def find(source: str, scratch_dir: str) -> Found:
   folder = '://' in source or os.path.isdir(source)
   if folder:
     tree = _Tree(source)
-    found = _voc(tree, scratch_dir) or _coco(tree)
+    found = _voc(tree, scratch_dir) or _coco(tree) or _other_layout(tree, scratch_dir)
     if found:
       return found
   manifests = manifest_files(source)
@@ -434,9 +441,8 @@ def _layout_refusal(root: str, names: Iterable[str], parts: List[str]) -> str:
                   '(Darknet), writing one that names its image folders and classes if it '
                   'has none')
   if 'annotations' in names and 'images' in names:
-    return layout('a COCO-style dataset', 'convert its annotation file, for example '
-                  f'`tfrecorder-component convert {root}/annotations/instances_train.json OUT '
-                  f'--image-root {root}/images/train`')
+    return layout('a COCO-style dataset', 'convert its annotation file, with --image-root '
+                  'naming the folder of its images')
   return (f'{root} holds {found}, which name a dataset\'s parts, not classes; convert its '
           'annotation file, or write a manifest naming each image\'s label')
 
@@ -476,6 +482,57 @@ def _remote_folder_manifest(root: str) -> str:
   if len(lines) == 1:
     raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
   return '\n'.join(lines) + '\n'
+
+
+def _other_layout(tree: _Tree, scratch_dir: str) -> Optional[Found]:
+  """Datumaro's YOLO layout (`obj.names` beside `images/<subset>/` and
+  `labels/<subset>/`), read as Ultralytics reads the same folders, through a data.yaml
+  written into `scratch_dir`; None if the folder is not it. Raises ManifestError (one
+  line) for layouts recognised and not read: YOLO with `Images/` and `Annotations/`
+  (Datumaro's other YOLO layout, whose labels Ultralytics' rule does not find), WIDER
+  FACE, an Open Images root."""
+  folders = {f.lower(): f for f in tree.folders()}
+  names = tree.names()
+  if 'obj.names' in names and 'images' in folders and 'labels' in folders:
+    subsets = tree.folders(folders['images'])
+    text = files.read_bytes(tree.path('obj.names')).decode('utf-8-sig')
+    classes = [line.strip() for line in text.splitlines() if line.strip()]
+    if subsets and classes:
+      import json  # pylint: disable=g-import-not-at-top
+      lines = [f'path: {json.dumps(tree.root)}']
+      for subset in subsets:
+        split = ML_USE_TO_SPLIT.get(subset.upper())
+        key = {'train': 'train', 'eval': 'val', 'test': 'test'}.get(split or '')
+        if key is None:
+          raise ManifestError(f'{tree.root} is a YOLO dataset (Datumaro\'s layout) whose '
+                              f'images/{subset}/ is no split (train, val, test); write a '
+                              'data.yaml naming its image folders and classes')
+        lines.append(f'{key}: {json.dumps(folders["images"] + "/" + subset)}')
+      lines.append('names: ' + json.dumps(classes))
+      path = posixpath.join(scratch_dir, 'data.yaml')
+      files.write_text(path, '\n'.join(lines) + '\n')
+      return Found("a YOLO dataset in Datumaro's layout (obj.names, images/, labels/)",
+                   [path], {}, {}, {path: 'yolo'})
+  if 'obj.names' in names and {'images', 'annotations'} <= set(folders):
+    raise ManifestError(f'{tree.root} holds obj.names, {folders["images"]}/ and '
+                        f'{folders["annotations"]}/: a YOLO dataset in Datumaro\'s layout, '
+                        'which is not read (Ultralytics finds labels under labels/); move '
+                        'the label files to labels/ beside images/ and write a data.yaml')
+  if 'wider_face_split' in folders:
+    raise ManifestError(f'{tree.root} holds wider_face_split/: a WIDER FACE dataset, which '
+                        'is not read; convert its boxes to a supported format (see the '
+                        'formats guide) or write a manifest')
+  if 'annotations' in folders:
+    csvs = [n for n in tree.names(folders['annotations']) if n.lower().endswith('.csv')]
+    boxes = [n for n in csvs if 'bbox' in n.lower()]
+    if csvs and any('class-descriptions' in n.lower() or 'class_descriptions' in n.lower()
+                    for n in csvs):
+      advice = (f'convert its box files, for example `tfrecorder-component convert '
+                f'{tree.root}/{folders["annotations"]}/{boxes[0]} OUT`' if boxes else
+                'convert its image-level label files one run each')
+      raise ManifestError(f'{tree.root} holds {folders["annotations"]}/ of Open Images CSVs: '
+                          f'an Open Images dataset, whose folder is not read whole; {advice}')
+  return None
 
 
 def _has_label_folders(root: str) -> bool:

@@ -28,15 +28,15 @@ and `label` columns are `filename` and `class` by other names. Rules:
 from __future__ import annotations
 
 import csv
-
+import posixpath
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.automl_csv import csv_rows, feature_columns, raw_features
 from tfrecorder_component.manifest.features import parse_number, typed_items
 from tfrecorder_component.manifest.format_spec import ManifestFormat
-from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem,
-                                                resolve_uri, split_of_folder)
+from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox,
+                                                ParsedItem, resolve_uri, split_of_folder)
 
 HEADER = ('filename', 'width', 'height', 'class', 'xmin', 'ymin', 'xmax', 'ymax')
 # Other names of columns (VoTT's CSV export), taken where the header lacks the usual one.
@@ -45,11 +45,21 @@ _REQUIRED = ('filename', 'class', 'xmin', 'ymin', 'xmax', 'ymax')
 _CORNERS = ('xmin', 'ymin', 'xmax', 'ymax')
 
 
+def _split_of_export(path: str) -> Optional[str]:
+  """The split VoTT's export names: `<name>-export.csv`, where `<name>` (VoTT's project
+  name) is a split name (`train-export.csv`: 'train'), as Datumaro's `vott_csv` reader
+  takes it for the subset; None otherwise."""
+  name = posixpath.basename(path)
+  if not name.lower().endswith('-export.csv'):
+    return None
+  return ML_USE_TO_SPLIT.get(name[:-len('-export.csv')].upper())
+
+
 def parse(path: str, text: Union[str, Iterable[str]], *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
   """The rows of a TF Object Detection CSV (a str, or the lines of a text file), one a
   box, in file order; RowErrors for rows that cannot be read."""
-  split = split_of_folder(path)
+  split = split_of_folder(path) or _split_of_export(path)
 
   def untyped() -> Iterator[ParsedItem]:
     columns: Optional[Dict[str, int]] = None
