@@ -199,3 +199,15 @@ def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, s3_b
   result = trc.convert('s3://bkt/ds/devkit/VOC2007', str(tmp_path / 'voc_out'))
   assert result.records_per_split == {'train': 2, 'eval': 1, 'test': 2}
   assert result.rows_failed == 0
+
+
+def test_the_component_reads_a_dataset_folder_as_convert_does(tmp_path):
+  """A manifest artifact naming a VOC devkit root: the same layout reading (splits from
+  its lists) through the TFX component's executor, its implied manifest in the report."""
+  from test_error_policy import run_executor  # pylint: disable=g-import-not-at-top
+  from records import read_split  # pylint: disable=g-import-not-at-top
+  root = _voc_devkit(tmp_path / 'VOC2007')
+  run_executor(tmp_path, root)
+  counts = {split: len(read_split(str(tmp_path / 'examples' / f'Split-{split}')))
+            for split in ('train', 'eval', 'test')}
+  assert counts == {'train': 2, 'eval': 1, 'test': 2}

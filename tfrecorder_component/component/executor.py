@@ -31,8 +31,9 @@ from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
                                           ManifestSource)
 from tfrecorder_component.component import spec
-from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import MANIFEST_EXTENSIONS
+from tfrecorder_component.manifest import discover
 from tfrecorder_component.manifest.discover import manifest_files
 from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.sources import READ_BY_THE_LAUNCHER
@@ -41,7 +42,10 @@ def _class_map(exec_properties):
   return parse_class_map(exec_properties.get(spec.CLASS_MAP_KEY) or None)
 
 
-def _sources(input_dict, exec_properties) -> List[ManifestSource]:
+def _sources(input_dict, exec_properties, report_dir: str) -> List[ManifestSource]:
+  """The manifests of the execution. A manifest artifact is read as `convert()` reads a
+  path (`discover.find`: a manifest, a folder of them, a dataset folder such as a VOC or
+  COCO root, an image folder), manifests it implies written into `report_dir`."""
   fmt = exec_properties.get(spec.MANIFEST_FORMAT_KEY) or None
   image_root = exec_properties.get(spec.IMAGE_ROOT_KEY) or None
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
@@ -54,14 +58,22 @@ def _sources(input_dict, exec_properties) -> List[ManifestSource]:
     return ManifestSource(files.absolute(path), fmt, split, image_root, feature_types,
                           class_map=class_map)
 
-  if input_dict.get(spec.MANIFEST_KEY):
-    paths = [p for artifact in input_dict[spec.MANIFEST_KEY]
-             for p in manifest_files(artifact.uri)]
-    where = ', '.join(a.uri for a in input_dict[spec.MANIFEST_KEY])
-    if not paths:
-      raise ManifestError(f'no manifest files ({", ".join(MANIFEST_EXTENSIONS)}) found at '
-                          f'{where}')
-    return [source(p) for p in paths]
+  artifacts = input_dict.get(spec.MANIFEST_KEY) or []
+  if artifacts:
+    sources = []
+    for i, artifact in enumerate(artifacts):
+      scratch = report_dir if len(artifacts) == 1 else os.path.join(report_dir, f'input-{i}')
+      try:
+        found = discover.find(artifact.uri, scratch)
+      except UsageError as e:
+        raise ManifestError(f'no manifest files ({", ".join(MANIFEST_EXTENSIONS)}) found at '
+                            f'{artifact.uri}: {e}') from None
+      for path in found.paths:
+        root = image_root or found.image_roots.get(path)
+        sources.append(ManifestSource(
+            files.absolute(path), found.formats.get(path, fmt), found.splits.get(path),
+            files.absolute(root) if root else None, feature_types, class_map=class_map))
+    return sources
   input_config = _input_config(exec_properties)
   input_base = exec_properties[spec.INPUT_BASE_KEY]
   many = len(input_config.splits) > 1
@@ -231,10 +243,10 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     run.refuse_local_paths(self._beam_pipeline_args,
                            [(w, p) for w, p in inputs if w not in READ_BY_THE_LAUNCHER],
                            examples.uri, report.uri)
-    sources = _sources(input_dict, exec_properties)
-    buckets, split_names = split_plan(exec_properties)
     report_dir = report.uri
     fileio.makedirs(report_dir)
+    sources = _sources(input_dict, exec_properties, report_dir)
+    buckets, split_names = split_plan(exec_properties)
     examples.split_names = artifact_utils.encode_split_names(split_names)
     split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
     options = ConversionOptions(
