@@ -55,6 +55,18 @@ LAYOUTS = {
                            'coco', ['COCO annotations without boxes', 'captions_train.json']),
     'coco_root_without_images': (['coco/annotations/instances_train2017.json', 'coco/x.txt'],
                                  'coco', ["'train2017' images", 'images/train2017/']),
+    'synthia': (['al/RGB/000000.png', 'al/Depth/000000.png', 'al/SemSeg/000000.png'], 'al',
+                ['SYNTHIA', 'RGB/']),
+    'camvid': (['cv/train/a.png', 'cv/trainannot/a.png', 'cv/val/b.png', 'cv/valannot/b.png'],
+               'cv', ['CamVid', 'trainannot/']),
+    'super_resolution': (['sr/HR/a.png', 'sr/LR/a.png'], 'sr', ['super-resolution']),
+    'market1501': (['m/bounding_box_train/0001_c1.jpg', 'm/query/0001_c2.jpg'], 'm',
+                   ['Market-1501']),
+    'ade20k': (['ade/training/street/1.jpg', 'ade/training/street/1_seg.png',
+                'ade/training/street/1_atr.txt'], 'ade', ['ADE20K', '1_seg.png']),
+    'datasets_side_by_side': (['dm/export1/a.jpg', 'dm/export1/train-export.json',
+                               'dm/export2/b.jpg'], 'dm',
+                              ['train-export.json beside its images', "dataset's folder"]),
     'nested_class': (['pets/cat/a.jpg', 'pets/cat/kitten/b.jpg', 'pets/dog/c.jpg'], 'pets',
                      ['pets/cat/kitten', 'inside the class folder cat']),
     'nested_by_split': (['pets/train/cat/a.jpg', 'pets/train/dog/persian/deep/b.jpg'], 'pets',
@@ -196,9 +208,10 @@ def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, s3_b
     with pytest.raises(ManifestError) as raised:
       sources.folder_manifest(f's3://bkt/ds/{name}/{root}')
     assert words[0] in str(raised.value), (name, str(raised.value))
-  result = trc.convert('s3://bkt/ds/devkit/VOC2007', str(tmp_path / 'voc_out'))
-  assert result.records_per_split == {'train': 2, 'eval': 1, 'test': 2}
-  assert result.rows_failed == 0
+  for source in ('s3://bkt/ds/devkit/VOC2007', 's3://bkt/ds/devkit/VOC2007/Annotations'):
+    result = trc.convert(source, str(tmp_path / 'voc_out'), overwrite=True)
+    assert result.records_per_split == {'train': 2, 'eval': 1, 'test': 2}
+    assert result.rows_failed == 0
 
 
 def test_the_component_reads_a_dataset_folder_as_convert_does(tmp_path):
@@ -211,3 +224,19 @@ def test_the_component_reads_a_dataset_folder_as_convert_does(tmp_path):
   counts = {split: len(read_split(str(tmp_path / 'examples' / f'Split-{split}')))
             for split in ('train', 'eval', 'test')}
   assert counts == {'train': 2, 'eval': 1, 'test': 2}
+
+
+def test_images_beside_voc_files_without_one_are_images_without_objects(tmp_path, caplog):
+  """A folder of VOC XMLs beside their images (LabelImg's layout): an image without an XML
+  of its name is an image without objects, as Datumaro's relaxed VOC reader and
+  Ultralytics (a background image) take it, with a warning naming it."""
+  from records import by_source_id, feature  # pylint: disable=g-import-not-at-top
+  _tree(tmp_path / 'voc', ['a.jpg', 'b.jpg'])
+  write_text(str(tmp_path / 'voc' / 'a.xml'), VOC_XML.format(name='a', label='cat'))
+  result = trc.convert(str(tmp_path / 'voc'), str(tmp_path / 'out'), splits={'train': 1})
+  assert result.records_written == 2 and result.rows_failed == 0
+  assert 'b.jpg' in caplog.text and 'images without objects' in caplog.text
+  records = by_source_id(str(tmp_path / 'out'), ['train'])
+  labels = {sid.rsplit('/', 1)[-1]: [t.decode() for t in feature(ex, 'image/object/class/text')]
+            for sid, (_, ex) in records.items()}
+  assert labels == {'a.jpg': ['cat'], 'b.jpg': []}

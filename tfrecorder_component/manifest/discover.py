@@ -117,6 +117,8 @@ def find(source: str, scratch_dir: str) -> Found:
   if manifests and folder and '://' not in source and all(
       m.lower().endswith('.txt') for m in manifests) and _has_label_folders(source):
     manifests = []  # a README.txt beside <label>/ folders is no manifest
+  if manifests and folder and all(m.lower().endswith('.xml') for m in manifests):
+    return _voc_folder(tree, manifests, scratch_dir)
   if manifests:
     return Found('manifests', manifests, {}, {}, {})
   by_split = _split_folder_manifests(source) if folder and '://' not in source else {}
@@ -176,9 +178,13 @@ class _Tree:
     return posixpath.join(self.root, relative) if relative else self.root
 
   def parent(self) -> Optional['_Tree']:
-    """The tree of the folder above, for a local folder (None on an object store, whose
-    parent prefix may be a whole bucket)."""
-    if '://' in self.root or os.path.dirname(self.root) == self.root:
+    """The tree of the folder above (None for a bucket or the file system's root). Asked
+    only of a folder named as a dataset's part (`Annotations/`), whose parent is the
+    dataset's root."""
+    if '://' in self.root:
+      scheme, rest = self.root.split('://', 1)
+      return _Tree(f'{scheme}://{rest.rsplit("/", 1)[0]}') if '/' in rest else None
+    if os.path.dirname(self.root) == self.root:
       return None
     return _Tree(os.path.dirname(self.root))
 
@@ -242,11 +248,36 @@ def _voc(tree: _Tree, scratch_dir: str) -> Optional[Found]:
         lines.append(','.join([_csv_field((split or 'UNASSIGNED').upper()), _csv_field(uri)]
                               + [''] * 9))
     files.write_text(path, '\n'.join(lines) + '\n')
-    logging.info('%s: %d listed images have no annotation file; converted as images '
+    logging.warning('%s: %d listed images have no annotation file; converted as images '
                  'without objects', annotations, len(lines))
     chosen.append(path)
     formats[path] = 'automl_detection_csv'
   return Found('a Pascal VOC dataset', chosen, splits, roots, formats)
+
+
+def _voc_folder(tree: _Tree, xmls: List[str], scratch_dir: str) -> Found:
+  """A folder of Pascal VOC XMLs beside their images (LabelImg's and Kaggle's layout):
+  each XML, and each image beside them without an XML of its name, as an image without
+  objects, as Datumaro's relaxed VOC reader and Ultralytics (a background image) take an
+  image without a label file."""
+  try:
+    with files.open_file(xmls[0]) as f:
+      head = f.read(4096).decode('utf-8', 'replace')
+  except OSError:
+    head = ''
+  if not re.search(r'<annotation[\s>]', head):  # CVAT's <annotations>: one file, many images
+    return Found('manifests', xmls, {}, {}, {})
+  stems = {posixpath.splitext(posixpath.basename(x))[0] for x in xmls}
+  images = [n for n in tree.names() if n.lower().endswith(IMAGE_EXTENSIONS)
+            and posixpath.splitext(n)[0] not in stems]
+  if not images:
+    return Found('manifests', xmls, {}, {}, {})
+  path = posixpath.join(scratch_dir, 'images_without_annotations.csv')
+  files.write_text(path, ''.join(f',{_csv_field(tree.path(n))},,,,,,,,,\n' for n in images))
+  logging.warning('%s: %d images have no annotation file of their name (%s, ...); converted as '
+               'images without objects', tree.root, len(images), images[0])
+  return Found('Pascal VOC files beside their images', xmls + [path], {}, {},
+               {path: 'automl_detection_csv'})
 
 
 def _voc_lists(root: _Tree) -> List[Tuple[str, Optional[str], List[str]]]:
@@ -332,7 +363,17 @@ IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.
 _PART_FOLDERS = frozenset((
     'jpegimages', 'annotations', 'imagesets', 'segmentationclass', 'segmentationobject',
     'images', 'labels', 'labeltxt', 'image_2', 'label_2', 'calib', 'velodyne',
-    'obj_train_data'))
+    'obj_train_data',
+    # SYNTHIA's views of each frame
+    'rgb', 'gt', 'depth', 'semseg', 'rgbleft', 'gtleft', 'depthleft', 'rgbright', 'gtright',
+    'depthright',
+    # CamVid's masks beside its images (train/ and trainannot/, ...)
+    'trainannot', 'valannot', 'testannot',
+    # super-resolution pairs; Market-1501's re-identification crops
+    'hr', 'lr', 'upsampled', 'bounding_box_train', 'bounding_box_test', 'query'))
+# Annotation files that, beside a class folder's images, make it a dataset's folder
+# (a VoTT or MPII export, a dataset per folder), not a class: notes (.txt) are allowed.
+_DATASET_ANNOTATIONS = ('.xml', '.json', '.csv', '.yaml', '.yml', '.jsonl')
 # Files that annotate images: a class folder holding some of these and no image is a
 # folder of annotations, not a class.
 _ANNOTATION_EXTENSIONS = ('.xml', '.json', '.txt', '.csv', '.yaml', '.yml', '.jsonl')
@@ -407,10 +448,21 @@ def _refusal(root: str, listing: Dict[str, Tuple[Sequence[str], Sequence[str]]]
               f'{relative}: class folders inside class folders are not read; lay images '
               'out as <label>/<image> or <split>/<label>/<image>, or list them in a manifest')
     notes = [n for n in names if n.lower().endswith(_ANNOTATION_EXTENSIONS)]
-    if notes and not any(n.lower().endswith(IMAGE_EXTENSIONS) for n in names):
+    images = [n for n in names if n.lower().endswith(IMAGE_EXTENSIONS)]
+    if notes and not images:
       return (f'{root}/{relative} holds annotation files ({notes[0]}, ...) and no image, '
               'so it is no class folder: convert the annotation files (give their file or '
               'folder), not the folder above them')
+    masks = [n for n in images if n.lower().endswith('_seg.png')]
+    if masks:
+      return (f'{root}/{relative} holds {masks[0]} beside its images: an ADE20K dataset '
+              '(segmentation masks named <image>_seg.png), which is not read; write a '
+              'segmentation CSV of its images and masks (see the formats guide)')
+    annotations = [n for n in notes if n.lower().endswith(_DATASET_ANNOTATIONS)]
+    if annotations:
+      return (f'{root}/{relative} holds {annotations[0]} beside its images: a dataset\'s '
+              'folder, not a class folder; convert the annotation file, or move it out if '
+              'the images are one class')
   return None
 
 
@@ -429,6 +481,19 @@ def _layout_refusal(root: str, names: Iterable[str], parts: List[str]) -> str:
                     f'convert {root}/Annotations OUT --image-root {root}/JPEGImages`')
     return layout('a Pascal VOC dataset without Annotations/ (its boxes)', 'convert a '
                   'manifest of its images and labels instead')
+  if names & {'rgb', 'gt', 'depth', 'semseg', 'rgbleft', 'gtleft', 'depthleft', 'rgbright',
+               'gtright', 'depthright'}:
+    return layout('a SYNTHIA dataset (views of each frame), which is not read', 'write a '
+                  'segmentation CSV of its RGB images and label masks, or a manifest')
+  if names & {'trainannot', 'valannot', 'testannot'}:
+    return layout('a CamVid dataset (masks in <split>annot/), which is not read', 'write a '
+                  'segmentation CSV of its images and masks (see the formats guide)')
+  if names & {'hr', 'lr', 'upsampled'}:
+    return layout('a super-resolution dataset (image pairs), which is not read', 'write a '
+                  'manifest of the images to convert')
+  if names & {'bounding_box_train', 'bounding_box_test', 'query'}:
+    return layout('a Market-1501 re-identification dataset, which is not read', 'write a '
+                  'manifest naming each crop\'s identity as its label')
   if names & {'image_2', 'label_2', 'calib', 'velodyne'}:
     return layout('a KITTI dataset, which is not read', 'convert its labels to a supported '
                   'format (see the formats guide) or write a manifest')
@@ -441,8 +506,10 @@ def _layout_refusal(root: str, names: Iterable[str], parts: List[str]) -> str:
                   '(Darknet), writing one that names its image folders and classes if it '
                   'has none')
   if 'annotations' in names and 'images' in names:
-    return layout('a COCO-style dataset', 'convert its annotation file, with --image-root '
-                  'naming the folder of its images')
+    given = {p.lower(): p for p in parts}
+    return layout('a dataset of annotation files and images', 'convert its annotations '
+                  f'(give {root}/{given.get("annotations", "annotations")} or one of its '
+                  f'files) with --image-root {root}/{given.get("images", "images")}')
   return (f'{root} holds {found}, which name a dataset\'s parts, not classes; convert its '
           'annotation file, or write a manifest naming each image\'s label')
 
