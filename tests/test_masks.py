@@ -2,12 +2,16 @@
 
 The photos are scikit-learn's bundled sample images (china.jpg, flower.jpg; 640x427).
 Every mask is checked against pycocotools' own raster of its annotation (and, for the
-run-length encoded ones, against the array they were encoded from); keypoints against
-the annotated pixels, normalised by hand.
+run-length encoded ones, against the array they were encoded from), polygons past the
+image's edges byte for byte against the oracles' environment's pycocotools; keypoints
+against the annotated pixels, normalised by hand.
 """
 import json
 import os
+import random
 import shutil
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -20,7 +24,9 @@ from records import by_source_id, feature
 from tfrecord_digest import read_records
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.images import masks as masks_lib
 from tfrecorder_component.labels import read_label_map
+from tfrecorder_component.manifest.rows import InstanceMask
 
 PHOTOS = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
 W, H = 640, 427
@@ -600,6 +606,169 @@ def test_records_are_byte_identical_on_a_second_run(tmp_path, photos):
   assert sorted(records) == sorted(read_records(second.split_dirs['train']))
   assert_headline_records(train_records(first), expected, size=(320, 214), min_iou=0.95,
                           box_atol=3e-3, exact_resize=True)
+
+
+# --- polygons past the image's edges, against pycocotools ---------------------------
+# pycocotools draws a polygon unclipped (rleFrPoly walks its edges in fifths of a pixel,
+# also outside the image), so a polygon past an edge must give its RLE byte for byte: a
+# polygon clipped to the image first was a few pixels off. pycocotools here is the
+# oracles' environment's (scripts/oracles-env), not the one the product imports.
+
+DRAW = '''
+import json, sys
+from pycocotools import mask as coco_mask
+out = []
+for width, height, polygons in json.load(sys.stdin):
+  rle = coco_mask.merge(coco_mask.frPyObjects(polygons, height, width))
+  out.append(rle['counts'].decode('ascii'))
+print(json.dumps(out))
+'''
+
+
+def pycocotools_counts(cases):
+  """pycocotools' compressed RLE counts of each (width, height, polygons): its COCO.annToRLE
+  of a polygon segmentation, frPyObjects then merge."""
+  from oracle_readers import oracle_python  # pylint: disable=g-import-not-at-top
+  done = subprocess.run([oracle_python(), '-c', DRAW], input=json.dumps(cases),
+                        capture_output=True, text=True, check=False)
+  assert done.returncode == 0, done.stderr[-4000:]
+  return json.loads(done.stdout)
+
+
+SW, SH = 64, 48  # a small image, so that far-away vertices stay cheap for pycocotools
+PAST_THE_EDGES = {
+    'left': [[-7.3, 5.2, 20.6, 3.1, 18.2, 30.9]],
+    'right': [[50.2, 4.7, 71.9, 12.3, 55.1, 40.6]],
+    'top': [[10.4, -6.6, 40.2, 10.9, 5.7, 20.3]],
+    'bottom': [[12.2, 30.1, 45.8, 55.4, 20.6, 60.2]],
+    'top_left_corner': [[-3.7, -2.2, 30.3, 1.9, 8.1, 25.6]],
+    'bottom_right_corner': [[40.1, 30.2, 70.6, 47.3, 61.2, 52.9]],
+    'every_edge': [[-10.3, -8.1, 75.6, -3.3, 70.2, 55.9, -4.4, 60.7]],  # holds the image
+    'on_the_fifth_grid': [[-1.2, 4.4, 30.0, -0.6, 64.4, 20.2, 33.0, 48.6]],
+    'one_part_outside': [[5.5, 5.5, 20.5, 5.5, 12.5, 20.5],
+                         [55.3, 30.1, 80.2, 33.7, 58.9, 44.4]],
+    # nothing of them inside: pycocotools draws no pixel either
+    'wholly_left': [[-0.4, 2.1, -0.05, 2.1, -0.1, 40.3]],
+    'wholly_right': [[64.05, 2.1, 64.6, 9.7, 70.1, 40.3]],
+    'wholly_above': [[3.2, -0.3, 60.7, -0.02, 30.1, -9.8]],
+    'wholly_below': [[3.2, 48.01, 60.7, 48.4, 30.1, 70.2]],
+    'wholly_beyond_a_corner': [[64.2, 48.3, 90.1, 50.2, 70.7, 80.5]],
+    # far away: pycocotools walks 1.5 million steps an edge; drawn without walking them
+    'far_left': [[-1e5, 10.3, 30.2, 20.7, 25.1, 30.3]],
+    'far_above': [[30.1, -2e5, 40.7, 40.2, 20.3, 30.1]],
+    'far_below': [[-2e5, 3e5, 2.5e5, 3e5 + 0.3, 30.7, 10.1]],
+    'far_diagonal': [[5.1, 5.3, 3e5, 3e5 + 0.3, 20.2, 40.1]],
+    'far_every_way': [[-2e5, -1.5e5, 2.5e5, -2e5 + 7.1, 2e5 + 3.3, 2.2e5, -2.1e5, 2e5]],
+    'nearly_diagonal_from_far': [[-2.9e5 + 12.3, -2.9e5 + 10.1, 40.2, 38.3, 44.6, 30.1]],
+}
+
+
+def test_polygons_past_the_edges_draw_as_pycocotools_draws_them():
+  names = list(PAST_THE_EDGES)
+  cases = [(SW, SH, PAST_THE_EDGES[n]) for n in names]
+  for name, want in zip(names, pycocotools_counts(cases)):
+    polygons = PAST_THE_EDGES[name]
+    raster = masks_lib.rasterize(InstanceMask(polygons=tuple(map(tuple, polygons))), SW, SH)
+    assert raster.rle is not None, name
+    assert raster.rle['counts'].decode('ascii') == want, name
+    empty = not coco_mask.area({'size': [SH, SW], 'counts': want.encode('ascii')})
+    assert raster.reason == ('empty_mask' if empty else 'mask_outside_image'), name
+    assert empty == name.startswith('wholly'), name
+
+
+def random_polygons(seed, count):
+  """Polygons around small images: vertices on the fifth-pixel grid (rounding ties),
+  near the image, and up to 20,000 pixels away in any direction."""
+  rng = random.Random(seed)
+  cases = []
+  for _ in range(count):
+    width, height = rng.randint(1, 80), rng.randint(1, 80)
+    flat = []
+    for _ in range(rng.randint(3, 8)):
+      kind = rng.random()
+      if kind < 0.3:
+        flat += [rng.randint(-30, 5 * width + 30) / 5, rng.randint(-30, 5 * height + 30) / 5]
+      elif kind < 0.6:
+        flat += [rng.uniform(-width, 2 * width), rng.uniform(-height, 2 * height)]
+      else:
+        far = rng.choice([-1, 1]) * 10 ** rng.uniform(1, 4.3)
+        near = rng.uniform(-width, 2 * width) if kind < 0.8 else rng.uniform(-height,
+                                                                              2 * height)
+        flat += [far, near] if kind < 0.8 else [near, far]
+    if rng.random() < 0.1:
+      flat += flat[-2:]  # a repeated vertex: a walk of one point
+    cases.append((width, height, [flat]))
+  return cases
+
+
+def test_random_polygons_draw_as_pycocotools_draws_them():
+  """Byte-equal RLEs for random polygons; the far-away ones are drawn without walking
+  every step, and that walk is also checked on polygons pycocotools draws itself."""
+  cases = random_polygons(seed=3, count=400)
+  for (width, height, (flat,)), want in zip(cases, pycocotools_counts(cases)):
+    raster = masks_lib.rasterize(InstanceMask(polygons=(tuple(flat),)), width, height)
+    assert raster.rle['counts'].decode('ascii') == want, (width, height, flat)
+    walked = masks_lib._walk(flat, width, height)  # pylint: disable=protected-access
+    rle = coco_mask.frPyObjects({'size': [height, width], 'counts': walked}, height, width)
+    assert rle['counts'].decode('ascii') == want, (width, height, flat)
+
+
+def test_a_polygon_past_pycocotools_int_range_is_cut_to_it():
+  """Beyond 2**27 pixels pycocotools' ints overflow (it crashes): the polygon is cut to
+  the square [-2**27, 2**27]^2 first. A band with horizontal edges draws as the same band
+  ending just past the image; a slanted polygon as the cut one, in no time."""
+  band = [10.3, 10.6, 1e12, 10.6, 1e12, 20.2, 10.3, 20.2]
+  slanted = [5.2, 7.7, 1e300, 3e9, 40.1, 45.3]
+  short_band = [10.3, 10.6, 1000.0, 10.6, 1000.0, 20.2, 10.3, 20.2]
+  want, = pycocotools_counts([(SW, SH, [short_band])])
+  raster = masks_lib.rasterize(InstanceMask(polygons=(tuple(band),)), SW, SH)
+  assert (raster.rle['counts'].decode('ascii'), raster.reason) == (want,
+                                                                    'mask_outside_image')
+  far = float(2 ** 27)
+  cut = masks_lib.clip_polygon(slanted, -far, -far, far, far)
+  assert max(abs(v) for v in cut) == far
+  start = time.monotonic()
+  raster = masks_lib.rasterize(InstanceMask(polygons=(tuple(slanted),)), SW, SH)
+  assert time.monotonic() - start < 5
+  assert raster.rle == masks_lib.polygon_rle(cut, SW, SH)
+  mask = masks_lib.decode(raster.rle)
+  assert mask[10, 10] and not mask[40, 2]  # the wedge between the two near vertices
+
+
+def test_coco_masks_past_the_edges_match_pycocotools_reader(tmp_path, photos):
+  """End to end: the records' masks of a COCO file with polygons past the photo's edges
+  are pixel for pixel what pycocotools' COCO.annToRLE draws (tests/oracles/read.py); the
+  objects whose polygon lies wholly outside are the ones it draws empty, dropped."""
+  from oracle_readers import ours, reference  # pylint: disable=g-import-not-at-top
+  polygons = [
+      [-12.3, 40.7, 120.2, 30.1, 90.6, 200.9],             # past the left edge
+      [600.3, 10.7, 700.9, 100.2, 620.1, 300.3],           # the right
+      [200.2, -30.3, 300.7, 50.2, 150.1, 60.6],            # the top
+      [300.2, 400.3, 420.9, 480.2, 330.1, 500.6],          # the bottom
+      [-1e5, -3e4, 320.3, 200.7, 1e4, 426.9],              # far away
+      [650.1, 10.2, 700.3, 10.2, 690.7, 90.8],             # wholly right: dropped
+      [10.2, 430.1, 600.3, 428.2, 300.5, 500.5],           # wholly below: dropped
+  ]
+  coco = {'images': [{'id': 7, 'file_name': 'china.jpg', 'width': W, 'height': H}],
+          'categories': [{'id': 17, 'name': 'tree'}],
+          'annotations': [{'id': i, 'image_id': 7, 'category_id': 17, 'iscrowd': 0,
+                           'bbox': [10, 10, 100, 100], 'segmentation': [p]}
+                          for i, p in enumerate(polygons)]}
+  path = write_json(photos / 'past_the_edges.json', coco)
+  result = convert(path, tmp_path / 'out', include_masks=True)
+  theirs = reference('pycocotools', 'coco', path, images=str(photos), masks=True)
+  drawn = [coco_mask.decode({'size': o['mask']['size'],
+                             'counts': o['mask']['counts'].encode('ascii')})
+           for o in theirs['china']['objects']]
+  assert [bool(m.any()) for m in drawn] == [True] * 5 + [False] * 2
+  mine = [coco_mask.decode({'size': o['mask']['size'], 'counts': o['mask']['counts']
+                            .encode('ascii')}) for o in ours(result.output_dir)['china']
+          ['objects']]
+  assert len(mine) == 5
+  for i, (a, b) in enumerate(zip(mine, drawn[:5])):
+    assert np.array_equal(a, b), (i, int((a != b).sum()))
+  assert result.summary['box_issues'] == {'clipped:mask_outside_image': 5,
+                                          'dropped:empty_mask': 2}
 
 
 # --- CLI ----------------------------------------------------------------------------
