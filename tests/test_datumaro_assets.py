@@ -58,7 +58,8 @@ REFUSED = {
     # Datumaro's asset names ../valid/images in data.yaml, beside a val/ folder: the path
     # Ultralytics would fail on too.
     'roboflow_yolo_bad_yaml': ('roboflow_dataset/yolo', 'valid/images'),
-    'roboflow_yolo_obb_bad_yaml': ('roboflow_dataset/yolo_obb', 'valid/images'),
+    # Its OBB export keeps DOTA's labelTxt/ (pixel corners, class names): refused first.
+    'roboflow_yolo_obb_dota_labels': ('roboflow_dataset/yolo_obb', "labelTxt (DOTA's layout"),
     'tfrecords_not_images': ('roboflow_dataset/tfrecord', 'no images'),
 }
 

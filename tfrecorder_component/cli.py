@@ -318,6 +318,39 @@ class _EscapingStream:
     return getattr(self._stream, name)
 
 
+def _without_traceback(lines: List[str]) -> List[str]:
+  """`lines` less any Python traceback they quote (a Beam worker's error carries its
+  own): its frames go, the exception's own line stays."""
+  out, inside = [], False
+  for line in lines:
+    if line.startswith('Traceback (most recent call last)'):
+      inside = True
+    elif inside and (line[:1].isspace() or line.startswith(
+        ('During handling of the above', 'The above exception'))):
+      pass
+    else:
+      inside = False
+      out.append(line)
+  return out
+
+
+def refusal(text: str) -> str:
+  """`error: <text>` as the command prints why it stopped: at most
+  `policy.REFUSAL_LINES` lines, whatever the number of failed rows or the message an
+  error brings (lines past the limit joined into the last one, cut to ERROR_LINE_CHARS),
+  without a traceback or where in the Beam pipeline it happened, which say nothing to
+  the user."""
+  text = re.sub(r" \[while running '[^']*'\]", '', text)
+  lines = _without_traceback([l.rstrip() for l in text.strip().splitlines() if l.strip()])
+  lines = lines or ['the conversion stopped']
+  limit = policy.REFUSAL_LINES
+  if len(lines) > limit:
+    rest = ' '.join(l.strip() for l in lines[limit - 1:])
+    cut = policy.ERROR_LINE_CHARS * 2
+    lines = lines[:limit - 1] + [rest if len(rest) <= cut else rest[:cut - 3] + '...']
+  return 'error: ' + '\n'.join(lines)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   streams = sys.stdout, sys.stderr
   sys.stdout, sys.stderr = _EscapingStream(sys.stdout), _EscapingStream(sys.stderr)
@@ -388,13 +421,12 @@ def _main(argv: Optional[List[str]] = None) -> int:
   try:
     return args.run(args)
   except (policy.TooManyFailedRows, ManifestError) as e:  # the data failed: exit 1
-    # Where in the Beam pipeline it happened says nothing to the user.
-    print('error: ' + re.sub(r" \[while running '[^']*'\]\Z", '', str(e)), file=sys.stderr)
+    print(refusal(str(e)), file=sys.stderr)
     return 1
   except (ValueError, RuntimeError, OSError) as e:  # what was asked cannot be done: exit 2
     from tfrecorder_component.files import describe_os_error  # pylint: disable=g-import-not-at-top
-    line = describe_os_error(e, getattr(args, 'output_dir', None)) or str(e)
-    print(f'error: {line}', file=sys.stderr)
+    print(refusal(describe_os_error(e, getattr(args, 'output_dir', None)) or str(e)),
+          file=sys.stderr)
     return 2
   except KeyboardInterrupt:  # main() called from Python, without the signal thread
     print('error: interrupted (Ctrl-C)', file=sys.stderr)

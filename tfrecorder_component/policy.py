@@ -4,12 +4,24 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import re
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from tfrecorder_component import layout
 from tfrecorder_component.errors import ManifestError
 
-FIRST_ERRORS_SHOWN = 5
+# A refusal for failed rows names this many of them (the first in manifest and row order,
+# the first of another reason preferred to a second of the same): with the counts by
+# reason, the rest and where they all are, it stays within REFUSAL_LINES lines however
+# many rows failed.
+FIRST_ERRORS_SHOWN = 2
+REFUSAL_LINES = 5
+# A failed row's line is cut to this many characters (a message quoting a long field).
+ERROR_LINE_CHARS = 500
+
+
+def _order(error: Dict[str, Any]):
+  return str(error.get('source')), error.get('row') or 0
 
 
 def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
@@ -21,10 +33,53 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
     return []
   with files.open_file(path) as f:
     return heapq.nsmallest(limit, (json.loads(line) for line in f if line.strip()),
-                           key=lambda e: (str(e.get('source')), e.get('row') or 0))
+                           key=_order)
+
+
+def first_errors_by_reason(path: str, limit: int) -> List[Dict[str, Any]]:
+  """`limit` failed rows of an errors.jsonl, in manifest and row order: the first one,
+  then the first of each other reason, then the next ones (reading the file once, keeping
+  `limit` rows and one a reason): rows of several reasons show each kind of failure."""
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+  if limit < 1 or not files.exists(path):
+    return []
+  first: List[Dict[str, Any]] = []
+  per_reason: Dict[str, Dict[str, Any]] = {}
+  with files.open_file(path) as f:
+    for line in f:
+      if not line.strip():
+        continue
+      error = json.loads(line)
+      if len(first) < limit or _order(error) < _order(first[-1]):
+        first = sorted([*first, error], key=_order)[:limit]
+      kept = per_reason.get(error.get('reason'))
+      if kept is None or _order(error) < _order(kept):
+        per_reason[error.get('reason')] = error
+  if not first:
+    return []
+  shown = [first[0]]
+  others = sorted((e for r, e in per_reason.items() if r != first[0].get('reason')),
+                  key=_order)
+  for error in [*others, *first[1:]]:
+    if len(shown) == limit:
+      break
+    if all(error is not e for e in shown):
+      shown.append(error)
+  return sorted(shown, key=_order)
+
+
+# What str.splitlines takes for a line break.
+_LINE_BREAKS = re.compile('[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+')
+
+
+def one_line(text: str) -> str:
+  """`text` on one line: its line breaks made spaces (a message or a URI of the data
+  must not add lines of its own)."""
+  return _LINE_BREAKS.sub(' ', str(text))
 
 
 def format_error(error: Dict[str, Any]) -> str:
+  """A failed row on one line: where it is, its URI, its reason and message."""
   uri = f' {error["uri"]!r}:' if error.get('uri') else ''
   if 'index' in error:
     where = f'DataFrame index {error["index"]!r}'
@@ -34,37 +89,58 @@ def format_error(error: Dict[str, Any]) -> str:
     where = f'{error["source"]} annotations[{error["annotation"]}]'
   else:
     where = str(error['source'])
-  return f'{where}:{uri} {error["reason"]}: {error["message"]}'
+  return one_line(f'{where}:{uri} {error["reason"]}: {error["message"]}')
+
+
+def _cut(line: str, limit: int = ERROR_LINE_CHARS) -> str:
+  return line if len(line) <= limit else line[:limit - 3] + '...'
 
 
 def failed_rows_lines(errors_path: str, failed: int, limit: int) -> List[str]:
   """The first `limit` failed rows of an errors.jsonl, one indented line each, and how
   many more there are."""
   errors = read_errors(errors_path, limit)
-  lines = ['  ' + format_error(e) for e in errors]
+  lines = ['  ' + _cut(format_error(e)) for e in errors]
   if failed > len(errors):
     lines.append(f'  ... and {failed - len(errors):,} more')
   return lines
 
 
+def reason_counts(errors_per_reason: Dict[str, int]) -> str:
+  """'7 missing, 3 not_an_image': the failed rows per reason, the most first."""
+  return ', '.join(f'{n:,} {reason}' for reason, n in sorted(
+      errors_per_reason.items(), key=lambda item: (-item[1], item[0])))
+
+
 class TooManyFailedRows(RuntimeError):
-  """More rows failed than `max_error_ratio` allows. The message names the first failed
-  rows and the report, once it is where it is kept (`with_report`)."""
+  """More rows failed than `max_error_ratio` allows. The message, at most REFUSAL_LINES
+  lines however many rows failed, gives the counts by reason and, once the report is
+  where it is kept (`with_report`), the first failed rows (row, URI, reason) and the
+  report's errors.jsonl."""
 
   def __init__(self, rows: int, failed: int, max_error_ratio: float,
-               errors_path: Optional[str] = None):
+               errors_path: Optional[str] = None,
+               errors_per_reason: Optional[Dict[str, int]] = None):
     self.rows, self.failed, self.max_error_ratio = rows, failed, max_error_ratio
     self.errors_path = errors_path
-    message = (f'{failed} of {rows} manifest rows failed ({failed / rows:.2%}), more than '
-               f'max_error_ratio={max_error_ratio}.')
+    self.errors_per_reason = dict(errors_per_reason or {})
+    by_reason = f': {reason_counts(self.errors_per_reason)}' if self.errors_per_reason else ''
+    message = (f'{failed:,} of {rows:,} manifest rows failed ({failed / rows:.2%}{by_reason}), '
+               f'more than max_error_ratio={max_error_ratio}.')
     if errors_path:
-      details = '\n'.join(failed_rows_lines(errors_path, failed, FIRST_ERRORS_SHOWN))
-      message += (f' First failures:\n{details}\nAll failed rows: {errors_path}\n'
-                  f'Fix or remove these rows, or raise max_error_ratio to skip them.')
+      shown = first_errors_by_reason(errors_path, FIRST_ERRORS_SHOWN)
+      more = failed - len(shown)
+      lines = [message + (' First failures:' if shown else ''),
+               *('  ' + _cut(format_error(e)) for e in shown),
+               (f'  ... and {more:,} more. ' if more > 0 else '') +
+               'Fix or remove these rows, or raise max_error_ratio to skip them.',
+               f'All failed rows: {errors_path}']
+      message = '\n'.join(lines)
     super().__init__(message)
 
   def with_report(self, errors_path: str) -> 'TooManyFailedRows':
-    return TooManyFailedRows(self.rows, self.failed, self.max_error_ratio, errors_path)
+    return TooManyFailedRows(self.rows, self.failed, self.max_error_ratio, errors_path,
+                             self.errors_per_reason)
 
 
 def check_error_policy(summary: Dict[str, Any], max_error_ratio: float,
@@ -75,7 +151,8 @@ def check_error_policy(summary: Dict[str, Any], max_error_ratio: float,
   if rows == 0:
     raise ManifestError('the manifest has no rows: ' + ', '.join(manifests))
   if failed and failed / rows > max_error_ratio:
-    raise TooManyFailedRows(rows, failed, max_error_ratio)
+    raise TooManyFailedRows(rows, failed, max_error_ratio,
+                            errors_per_reason=summary.get('errors_per_reason'))
 
 
 def warn_allowed_failures(summary: Dict[str, Any], max_error_ratio: float) -> None:

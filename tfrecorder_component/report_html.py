@@ -61,6 +61,8 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
   clipped boxes."""
   parts = [f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_e(title)}</title>'
            f'<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>']
+  parts.extend(f'<p class="bad warning">Warning: {_e(w)}</p>'
+               for w in summary.get('warnings') or ())
   failed = summary['rows_failed']
   parts.append(_table(['rows read', 'records written', 'rows failed'], [
       (summary['rows_read'], summary['records_written'],

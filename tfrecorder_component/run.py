@@ -8,6 +8,7 @@ then uploaded: `staging`), and the summary read back (the error policy is
 `policy.apply_error_policy`)."""
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -345,4 +346,6 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
       files.remove(layout.work_dir(report_dir))
   summary = layout.read_summary(report_dir)
   progress.update(summary['rows_read'], summary['rows_failed'])  # the exact final counts
+  for warning in summary.get('warnings') or ():  # both engines' (`steps.report`)
+    logging.warning('%s', warning)
   return summary

@@ -92,9 +92,10 @@ class WriteReport(beam.PTransform):
   report.html are written.
   """
 
-  def __init__(self, report_dir: str):
+  def __init__(self, report_dir: str, sources=()):
     super().__init__()
     self._report_dir = report_dir
+    self._sources = list(sources)  # the run's ManifestSources, which its warnings name
 
   def expand(self, pcolls):
     errors, box_issues = pcolls['errors'], pcolls['box_issues']
@@ -123,4 +124,4 @@ class WriteReport(beam.PTransform):
         errors=first(errors, 'FirstErrors', report.error_order),
         box_issues=first(box_issues, 'FirstBoxIssues', report.box_issue_order),
         unused_written=beam.pvalue.AsList(written),  # the summary comes last
-        layouts=beam.pvalue.AsList(pcolls['layouts']))
+        layouts=beam.pvalue.AsList(pcolls['layouts']), sources=self._sources)

@@ -3,7 +3,7 @@ of them is `registry.FORMATS`."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, Tuple, Union
+from typing import Callable, Iterator, Optional, Tuple, Union
 
 from tfrecorder_component.manifest.rows import ParsedItem
 
@@ -36,6 +36,12 @@ class ManifestFormat:
   # True when parse takes its text as a stream of lines (a text file) as well as a str:
   # such a file is read as it is parsed, never held whole (CSV, JSONL).
   streamed: bool = False
+  # Where parse reads the objects of a file's images, and what to check, in words, for
+  # the warning of a detection run whose records hold no object at all
+  # (`steps.report.no_object_warning`): a function of the file's path and the run's
+  # image_root (YOLO: the label folders its images' label files were looked for in).
+  # None: the file itself holds them.
+  objects_from: Optional[Callable[..., str]] = None
 
 
 ANNOTATIONS = ('masks', 'keypoints')  # what a conversion may ask for beyond boxes

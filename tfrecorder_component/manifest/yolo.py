@@ -96,6 +96,7 @@ def _parse(path: str, text: str, image_root: Optional[str], annotations: Abstrac
   row = 0
   for split, key in _splits(data):
     images, folders = _split_images(path, key, data[key], root, listed)
+    _refuse_dota_labels(path, key, images)
     labels_seen = set()
     for image in images:
       row += 1
@@ -107,6 +108,27 @@ def _parse(path: str, text: str, image_root: Optional[str], annotations: Abstrac
       labels_seen.add(label_path)
       yield _image_row(path, row, image, (label_path,), _relative(image, base), split, lines)
     _warn_unread_labels(path, key, folders, labels_seen, listed)
+
+
+def _refuse_dota_labels(path: str, key: str, images: Sequence[Union[str, RowError]]) -> None:
+  """Raises ManifestError when a split's images have no labels/ folder but a labelTxt/
+  beside their images/ folder: DOTA's layout (as Roboflow's YOLO OBB export writes it),
+  whose lines are pixel corners and class names, which no image would read here (each
+  would be an image without objects)."""
+  image = next((i for i in images if isinstance(i, str)), None)
+  if image is None or '/images/' not in image or not _files().is_local(image):
+    return
+  labels = _parent(img2label_path(image))
+  if os.path.isdir(labels):
+    return
+  parts = labels.split('/')  # the last labels/ of the path made labelTxt/
+  at = len(parts) - 1 - parts[::-1].index('labels')
+  dota = '/'.join(parts[:at] + ['labelTxt'] + parts[at + 1:])
+  if os.path.isdir(dota):
+    raise ManifestError(f'{path}: the {key} images\' labels are in {dota} (DOTA\'s layout: '
+                        'pixel corners and class names), not in the labels/ folder '
+                        'Ultralytics reads; DOTA labels are not read: convert them to YOLO '
+                        'OBB lines in labels/')
 
 
 def _load(path: str, text: str) -> dict:
@@ -763,17 +785,106 @@ def count_images(path: str, darknet: bool = False) -> int:
     return 0
 
 
+def label_folders(path: str, image_root: Optional[str] = None, kind: str = 'yolo'
+                  ) -> List[str]:
+  """The folders parse looks in for the label files of the images of `path` (a
+  data.yaml; with kind 'darknet', an obj.data), in the order first met: each image's
+  path with the last `/images/` made `/labels/` (Darknet: beside the image too), as
+  parse finds them; no label file is read. [] for a file parse refuses (it says why)."""
+  try:
+    with _files().open_file(path) as f:
+      text = f.read().decode('utf-8-sig', 'replace')
+    base = _folder_of(image_root) if image_root else _parent(_absolute(path))
+    images: List[str] = []
+    if kind == 'darknet':
+      data = _darknet_keys(path, text)
+      for _, keys in _DARKNET_SPLITS:
+        key = next((k for k in keys if data.get(k)), None)
+        found = _darknet_path(base, data[key]) if key else None
+        if found is None:
+          continue
+        listed = ([(found, found)] if found.lower().endswith(IMG_FORMATS)
+                  else _darknet_list(found, base))
+        images.extend(image for image, _ in listed)
+      candidates = _darknet_labels
+    else:
+      data = _load(path, text)
+      root = _root(path, data, base)
+      listed_objects: _Listings = {}
+      for _, key in _splits(data):
+        found, _ = _split_images(path, key, data[key], root, listed_objects)
+        images.extend(i for i in found if isinstance(i, str))
+      candidates = lambda image: (img2label_path(image),)
+    return list(dict.fromkeys(_parent(label) for image in images
+                              for label in candidates(image)))
+  except (ManifestError, OSError, ValueError):
+    return []
+
+
+def _holds_txt(folder: str) -> bool:
+  if not os.path.isdir(folder):
+    return False
+  with os.scandir(folder) as entries:
+    return any(e.name.lower().endswith('.txt') and e.is_file() for e in entries)
+
+
+def _folder_state(folder: str) -> str:
+  """What is wrong with a local label folder, in words ('' when nothing is, or it is
+  not local): without a .txt file, or missing, and then which folder in its place holds
+  .txt files (DOTA's `labelTxt/` beside `images/`, a misnamed `labels/`)."""
+  if not _files().is_local(folder):
+    return ''
+  if os.path.isdir(folder):
+    return '' if _holds_txt(folder) else ' (no .txt file in it)'
+  missing, ancestor = [], folder
+  while ancestor not in ('', '.', '/') and not os.path.isdir(ancestor):
+    missing.insert(0, posixpath.basename(ancestor))
+    ancestor = _parent(ancestor)
+  elsewhere = ''
+  if missing and os.path.isdir(ancestor):
+    for name in sorted(os.listdir(ancestor)):
+      candidate = posixpath.join(ancestor, name, *missing[1:])
+      if not name.startswith('.') and name != missing[0] and _holds_txt(candidate):
+        elsewhere = f'; .txt files are in {candidate}'
+        break
+  return f' (no such folder{elsewhere})'
+
+
+# Label folders the warning of a run that found no object names; the rest are counted.
+FOLDERS_NAMED = 3
+
+
+def objects_from(path: str, image_root: Optional[str] = None, kind: str = 'yolo') -> str:
+  """Where parse looked for the objects of `path`'s images, and what to check, in words:
+  the warning of a detection run that found no object names it (`ManifestFormat.
+  objects_from`), as Ultralytics warns 'No labels found in <labels folder>'."""
+  folders = label_folders(path, image_root, kind)
+  named = ', '.join(f + _folder_state(f) for f in folders[:FOLDERS_NAMED])
+  if len(folders) > FOLDERS_NAMED:
+    named += f' and {len(folders) - FOLDERS_NAMED:,} more folders'
+  rule = ('beside each image, or in the labels/ folder that mirrors its images/ or '
+          'JPEGImages/ folder, as Darknet reads them' if kind == 'darknet' else
+          'in the labels/ folder that mirrors its images/ folder (the last /images/ of '
+          'its path made /labels/), as Ultralytics reads them')
+  where = f'in {named}' if named else f'for the images of {path}'
+  return (f'the label files of {path} were looked for {where}: an image\'s objects are the '
+          f'lines of the .txt of its name {rule}; check that those .txt files are there, a '
+          'line an object')
+
+
 def _sniff(head: str) -> bool:
   return re.search(r'^names\s*:', head, re.M) is not None
 
 
 FORMAT = ManifestFormat('yolo', ('.yaml', '.yml'), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, annotations=('masks', 'keypoints'), rows=count_images)
+                        one_row_an_image=True, annotations=('masks', 'keypoints'), rows=count_images,
+                        objects_from=objects_from)
 OBB_FORMAT = ManifestFormat('yolo_obb', (), sniff=lambda head: False, parse=parse_obb,
-                            one_row_an_image=True)
+                            one_row_an_image=True, objects_from=objects_from)
 # Darknet's obj.data (`parse_darknet`).
 DARKNET_FORMAT = ManifestFormat(
     'yolo_darknet', ('.data',),
     sniff=lambda head: re.search(r'^\s*classes\s*=', head, re.M) is not None,
     parse=parse_darknet, one_row_an_image=True,
-    rows=lambda path: count_images(path, darknet=True))
+    rows=lambda path: count_images(path, darknet=True),
+    objects_from=lambda path, image_root=None: objects_from(path, image_root, 'darknet'))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from tfrecorder_component import files
 from tfrecorder_component import layout
@@ -177,14 +177,75 @@ def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str
   return dict(vocabulary, left_out=left_out)
 
 
+# Annotation files the warning of a detection run without objects names; the rest are
+# counted, with the folder they are in.
+FILES_NAMED = 3
+
+
+def _objects_from(sources) -> str:
+  """Where the run's manifests' objects were looked for, and what to check, in words:
+  each format's `objects_from` (YOLO: its label folders), else the files themselves."""
+  from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
+  by_format: Dict[str, List[Any]] = {}
+  for source in sources:
+    try:
+      if source.format:
+        spec = registry.by_name(source.format)
+      else:
+        with files.open_file(source.path) as f:
+          spec = registry.detect(source.path, f.read(2**16).decode('utf-8-sig', 'replace'))
+    except Exception:  # pylint: disable=broad-except  (a warning never fails a run)
+      spec = None
+    by_format.setdefault(spec.name if spec else '', []).append((spec, source))
+  parts = []
+  for name, pairs in by_format.items():
+    spec = pairs[0][0]
+    if spec is not None and spec.objects_from is not None:
+      for _, source in pairs[:FILES_NAMED]:
+        try:
+          parts.append(spec.objects_from(source.path, source.image_root))
+        except Exception:  # pylint: disable=broad-except
+          parts.append(f'the {name} annotations in {source.path}')
+      continue
+    paths = [source.path for _, source in pairs]
+    named = ', '.join(paths[:FILES_NAMED])
+    if len(paths) > FILES_NAMED:
+      folders = sorted({p.rsplit('/', 1)[0] for p in paths if '/' in p})
+      named += (f' and {len(paths) - FILES_NAMED:,} more files' +
+                (f' in {folders[0]}' if len(folders) == 1 else ''))
+    parts.append(f'the {name or "manifest"} annotations in {named} give none of these images '
+                 'an object; check that they hold the boxes of these images, and that '
+                 '--format (manifest_format), if given, is their format')
+  return '; '.join(parts)
+
+
+def no_object_warning(summary: Dict[str, Any], task: str, sources) -> Optional[str]:
+  """The warning of a detection run (`task`, the rows' `Task`: objects are the point of
+  its format) that wrote records without a single object among them, naming where the
+  objects were looked for (`ManifestSource`s) and what to check, as Ultralytics warns
+  'No labels found in <labels folder>' for such a dataset; None for any other run,
+  and for one whose objects were read and dropped (box_issues say why)."""
+  if task != 'detection' or not summary['records_written'] or summary['objects_written']:
+    return None
+  if any(key.startswith('dropped:') for key in summary.get('box_issues') or {}):
+    return None
+  records = summary['records_written']
+  where = _objects_from(sources) if sources else 'the manifest gives none of them an object'
+  return (f'No object in any of the {records:,} detection records written (each holds its '
+          f'image without a box): {where}')
+
+
 def write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any],
                    duplicates: Dict[str, Any], samples: Dict[str, List[Tuple[str, bytes]]],
                    errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]],
-                   unused_written: List[str], layouts=None) -> None:
+                   unused_written: List[str], layouts=None, sources=()) -> None:
   """summary.json, and report.html: the same counts with a contact sheet and the first
   failed rows, for people. Written once the JSON-lines files are (`unused_written`);
-  `layouts`: the extra output layouts written (`layouts.base.finish`), if any."""
-  summary = dict(summary, vocabulary=held['labels'],
+  `layouts`: the extra output layouts written (`layouts.base.finish`), if any;
+  `sources`: the run's ManifestSources, which the `warnings` name (a detection run
+  without any object: `no_object_warning`)."""
+  warning = no_object_warning(summary, held['task'], sources)
+  summary = dict(summary, warnings=[warning] if warning else [], vocabulary=held['labels'],
                  label_ids=dict(zip(held['labels'], held['ids'])),
                  labels_left_out=held['left_out'], labels_appended=held['appended'],
                  labels_unknown=held['unknown'], label_id_conflicts=held['conflicts'],
