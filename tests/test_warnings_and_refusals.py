@@ -224,3 +224,25 @@ def test_a_message_over_several_lines_stays_within_5_lines(tmp_path, capsys):
   assert cli.refusal(quoted) == 'error: Pipeline failed:\nValueError: bad thing'
   long = '\n'.join(f'line {i}' for i in range(40))
   assert len(cli.refusal(long).splitlines()) == REFUSAL_LINES
+
+
+@pytest.mark.parametrize('header, columns', [
+    ('image,x,y,width,height,label', 'x, y, width, height'),
+    ('image_uri,label,xmin,ymin,xmax,ymax', 'xmin, ymin, xmax, ymax'),
+    ('path,label,bbox_x,bbox_y,bbox_w,bbox_h', 'bbox_x, bbox_y, bbox_w, bbox_h'),
+    ('ML_USE,image_uri,label,left,top,right,bottom', 'left, top, right, bottom'),
+])
+def test_a_csv_of_boxes_in_no_box_format_is_refused_naming_its_columns(tmp_path, header,
+                                                                       columns):
+  """A CSV whose header names a box, in none of the detection CSVs' layouts, is never
+  read as classification (one record a box, its corners as features): refused in one
+  line naming the columns, as corner or centre, pixels or fractions, cannot be told."""
+  write_image(str(tmp_path / 'a.jpg'), height=32, width=32, seed=1)
+  values = {'image': 'a.jpg', 'image_uri': 'a.jpg', 'path': 'a.jpg', 'label': 'cat',
+            'ML_USE': 'TRAIN'}
+  row = ','.join(values.get(name, '1') for name in header.split(','))
+  manifest = write_text(str(tmp_path / 'boxes.csv'), f'{header}\n{row}\n')
+  done = run_cli('convert', manifest, str(tmp_path / 'out'))
+  assert done.returncode == 1, done.stdout
+  assert done.stderr.count('\n') == 1 and f'box columns ({columns})' in done.stderr
+  assert not (tmp_path / 'out').exists()

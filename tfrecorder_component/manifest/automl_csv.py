@@ -249,6 +249,29 @@ class CsvLayout:
     self.image_root: Optional[str] = None  # relative URIs resolve here; None: the manifest's folder
 
 
+# Column names that together hold a box (compared in lower case): a classification CSV
+# whose header has one of these sets is a box list this reader would misread (one
+# record a box, its corners as features).
+BOX_COLUMNS = (
+    ('xmin', 'ymin', 'xmax', 'ymax'), ('x_min', 'y_min', 'x_max', 'y_max'),
+    ('x1', 'y1', 'x2', 'y2'), ('left', 'top', 'right', 'bottom'),
+    ('x', 'y', 'width', 'height'), ('x', 'y', 'w', 'h'),
+    ('bbox_x', 'bbox_y', 'bbox_w', 'bbox_h'), ('bbox_x', 'bbox_y', 'bbox_width', 'bbox_height'),
+    ('bbox',), ('box',), ('bounding_box',))
+
+
+def _refuse_box_columns(path: str, names: List[str]) -> None:
+  """Raises ManifestError, naming the columns, when a classification header names a box:
+  which corner or centre, pixels or fractions, cannot be told from it."""
+  found = next((group for group in BOX_COLUMNS if set(group) <= set(names)), None)
+  if found:
+    raise ManifestError(
+        f'{path}: the header names box columns ({", ".join(found)}), which a classification '
+        'CSV does not read; write the boxes as a TF Object Detection CSV (filename,width,'
+        'height,class,xmin,ymin,xmax,ymax in pixels) or an AutoML detection CSV '
+        '(fractions), see the formats guide')
+
+
 # The name Roboflow gives its multi-label classification export (`<split>/_classes.csv`).
 ROBOFLOW_ONE_HOT = '_classes.csv'
 
@@ -274,6 +297,7 @@ class _Layout(CsvLayout):
   @classmethod
   def from_header(cls, path: str, fields: List[str]) -> '_Layout':
     names, split_col, uri_col = header_columns(fields)
+    _refuse_box_columns(path, names)
     labels = [i for i, n in enumerate(names) if is_label_column(n)]
     if posixpath.basename(path) == ROBOFLOW_ONE_HOT and len(names) >= 3:
       # Roboflow's own name for its one-hot CSV: every other column is a class, whatever
