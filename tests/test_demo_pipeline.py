@@ -55,3 +55,30 @@ def test_demo_pipeline_lineage_accuracy_and_cache(tmp_path):
     assert second.last_known_state == second.CACHED
     assert artifact_ids(m, second.id, OUTPUT) == outputs
     assert execution_lib.is_execution_successful(second)
+
+
+def test_the_demo_command_is_quiet_and_says_where_things_are_and_what_next(tmp_path):
+  """`python -m pipelines.local_runner` (what scripts/demo runs): a line as each
+  component ends, then at most 25 lines that name the conversion report (which exists),
+  the records, ML Metadata, and the command to try on one's own images; TensorFlow's,
+  TFX's and setuptools' chatter goes to the log file it names, not the console."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  home = tmp_path / 'home'
+  done = subprocess.run(
+      [sys.executable, '-m', 'pipelines.local_runner', '--home', str(home), '--train-steps',
+       '20', '--min-accuracy', '0'], capture_output=True, text=True, timeout=900,
+      cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  assert done.returncode == 0, done.stdout + done.stderr
+  lines = (done.stdout + done.stderr).strip().splitlines()
+  progress = [l for l in lines if l.lstrip().startswith('[') and ' done (' in l]
+  assert len(progress) == 9 and progress[-1].strip().startswith('[9/9] Pusher done')
+  assert len(lines) - len(progress) <= 25, '\n'.join(lines)
+  text = '\n'.join(lines)
+  for noise in ('cuFFT', 'bdist_wheel', 'property_predicate', 'SetuptoolsDeprecation',
+                'Epoch 1/'):
+    assert noise not in text, noise
+    assert noise in (home / 'demo.log').read_text() or noise in ('cuFFT',), noise
+  report = next(l.split()[-1] for l in lines if l.strip().startswith('report:'))
+  assert report.endswith('report.html') and os.path.exists(report)
+  assert any('tfrecorder-component convert' in l for l in lines[-2:])
