@@ -240,3 +240,55 @@ def test_images_beside_voc_files_without_one_are_images_without_objects(tmp_path
   labels = {sid.rsplit('/', 1)[-1]: [t.decode() for t in feature(ex, 'image/object/class/text')]
             for sid, (_, ex) in records.items()}
   assert labels == {'a.jpg': ['cat'], 'b.jpg': []}
+
+
+def test_an_image_another_xml_names_is_not_added_without_objects(tmp_path):
+  """XMLs named otherwise than their images (`ann1.xml` naming photo1.jpg): each image is
+  written once, with its boxes."""
+  _tree(tmp_path / 'voc', ['photo1.jpg', 'photo2.jpg'])
+  for i in (1, 2):
+    write_text(str(tmp_path / 'voc' / f'ann{i}.xml'),
+               VOC_XML.format(name=f'photo{i}', label='cat'))
+  result = trc.convert(str(tmp_path / 'voc'), str(tmp_path / 'out'))
+  assert result.records_written == 2 and result.summary['objects_per_label'] == {'cat': 2}
+
+
+def test_coco_roots_are_known_by_coco_task_names_only(tmp_path):
+  """LabelMe files in annotations/ (`frame_001.json`) are no COCO root; a COCO subset with
+  an underscore (`instances_val_small.json`) is read as that subset."""
+  labelme = {'version': '5.0.1', 'flags': {}, 'imagePath': '../images/frame_001.jpg',
+             'imageData': None, 'imageHeight': 12, 'imageWidth': 16,
+             'shapes': [{'label': 'cat', 'points': [[2, 3], [10, 9]], 'shape_type': 'rectangle',
+                         'group_id': None, 'flags': {}}]}
+  _tree(tmp_path / 'lm', ['images/frame_001.jpg'])
+  write_text(str(tmp_path / 'lm' / 'annotations' / 'frame_001.json'), json.dumps(labelme))
+  result = trc.convert(str(tmp_path / 'lm' / 'annotations'), str(tmp_path / 'out_lm'))
+  assert result.summary['objects_per_label'] == {'cat': 1}
+  _coco(tmp_path / 'coco', 'train', 'images/train', ['a'])
+  _coco(tmp_path / 'coco', 'val_small', 'images/val_small', ['b', 'c'])
+  result = trc.convert(str(tmp_path / 'coco'), str(tmp_path / 'out_coco'))
+  assert result.records_written == 3 and sorted(os.path.basename(m) for m in result.manifests) == [
+      'instances_train.json', 'instances_val_small.json']
+
+
+def test_an_output_inside_an_image_folder_a_layout_implies_is_refused(tmp_path):
+  root = _voc_devkit(tmp_path / 'VOC2007')
+  before = sorted(os.listdir(os.path.join(root, 'JPEGImages')))
+  with pytest.raises(Exception, match='image folder'):
+    trc.convert(os.path.join(root, 'Annotations'), os.path.join(root, 'JPEGImages', 'out'))
+  assert sorted(os.listdir(os.path.join(root, 'JPEGImages'))) == before
+
+
+def test_a_coco_roots_image_root_given_wins(tmp_path):
+  """A COCO root whose images are elsewhere: --image-root names them."""
+  _coco(tmp_path / 'coco', 'train2017', 'elsewhere/train2017', ['a'])
+  result = trc.convert(str(tmp_path / 'coco'), str(tmp_path / 'out'),
+                       image_root=str(tmp_path / 'coco' / 'elsewhere' / 'train2017'))
+  assert result.records_per_split['train'] == 1
+
+
+@pytest.mark.parametrize('folders', [['cat', 'dog', 'depth'], ['hr', 'normal'], ['query', 'x']])
+def test_one_folder_named_like_a_layouts_part_is_still_a_class(tmp_path, folders):
+  _tree(tmp_path / 'data', [f'{f}/a.jpg' for f in folders] + ['cat/.meta.json'])
+  result = trc.convert(str(tmp_path / 'data'), str(tmp_path / 'out'))
+  assert sorted(result.records_per_label) == sorted(folders)

@@ -83,7 +83,7 @@ def _conversion(source, report_dir: str, *, manifest_format=None,
       append_new_labels=bool(append_new_labels), class_map=parse_class_map(class_map),
       layouts=tuple([layouts] if isinstance(layouts, str) else layouts or ()))
   args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
-  found = sources_lib.manifests_for(source, report_dir)
+  found = sources_lib.manifests_for(source, report_dir, image_root)
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
   given_root = files.absolute(os.fspath(image_root)) if image_root else None
   sources = []
@@ -163,6 +163,11 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
       work_report = local_folder(posixpath.join(swap.work, layout.REPORT_DIR))
       manifests, conversion_options, beam_args, sources = _conversion(source, work_report,
                                                                       **options)
+      if not (hasattr(source, 'to_csv') and hasattr(source, 'columns')):
+        # The image folders a dataset's layout implies (a VOC root's JPEGImages/) are
+        # inputs too (a DataFrame's image root is the working folder, not an input).
+        refuse_overlap(output_dir, sorted({('image folder', s.image_root) for s in sources
+                                           if s.image_root}))
       progress = Progress.for_run(conversion_options.progress_every_s)
       split_names = splits_lib.output_split_names(conversion_options.buckets)
       summary = run.run_conversion(beam_args, _pipeline, sources,

@@ -98,7 +98,7 @@ class Manifests(NamedTuple):
   formats: Dict[str, str] = {}
 
 
-def manifests_for(source, report_dir: str) -> Manifests:
+def manifests_for(source, report_dir: str, image_root: Optional[str] = None) -> Manifests:
   """The manifest files a source stands for, the folder its relative image URIs resolve
   against (None: each manifest's own folder), for a DataFrame its rows' index labels, and
   the split of each manifest where its layout gives one (`discover.find`: split folders,
@@ -109,7 +109,8 @@ def manifests_for(source, report_dir: str) -> Manifests:
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, dataframe_manifest(source))
     return Manifests([path], os.getcwd(), dataframe_row_index(source), {})
-  found = discover.find(os.fspath(source), report_dir)
+  found = discover.find(os.fspath(source), report_dir,
+                        os.fspath(image_root) if image_root else None)
   if found.layout not in ('manifests',):
     logging.info('%s: read as %s (%d manifest files)', os.fspath(source), found.layout,
                  len(found.paths))

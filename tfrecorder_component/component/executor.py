@@ -64,7 +64,7 @@ def _sources(input_dict, exec_properties, report_dir: str) -> List[ManifestSourc
     for i, artifact in enumerate(artifacts):
       scratch = report_dir if len(artifacts) == 1 else os.path.join(report_dir, f'input-{i}')
       try:
-        found = discover.find(artifact.uri, scratch)
+        found = discover.find(artifact.uri, scratch, image_root)
       except UsageError as e:
         raise ManifestError(f'no manifest files ({", ".join(MANIFEST_EXTENSIONS)}) found at '
                             f'{artifact.uri}: {e}') from None

@@ -100,17 +100,19 @@ def _is_open_images(path: str) -> bool:
   return open_images.FORMAT.sniff(head)
 
 
-def find(source: str, scratch_dir: str) -> Found:
+def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Found:
   """What the path `source` stands for. Manifests that a layout implies (an image
   folder's list of images, a Pascal VOC list's images that have no annotation file) are
-  written into `scratch_dir`, the run's report folder. Raises UsageError when the path
+  written into `scratch_dir`, the run's report folder. `image_root`: the one the run
+  gives, which wins over the folders a layout implies. Raises UsageError when the path
   does not exist, ManifestError (one line) when it is a layout that is not read."""
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
   folder = '://' in source or os.path.isdir(source)
   if folder:
     tree = _Tree(source)
-    found = _voc(tree, scratch_dir) or _coco(tree) or _other_layout(tree, scratch_dir)
+    found = (_voc(tree, scratch_dir) or _coco(tree, image_root)
+             or _other_layout(tree, scratch_dir))
     if found:
       return found
   manifests = manifest_files(source)
@@ -219,14 +221,21 @@ def _voc(tree: _Tree, scratch_dir: str) -> Optional[Found]:
   unannotated: List[Tuple[Optional[str], str]] = []
   image_names = {posixpath.splitext(n)[0]: n for n in reversed(root.names('JPEGImages'))
                  if n.lower().endswith(IMAGE_EXTENSIONS)}
+  twice = []
   for subset, split, ids in lists:
     for item in ids:
       if item in paths:
+        if paths[item] in splits and splits[paths[item]] != split:
+          twice.append(item)
         splits.setdefault(paths[item], split)
       elif item in image_names:
         unannotated.append((split, posixpath.join(images, image_names[item])))
       else:
         unannotated.append((split, posixpath.join(images, item + '.jpg')))
+  if twice:
+    logging.warning('%s/%s: %d images are in the lists of two splits (%s, ...); each is '
+                    'converted once, in the first list\'s split (train, val, test)',
+                    root.root, _VOC_SUBSETS, len(twice), twice[0])
   left = sorted(set(paths.values()) - set(splits))
   if left:
     logging.warning('%s: %d annotation files are in no list of %s/%s (%s, ...) and are not '
@@ -270,6 +279,17 @@ def _voc_folder(tree: _Tree, xmls: List[str], scratch_dir: str) -> Found:
   stems = {posixpath.splitext(posixpath.basename(x))[0] for x in xmls}
   images = [n for n in tree.names() if n.lower().endswith(IMAGE_EXTENSIONS)
             and posixpath.splitext(n)[0] not in stems]
+  if images:  # an XML may name an image of another name in its <filename>
+    named = set()
+    for xml in xmls:
+      try:
+        with files.open_file(xml) as f:
+          found = re.search(rb'<filename>\s*([^<]*?)\s*</filename>', f.read(65536))
+      except OSError:
+        continue
+      if found:
+        named.add(posixpath.basename(found.group(1).decode('utf-8', 'replace')))
+    images = [n for n in images if n not in named]
   if not images:
     return Found('manifests', xmls, {}, {}, {})
   path = posixpath.join(scratch_dir, 'images_without_annotations.csv')
@@ -304,10 +324,13 @@ def _voc_lists(root: _Tree) -> List[Tuple[str, Optional[str], List[str]]]:
 # COCO's annotation files are `<task>_<subset>.json` (instances_train2017.json); the
 # tasks with boxes, the one read first when a subset has both.
 _COCO_TASKS = ('instances', 'person_keypoints')
-_COCO_FILE = re.compile(r'^([a-z_]+?)_([^_]+)\.json$')
+# Every task the COCO site names its files by; another name in annotations/ (LabelMe's
+# frame_001.json) is no COCO root's.
+_COCO_FILE = re.compile(
+    r'^(instances|person_keypoints|captions|image_info|labels|panoptic|stuff)_(.+)\.json$')
 
 
-def _coco(tree: _Tree) -> Optional[Found]:
+def _coco(tree: _Tree, image_root: Optional[str] = None) -> Optional[Found]:
   """A COCO root (`annotations/<task>_<subset>.json` beside `images/<subset>/` or
   `<subset>/`), or its `annotations/` folder; None if the folder is neither."""
   root = tree
@@ -336,6 +359,8 @@ def _coco(tree: _Tree) -> Optional[Found]:
       images = root.path(subset)
     elif 'images' in folders:
       images = root.path('images')
+    elif image_root:
+      images = image_root
     else:
       raise ManifestError(f'{root.root} is a COCO dataset whose {subset!r} images are in '
                           f'none of images/{subset}/, {subset}/ or images/; convert '
@@ -371,6 +396,13 @@ _PART_FOLDERS = frozenset((
     'trainannot', 'valannot', 'testannot',
     # super-resolution pairs; Market-1501's re-identification crops
     'hr', 'lr', 'upsampled', 'bounding_box_train', 'bounding_box_test', 'query'))
+# Part names that only together name a layout: SYNTHIA's views, super-resolution pairs,
+# Market-1501's folders.
+_LAYOUT_GROUPS = (
+    frozenset(('rgb', 'gt', 'depth', 'semseg', 'rgbleft', 'gtleft', 'depthleft', 'rgbright',
+               'gtright', 'depthright')),
+    frozenset(('hr', 'lr', 'upsampled')),
+    frozenset(('bounding_box_train', 'bounding_box_test', 'query')))
 # Annotation files that, beside a class folder's images, make it a dataset's folder
 # (a VoTT or MPII export, a dataset per folder), not a class: notes (.txt) are allowed.
 _DATASET_ANNOTATIONS = ('.xml', '.json', '.csv', '.yaml', '.yml', '.jsonl')
@@ -439,10 +471,15 @@ def _refusal(root: str, listing: Dict[str, Tuple[Sequence[str], Sequence[str]]]
   `listing`: {class folder (`<label>` or `<split>/<label>`): (the names of its files,
   its subfolders that hold images)}."""
   classes = {relative.rsplit('/', 1)[-1] for relative in listing}
-  parts = sorted(c for c in classes if c.lower() in _PART_FOLDERS)
+  lower = {c.lower() for c in classes}
+  # A layout known by several folders needs two of them: one alone may be a class
+  # (`depth/`, `hr/`, `query/`).
+  single = {name for group in _LAYOUT_GROUPS if len(lower & group) < 2 for name in group}
+  parts = sorted(c for c in classes if c.lower() in _PART_FOLDERS - single)
   if parts:
     return _layout_refusal(root, {c.lower() for c in classes}, parts)
   for relative, (names, nested) in listing.items():
+    names = [n for n in names if not n.startswith('.')]  # hidden files: not the user's data
     if nested:
       return (f'{root}/{relative}/{nested[0]} holds images inside the class folder '
               f'{relative}: class folders inside class folders are not read; lay images '
@@ -560,6 +597,8 @@ def _other_layout(tree: _Tree, scratch_dir: str) -> Optional[Found]:
   FACE, an Open Images root."""
   folders = {f.lower(): f for f in tree.folders()}
   names = tree.names()
+  if any(n.lower().endswith(('.yaml', '.yml')) for n in names):
+    return None  # the dataset's own data.yaml says what it is
   if 'obj.names' in names and 'images' in folders and 'labels' in folders:
     subsets = tree.folders(folders['images'])
     text = files.read_bytes(tree.path('obj.names')).decode('utf-8-sig')
@@ -574,6 +613,10 @@ def _other_layout(tree: _Tree, scratch_dir: str) -> Optional[Found]:
           raise ManifestError(f'{tree.root} is a YOLO dataset (Datumaro\'s layout) whose '
                               f'images/{subset}/ is no split (train, val, test); write a '
                               'data.yaml naming its image folders and classes')
+        if any(line.startswith(f'{key}:') for line in lines):
+          raise ManifestError(f'{tree.root} is a YOLO dataset (Datumaro\'s layout) with two '
+                              f'{key} folders in images/; write a data.yaml naming the one '
+                              'to read')
         lines.append(f'{key}: {json.dumps(folders["images"] + "/" + subset)}')
       lines.append('names: ' + json.dumps(classes))
       path = posixpath.join(scratch_dir, 'data.yaml')
