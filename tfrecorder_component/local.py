@@ -676,7 +676,7 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   report.write_summary(summary, report_dir, held, report.duplicate_counts(duplicate_counts),
                        samples, first('first_errors', report.error_order),
                        first('first_box_issues', report.box_issue_order), [],
-                       layouts=written_layouts, sources=sources)
+                       layouts=written_layouts, sources=sources, buckets=options.buckets)
   if label_dir is not None and split_dirs is not None:
     index_lib.write_index(summary, label_dir, list(split_dirs), held['task'], written_layouts)
   logging.info('Local run: shards named, report written in %.2f s',

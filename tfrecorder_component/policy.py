@@ -4,6 +4,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import posixpath
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -112,6 +113,64 @@ def reason_counts(errors_per_reason: Dict[str, int]) -> str:
       errors_per_reason.items(), key=lambda item: (-item[1], item[0])))
 
 
+# The ratio of failed rows a run allows, as the command line and Python name it: a
+# message may reach a user of either (or of the component, whose parameter is Python's).
+MAX_ERROR_RATIO = '--max-error-ratio (max_error_ratio)'
+IMAGE_ROOT = '--image-root (image_root=)'
+# A refusal points at IMAGE_ROOT when at least this share of the rows failed as
+# `missing` with relative paths: the images are likely relative to another folder.
+MISSING_SHARE_FOR_IMAGE_ROOT = 0.5
+_SCHEME = re.compile(r'^[a-zA-Z][a-zA-Z0-9+.-]*:')
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+
+
+def _is_relative(uri: str) -> bool:
+  return bool(uri) and not uri.startswith(('/', '\\')) and not _SCHEME.match(uri)
+
+
+def _looked_in(error: Dict[str, Any]) -> str:
+  """Where a `missing` row's relative URI was looked for, from the path its message
+  quotes: the folder it was resolved against (`No such file or directory:
+  '/data/images/a.jpg'` for `images/a.jpg`: 'under /data'), else that path, else the
+  manifest's folder (the default)."""
+  uri = posixpath.normpath(str(error.get('uri') or '').replace('\\', '/'))
+  paths = [m.group(1) or m.group(2)
+           for m in _QUOTED.finditer(str(error.get('message') or ''))]
+  for path in paths:
+    if path.endswith('/' + uri):
+      return f'under {path[:-len(uri) - 1] or "/"}'
+  absolute = [p for p in paths if not _is_relative(p)]
+  return f'as paths like {absolute[0]}' if absolute else "under the manifest's folder"
+
+
+def _first_missing(errors_path: str, shown: Sequence[Dict[str, Any]]
+                   ) -> Optional[Dict[str, Any]]:
+  """A failed row of reason `missing`: one of `shown`, else the first in the file."""
+  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
+  found = next((e for e in shown if e.get('reason') == 'missing'), None)
+  if found is not None or not files.exists(errors_path):
+    return found
+  with files.open_file(errors_path) as f:
+    for line in f:
+      if line.strip() and json.loads(line).get('reason') == 'missing':
+        return json.loads(line)
+  return None
+
+
+def image_root_hint(rows: int, errors_per_reason: Dict[str, int], errors_path: str,
+                    shown: Sequence[Dict[str, Any]]) -> Optional[str]:
+  """When most rows (MISSING_SHARE_FOR_IMAGE_ROOT) failed as `missing` and their URIs
+  are relative: where they were looked for, and that IMAGE_ROOT says where they are
+  relative to. None otherwise."""
+  if errors_per_reason.get('missing', 0) < MISSING_SHARE_FOR_IMAGE_ROOT * rows:
+    return None
+  error = _first_missing(errors_path, shown)
+  if error is None or not _is_relative(str(error.get('uri') or '')):
+    return None
+  return (f'The relative paths were looked for {_looked_in(error)}; if the images live '
+          f'elsewhere, pass their folder as {IMAGE_ROOT}.')
+
+
 class TooManyFailedRows(RuntimeError):
   """More rows failed than `max_error_ratio` allows. The message, at most REFUSAL_LINES
   lines however many rows failed, gives the counts by reason and, once the report is
@@ -126,14 +185,17 @@ class TooManyFailedRows(RuntimeError):
     self.errors_per_reason = dict(errors_per_reason or {})
     by_reason = f': {reason_counts(self.errors_per_reason)}' if self.errors_per_reason else ''
     message = (f'{failed:,} of {rows:,} manifest rows failed ({failed / rows:.2%}{by_reason}), '
-               f'more than max_error_ratio={max_error_ratio}.')
+               f'more than {MAX_ERROR_RATIO} {max_error_ratio} allows.')
     if errors_path:
       shown = first_errors_by_reason(errors_path, FIRST_ERRORS_SHOWN)
       more = failed - len(shown)
+      # Skipping every row writes nothing: a run where all failed is only fixed.
+      advice = image_root_hint(rows, self.errors_per_reason, errors_path, shown) or (
+          'Fix or remove these rows.' if failed >= rows else
+          f'Fix or remove these rows, or raise {MAX_ERROR_RATIO} to skip them.')
       lines = [message + (' First failures:' if shown else ''),
                *('  ' + _cut(format_error(e)) for e in shown),
-               (f'  ... and {more:,} more. ' if more > 0 else '') +
-               'Fix or remove these rows, or raise max_error_ratio to skip them.',
+               (f'  ... and {more:,} more. ' if more > 0 else '') + advice,
                f'All failed rows: {errors_path}']
       message = '\n'.join(lines)
     super().__init__(message)
@@ -157,8 +219,8 @@ def check_error_policy(summary: Dict[str, Any], max_error_ratio: float,
 
 def warn_allowed_failures(summary: Dict[str, Any], max_error_ratio: float) -> None:
   if summary['rows_failed']:
-    logging.warning('%d of %d rows failed (allowed by max_error_ratio=%s).',
-                    summary['rows_failed'], summary['rows_read'], max_error_ratio)
+    logging.warning('%d of %d rows failed (allowed by %s %s).', summary['rows_failed'],
+                    summary['rows_read'], MAX_ERROR_RATIO, max_error_ratio)
 
 
 def apply_error_policy(summary: Dict[str, Any], max_error_ratio: float,

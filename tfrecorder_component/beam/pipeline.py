@@ -85,7 +85,8 @@ class ConvertManifests(beam.PTransform):
     written = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
                 'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES],
                 'layouts': layouts_written}
-               | 'WriteReport' >> report.WriteReport(self._report_dir, self._sources))
+               | 'WriteReport' >> report.WriteReport(self._report_dir, self._sources,
+                                                     self._options.buckets))
     if self._split_dirs is not None and self._label_dir is not None:
       _ = summary | 'WriteIndex' >> beam.Map(
           lambda s, out, splits, held, written: index_lib.write_index(

@@ -92,10 +92,11 @@ class WriteReport(beam.PTransform):
   report.html are written.
   """
 
-  def __init__(self, report_dir: str, sources=()):
+  def __init__(self, report_dir: str, sources=(), buckets=()):
     super().__init__()
     self._report_dir = report_dir
     self._sources = list(sources)  # the run's ManifestSources, which its warnings name
+    self._buckets = tuple(buckets)  # its hash-bucket splits, whose emptiness it warns of
 
   def expand(self, pcolls):
     errors, box_issues = pcolls['errors'], pcolls['box_issues']
@@ -124,4 +125,5 @@ class WriteReport(beam.PTransform):
         errors=first(errors, 'FirstErrors', report.error_order),
         box_issues=first(box_issues, 'FirstBoxIssues', report.box_issue_order),
         unused_written=beam.pvalue.AsList(written),  # the summary comes last
-        layouts=beam.pvalue.AsList(pcolls['layouts']), sources=self._sources)
+        layouts=beam.pvalue.AsList(pcolls['layouts']), sources=self._sources,
+        buckets=self._buckets)

@@ -12,8 +12,8 @@ import csv
 import io
 import posixpath
 import re
-from typing import (Callable, Iterable, Iterator, List, Mapping, Optional, Tuple,
-                    Union)
+from typing import (Callable, Iterable, Iterator, List, Mapping, NamedTuple, Optional,
+                    Tuple, Union)
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
@@ -180,10 +180,47 @@ def _is_path_column(values: List[str]) -> bool:
                              for w in words)
 
 
+def _examples(values: List[str], shown: int = 3) -> str:
+  return ', '.join(list(dict.fromkeys(v.strip() for v in values if v.strip()))[:shown])
+
+
+def _order_with_optional_ml_use(order: str) -> str:
+  """'ML_USE,IMAGE_URI,LABEL' as '[ML_USE,]IMAGE_URI,LABEL': ML_USE may be left out."""
+  first, _, rest = order.partition(',')
+  return f'[{first},]{rest}' if first.upper() == 'ML_USE' and rest else order
+
+
+def _check_labels_first(path: str, layout: 'CsvLayout',
+                        sample: List[Tuple[int, List[str]]]) -> None:
+  """Refuses a headerless CSV read as `ML_USE,IMAGE_URI,...` (its first field is no
+  path) whose first column holds no ML_USE value in any row while its second holds
+  image paths: a `label,image_uri` file, whose every row would fail as an unknown
+  ML_USE value, the label."""
+  if layout.split_col != 0 or layout.uri_col != 1:
+    return
+  firsts = [fields[0] for _, fields in sample]
+  seconds = [fields[1] for _, fields in sample if len(fields) > 1]
+  if not all(v.strip() for v in firsts) or any(
+      v.strip().upper() in ML_USE_TO_SPLIT for v in firsts) or _is_path_column(firsts):
+    return
+  if not _is_path_column(seconds):
+    return
+  row, fields = sample[0]
+  raise ManifestError(
+      f'{path}: the file has no header, and its first column holds labels '
+      f'({_examples(firsts)}) and the second image paths ({_examples(seconds)}): AutoML\'s '
+      f'order is {_order_with_optional_ml_use(layout.ORDER)} (row {row}: '
+      f'{",".join(f.strip() for f in fields)}). Add a header row that names the columns, '
+      f'e.g. "{suggest_header(sample, layout.uri_col)}", or put them in that order.')
+
+
 def check_column_order(path: str, layout: 'CsvLayout',
                        sample: List[Tuple[int, List[str]]]) -> None:
-  """Refuses a headerless CSV whose label columns hold ML_USE words or image paths: its
-  columns are not in AutoML's order, and reading it would write wrong labels."""
+  """Refuses a headerless CSV whose columns are not in AutoML's order, where reading it
+  would write wrong labels or fail every row: its label columns hold ML_USE words or
+  image paths, or its first column holds labels and the second image paths
+  (`label,image_uri`)."""
+  _check_labels_first(path, layout, sample)
   for col in layout.label_columns(max(len(fields) for _, fields in sample)):
     values = [fields[col] for _, fields in sample if col < len(fields)]
     if _is_ml_use_column(values):
@@ -193,7 +230,7 @@ def check_column_order(path: str, layout: 'CsvLayout',
     else:
       continue
     row, fields = sample[0]
-    examples = ', '.join(list(dict.fromkeys(v.strip() for v in values if v.strip()))[:3])
+    examples = _examples(values)
     raise ManifestError(
         f'{path}: the file has no header, so its columns are read in AutoML\'s order '
         f'{layout.ORDER}, but column {col + 1} holds {what} ({examples}) where a label '
@@ -257,7 +294,7 @@ BOX_COLUMNS = (
     ('x1', 'y1', 'x2', 'y2'), ('left', 'top', 'right', 'bottom'),
     ('x', 'y', 'width', 'height'), ('x', 'y', 'w', 'h'),
     ('bbox_x', 'bbox_y', 'bbox_w', 'bbox_h'), ('bbox_x', 'bbox_y', 'bbox_width', 'bbox_height'),
-    ('bbox',), ('box',), ('bounding_box',))
+    ('bbox',))
 
 
 def _refuse_box_columns(path: str, names: List[str]) -> None:
@@ -269,7 +306,8 @@ def _refuse_box_columns(path: str, names: List[str]) -> None:
         f'{path}: the header names box columns ({", ".join(found)}), which a classification '
         'CSV does not read; write the boxes as a TF Object Detection CSV (filename,width,'
         'height,class,xmin,ymin,xmax,ymax in pixels) or an AutoML detection CSV '
-        '(fractions), see the formats guide')
+        '(fractions), see the formats guide; or rename those columns to keep them as a '
+        'classification\'s features')
 
 
 # The name Roboflow gives its multi-label classification export (`<split>/_classes.csv`).
@@ -412,6 +450,43 @@ def _one_hot_row(path: str, row: int, fields: List[str], uri: str, split: Option
   return ManifestRow(source=path, row=row, image_uri=uri,
                      resolved_uri=resolve_uri(uri, path, layout.image_root), labels=labels,
                      split=split, features=raw_features(fields, layout.feature_cols))
+
+
+class LabelCounts(NamedTuple):
+  """Rows of a headerless AutoML CSV by their number of labels (`label_counts`)."""
+  single: int  # rows with one label
+  multi: int  # rows with more than one
+  # (row, fields, label fields) of the first of those
+  first_multi: Optional[Tuple[int, List[str], List[str]]]
+  spaced: bool  # a label field after the first of such a row begins with a space
+
+
+def label_counts(path: str, lines: Iterable[str]) -> Optional[LabelCounts]:
+  """How many rows of a headerless AutoML classification CSV (its lines, as a text file
+  opened with newline='' gives them) have one label and how many more than one, which
+  is the first of those, and whether a later label field of one begins with a space
+  (`Bird, blue`: an unquoted comma inside a label, as CSV writers put no space after
+  the comma between fields). None for a file with a header, whose label columns are
+  named (several on purpose, `label_1,label_2`, or one-hot)."""
+  single = multi = 0
+  first_multi, spaced, layout = None, False, None
+  for entry in csv_rows(path, lines):
+    if isinstance(entry, RowError):
+      continue
+    row, fields = entry
+    if layout is None:
+      if is_header(fields):
+        return None
+      layout = _Layout.from_first_row(fields)
+    label_fields = [f for f in fields[layout.uri_col + 1:] if f.strip()]
+    labels = dict.fromkeys(f.strip(' \t') for f in label_fields)
+    if len(labels) == 1:
+      single += 1
+    elif len(labels) > 1:
+      multi += 1
+      first_multi = first_multi or (row, fields, label_fields)
+      spaced = spaced or any(f[:1].isspace() for f in label_fields[1:])
+  return LabelCounts(single, multi, first_multi, spaced)
 
 
 FORMAT = ManifestFormat('automl_csv', ('.csv', '.txt'), sniff=lambda head: True, parse=parse,

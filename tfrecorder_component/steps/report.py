@@ -235,17 +235,148 @@ def no_object_warning(summary: Dict[str, Any], task: str, sources) -> Optional[s
           f'image without a box): {where}')
 
 
+# Names a warning lists at most (classes, splits); the rest are counted.
+NAMES_SHOWN = 5
+# A class missing from a split is warned about in runs of at most this many classes:
+# with more, a small split lacking a few is to be expected.
+MISSING_CLASS_MAX_CLASSES = 20
+# Multi-label rows of a headerless AutoML CSV are warned about when they are at most
+# this share of its labelled rows, or fewer than its single-label rows with a label
+# field beginning with a space (`TRAIN,img.jpg,Bird, blue`).
+MULTI_LABEL_SHARE = 0.1
+_ROW_CHARS = 200  # a row quoted in a warning is cut to this many characters
+
+
+def _listed(names: List[str], shown: int = NAMES_SHOWN) -> str:
+  text = ', '.join(names[:shown])
+  return text + (f' and {len(names) - shown:,} more' if len(names) > shown else '')
+
+
+def _format_of(source) -> Optional[str]:
+  """The name of a ManifestSource's format, given or detected; None if unknown."""
+  from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
+  if source.format:
+    return source.format
+  with files.open_file(source.path) as f:
+    return registry.detect(source.path, f.read(2**16).decode('utf-8-sig', 'replace')).name
+
+
+def _multi_label_warning(source) -> Optional[str]:
+  """The warning of a headerless AutoML CSV that is single-label but for a few rows
+  with several labels (`automl_csv.label_counts`), naming the first; None otherwise."""
+  import io  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.manifest import automl_csv  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.policy import one_line  # pylint: disable=g-import-not-at-top
+  if _format_of(source) != automl_csv.FORMAT.name:
+    return None
+  with files.open_file(source.path) as f:
+    counts = automl_csv.label_counts(source.path, io.TextIOWrapper(
+        f, encoding='utf-8-sig', errors='replace', newline=''))
+  if counts is None or not counts.multi or counts.single <= counts.multi or not (
+      counts.multi <= MULTI_LABEL_SHARE * (counts.single + counts.multi) or counts.spaced):
+    return None
+  row, fields, label_fields = counts.first_multi
+  text = one_line(','.join(fields))
+  text = text if len(text) <= _ROW_CHARS else text[:_ROW_CHARS - 3] + '...'
+  labels = list(dict.fromkeys(f.strip(' \t') for f in label_fields))
+  quoted = one_line(','.join(label_fields).strip())
+  rows = 'row has' if counts.multi == 1 else 'rows have'
+  return (f'{source.path}: {counts.multi:,} {rows} more than one label, where its other '
+          f'{counts.single:,} have one (the first, row {row}: {text}, is read as the labels '
+          f'{_listed([repr(l) for l in labels])}): a comma inside a label needs quotes '
+          f'(write "{quoted}"); if these rows hold several labels on purpose, all is well')
+
+
+def multi_label_warnings(summary: Dict[str, Any], task: str, sources) -> List[str]:
+  """The warnings of the run's headerless AutoML CSVs whose rows have one label but for
+  a few with several (`_multi_label_warning`): an unquoted comma in a label makes a
+  row multi-label without a word. Read again only when some record holds more than one
+  label (its labels outnumber the records)."""
+  if task != 'classification' or not sources or (
+      sum(summary['records_per_label'].values()) <= summary['records_written']):
+    return []
+  warnings = []
+  for source in sources:
+    try:
+      warning = _multi_label_warning(source)
+    except Exception:  # pylint: disable=broad-except  (a warning never fails a run)
+      warning = None
+    if warning:
+      warnings.append(warning)
+  return warnings
+
+
+def missing_class_warnings(summary: Dict[str, Any], task: str) -> List[str]:
+  """The warnings of a classification or detection run of a few classes (at most
+  MISSING_CLASS_MAX_CLASSES) with a split that holds no record of some of them (36
+  images hash-split: a test split of 2 images, both cats), one a split."""
+  per_split = summary.get('labels_per_split') or {}
+  classes = sorted({label for labels in per_split.values() for label in labels})
+  if task not in ('classification', 'detection') or not (
+      2 <= len(classes) <= MISSING_CLASS_MAX_CLASSES):
+    return []
+  thing = 'image' if task == 'classification' else 'object'
+  warnings = []
+  for split, labels in sorted(per_split.items()):
+    missing = [c for c in classes if not labels.get(c)]
+    if not missing:
+      continue
+    records = summary['records_per_split'].get(split, 0)
+    held = _listed([f'{n:,} {label}' for label, n in sorted(
+        labels.items(), key=lambda item: (-item[1], item[0]))])
+    warnings.append(
+        f'Split {split} has no {thing} of {len(missing):,} of the {len(classes):,} classes: '
+        f'{_listed(missing)} (its {records:,} records hold {held}); a split of few images can '
+        'leave a class out: give some of its images this split in the manifest (ML_USE), or '
+        'convert more images')
+  return warnings
+
+
+def empty_split_warning(summary: Dict[str, Any], buckets) -> Optional[str]:
+  """The warning of a run whose hash-bucket splits, asked for (`buckets` other than
+  `splits.DEFAULT_BUCKETS`: `--splits train=8,val=1`), include some that got no record
+  (their folders are empty); None for the default buckets, which rows that bring their
+  own split (ML_USE, a split folder) leave empty as a matter of course, or a run
+  without records."""
+  from tfrecorder_component import splits as splits_lib  # pylint: disable=g-import-not-at-top
+  buckets = tuple((str(name), int(n)) for name, n in buckets or ())
+  if not buckets or buckets == splits_lib.DEFAULT_BUCKETS or not summary['records_written']:
+    return None
+  empty = [name for name, _ in buckets if not summary['records_per_split'].get(name)]
+  if not empty:
+    return None
+  asked = ','.join(f'{name}={n}' for name, n in buckets)
+  several = len(empty) > 1
+  return (f'No record went to split{"s" if several else ""} {_listed(empty)} of --splits '
+          f'(splits) {asked}: {"their folders are" if several else "its folder is"} '
+          'empty. Rows whose manifest gives a split keep it (TRAIN: train, VALIDATION: eval, '
+          'TEST: test, a split folder: its name); only the others are hashed into these '
+          'buckets, and none fell there')
+
+
+def run_warnings(summary: Dict[str, Any], task: str, sources=(), buckets=()) -> List[str]:
+  """The run's warnings, for summary.json, report.html and the log: a detection run
+  without any object (`no_object_warning`), multi-label rows in a single-label CSV
+  (`multi_label_warnings`), a class missing from a split (`missing_class_warnings`), a
+  hash-bucket split asked for that got no record (`empty_split_warning`)."""
+  return [w for w in (no_object_warning(summary, task, sources),
+                      *multi_label_warnings(summary, task, sources),
+                      *missing_class_warnings(summary, task),
+                      empty_split_warning(summary, buckets)) if w]
+
+
 def write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any],
                    duplicates: Dict[str, Any], samples: Dict[str, List[Tuple[str, bytes]]],
                    errors: List[Dict[str, Any]], box_issues: List[Dict[str, Any]],
-                   unused_written: List[str], layouts=None, sources=()) -> None:
+                   unused_written: List[str], layouts=None, sources=(),
+                   buckets=()) -> None:
   """summary.json, and report.html: the same counts with a contact sheet and the first
   failed rows, for people. Written once the JSON-lines files are (`unused_written`);
   `layouts`: the extra output layouts written (`layouts.base.finish`), if any;
-  `sources`: the run's ManifestSources, which the `warnings` name (a detection run
-  without any object: `no_object_warning`)."""
-  warning = no_object_warning(summary, held['task'], sources)
-  summary = dict(summary, warnings=[warning] if warning else [], vocabulary=held['labels'],
+  `sources`: the run's ManifestSources, which the `warnings` name, and `buckets` its
+  hash-bucket splits (`run_warnings`)."""
+  warnings = run_warnings(summary, held['task'], sources, buckets)
+  summary = dict(summary, warnings=warnings, vocabulary=held['labels'],
                  label_ids=dict(zip(held['labels'], held['ids'])),
                  labels_left_out=held['left_out'], labels_appended=held['appended'],
                  labels_unknown=held['unknown'], label_id_conflicts=held['conflicts'],
