@@ -151,7 +151,7 @@ def test_without_a_terminal_plain_lines_come_at_most_once_an_interval(tmp_path):
        '--progress-every', str(every)], _env(workers=2))
   assert rc == 0, stderr
   assert '\r' not in stderr and '\x1b' not in stderr
-  lines = [l for l in stderr.splitlines() if not l.startswith('WARNING:')]
+  lines = [l for l in stderr.splitlines() if not l.startswith('warning: ')]
   stamped = [_stamp(l) for l in lines]
   *periodic, (_, last) = stamped
   assert last.startswith(f'done: 960 rows, {failed} failed, ') and last.endswith(' rows/s'), last

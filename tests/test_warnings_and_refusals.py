@@ -64,7 +64,7 @@ def test_a_yolo_dataset_whose_labels_are_misplaced_warns_where_it_looked(tmp_pat
   assert 'as Ultralytics reads them' in warning[0]
   summary = summary_of(out)
   assert summary['objects_written'] == 0
-  assert summary['warnings'] == [warning[0].split(':', 2)[2]]  # WARNING:root:<text>
+  assert summary['warnings'] == [warning[0].split(': ', 1)[1]]  # warning: <text>
   page = open(os.path.join(out, 'report', 'report.html'), encoding='utf-8').read()
   assert 'Warning: No object in any of the 6 detection records' in page
 

@@ -2,7 +2,8 @@
 
     tfrecorder-component convert SOURCE OUTPUT_DIR [options]
     tfrecorder-component validate SOURCE [--report-dir DIR]
-    tfrecorder-component inspect OUTPUT_DIR [--contact-sheet sheet.png]
+    tfrecorder-component inspect OUTPUT_DIR [--split NAME] [--contact-sheet sheet.png]
+    tfrecorder-component --version
 
 SOURCE is a manifest file (any supported format), a folder of manifests, or an image
 folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
@@ -12,10 +13,15 @@ a manifest that cannot be read as given, rows that `validate` found failing); 2 
 asked cannot be done (a usage error, an unknown option value, a missing source, an
 output folder in use, a disk full or a folder that cannot be written); 130 interrupted
 (Ctrl-C), 143 terminated (SIGTERM): what the run had written is removed.
+
+The bare command prints the top-level help (each command, one line) on stderr and exits 2,
+as any usage error; a mistyped option or command is named with the closest one. Log
+records reach the terminal as `warning: ...` lines (the command's handler only).
 """
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import os
@@ -239,7 +245,7 @@ def cmd_validate(args) -> int:
 def cmd_inspect(args) -> int:
   from tfrecorder_component import inspection  # pylint: disable=g-import-not-at-top
   inspection.check_split(args.output_dir, args.split)
-  info = inspection.inspect_examples(args.output_dir, records=args.records)
+  info = inspection.inspect_examples(args.output_dir, records=args.records, split=args.split)
   print(f'Records per split: {info["records_per_split"]}')
   for split, labels in info['labels_per_split'].items():
     print(f'  {split}: {labels}')
@@ -281,6 +287,20 @@ class _DropNoticesTheCommandReplaces(logging.Filter):
     return not isinstance(error, ManifestError)
 
 
+class _CommandFormatter(logging.Formatter):
+  """Log records as the command's own lines: `warning: <message>` (`error: ...`), as its
+  refusals read, not `WARNING:root:<message>`; below WARNING (shown only where a
+  library's logger is set lower) the message alone. Only the command's handler: a
+  program calling `convert()` keeps its own logging."""
+
+  def formatMessage(self, record: logging.LogRecord) -> str:
+    if record.levelno >= logging.ERROR:
+      return f'error: {record.message}'
+    if record.levelno >= logging.WARNING:
+      return f'warning: {record.message}'
+    return record.message
+
+
 def _quiet_third_party_notices() -> None:
   """The command owns its process: notices about other libraries' own support (Google
   clients on the interpreter's age, Beam's BigQuery client) do not reach the user."""
@@ -289,7 +309,7 @@ def _quiet_third_party_notices() -> None:
   root = logging.getLogger()
   if not root.handlers:
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter('%(levelname)s:%(name)s:%(message)s'))
+    handler.setFormatter(_CommandFormatter())
     root.addHandler(handler)
   for handler in root.handlers:
     if not any(isinstance(f, _DropNoticesTheCommandReplaces) for f in handler.filters):
@@ -351,25 +371,154 @@ def refusal(text: str) -> str:
   return 'error: ' + '\n'.join(lines)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-  streams = sys.stdout, sys.stderr
-  sys.stdout, sys.stderr = _EscapingStream(sys.stdout), _EscapingStream(sys.stderr)
+PROG = 'tfrecorder-component'
+DISTRIBUTION = 'tfrecorder-component'
+
+_TOP_EPILOG = f"""\
+A command's options and examples: {PROG} COMMAND --help, e.g.
+  {PROG} convert --help
+Guides: docs/guides/cli.md (the command line), docs/guides/formats.md (the
+manifest formats and folder layouts it reads)."""
+
+_CSV_LAYOUT = """\
+A CSV manifest (AutoML / Vertex AI) is one image a row, split first; a header
+row is optional (with one, columns are found by name):
+  split,image_uri,label
+  TRAIN,images/cat-1.jpg,cat
+  VALIDATION,images/dog-7.jpg,dog
+  TEST,gs://my-bucket/cat-9.png,cat
+  UNASSIGNED,images/dog-2.jpg,dog
+split: TRAIN, VALIDATION, TEST, or UNASSIGNED (or no split column): hashed into
+--splits. image_uri: a path relative to the manifest's folder (or to
+--image-root), or gs://, s3://, ... A row of several labels (label,label,...)
+is multi-label. Other formats (COCO, Pascal VOC, YOLO, JSONL, ...) are detected
+by their content: see docs/guides/formats.md."""
+
+_CONVERT_EPILOG = f"""\
+examples:
+  {PROG} convert manifest.csv out
+  {PROG} convert photos/ out --splits train=8,eval=1,test=1
+  {PROG} convert manifest.csv out --image-root /data/images \\
+      --max-error-ratio 0.05
+  {PROG} convert annotations.json out-coco --include-masks
+  {PROG} convert data.yaml out-yolo --layout parquet
+  {PROG} convert span-2.csv out-2 --label-map out --append-new-labels
+  {PROG} convert manifest.csv out --overwrite    # replace an earlier output
+
+{_CSV_LAYOUT}"""
+
+_VALIDATE_EPILOG = f"""\
+examples:
+  {PROG} validate manifest.csv
+  {PROG} validate photos/ --no-report
+  {PROG} validate manifest.csv --image-root /data/images --report-dir checks
+
+{_CSV_LAYOUT}"""
+
+_INSPECT_EPILOG = f"""\
+examples:
+  {PROG} inspect out
+  {PROG} inspect out --split train --records 5
+  {PROG} inspect out --contact-sheet sheet.png --per-label 4"""
+
+
+def version() -> str:
+  """The installed package's version, or the package's own where it is not installed."""
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
   try:
-    return _main(argv)
-  finally:
-    sys.stdout, sys.stderr = streams
+    return metadata.version(DISTRIBUTION)
+  except metadata.PackageNotFoundError:
+    import tfrecorder_component  # pylint: disable=g-import-not-at-top
+    return getattr(tfrecorder_component, '__version__', 'unknown')
 
 
-def _main(argv: Optional[List[str]] = None) -> int:
-  """The command; `argv` None (the command line itself) also takes Ctrl-C and SIGTERM
-  for the process (`interrupt`): one line, exit 130 or 143, nothing left behind."""
-  if argv is None:
-    from tfrecorder_component import interrupt  # pylint: disable=g-import-not-at-top
-    interrupt.install()
-  _quiet_third_party_notices()
-  parser = argparse.ArgumentParser(prog='tfrecorder-component', description=__doc__.splitlines()[0])
-  commands = parser.add_subparsers(dest='command', required=True)
-  convert = commands.add_parser('convert', help='convert a manifest or image folder')
+class _Version(argparse.Action):
+  """`--version`: the version, looked up only when asked."""
+
+  def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+               help='print the version and exit'):  # pylint: disable=redefined-builtin
+    super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                     help=help)
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    print(f'{PROG} {version()}')
+    parser.exit()
+
+
+class _Parser(argparse.ArgumentParser):
+  """argparse's parser, whose usage errors quote a one-line usage: a command's full usage
+  (two dozen lines for convert) would bury the one line that says what is wrong."""
+
+  def error(self, message: str):
+    usage = self.format_usage()
+    if usage.count('\n') > 2:
+      positionals = ' '.join(a.metavar or a.dest for a in self._get_positional_actions())
+      usage = f'usage: {self.prog} [options] {positionals} (--help lists the options)\n'
+    self._print_message(usage, sys.stderr)
+    self.exit(2, f'{self.prog}: error: {message}\n')
+
+
+def _did_you_mean(word: str, choices) -> Optional[str]:
+  """The choice closest to `word`, if one is close."""
+  found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+  return found[0] if found else None
+
+
+def unrecognized(parser: argparse.ArgumentParser, extras: List[str]) -> None:
+  """Exits as argparse does (usage, one error line, status 2) for `extras` that
+  `parser` (the command's) does not take, naming the option closest to each mistyped
+  one."""
+  actions = parser._option_string_actions  # pylint: disable=protected-access
+  options = [s for s in actions if s.startswith('--')]
+  described = []
+  words = iter(extras)
+  for extra in words:
+    name, equals, _ = extra.partition('=')
+    close = _did_you_mean(name, options) if name.startswith('-') else None
+    described.append((extra, close))
+    if close and not equals and actions[close].nargs != 0:
+      next(words, None)  # the mistyped option's value, not a word of its own
+  if len(described) == 1:
+    (extra, close), = described
+    parser.error(f'unrecognized argument {extra}' +
+                 (f'; did you mean {close}?' if close else ''))
+  parser.error('unrecognized arguments: ' + ', '.join(
+      f'{extra} (did you mean {close}?)' if close else extra for extra, close in described))
+
+
+def _check_command(parser: argparse.ArgumentParser, commands: dict, argv: List[str]) -> None:
+  """A command that is not one exits as argparse does, naming the closest command (what
+  argparse itself does only from Python 3.14, where asked)."""
+  words = iter(argv)
+  for word in words:
+    if word == '--':
+      word = next(words, None)
+    elif word.startswith('-'):
+      continue  # the top level's options take no value
+    if word is not None and word not in commands:
+      close = _did_you_mean(word, commands)
+      parser.error(f'unknown command {word!r}' +
+                   (f'; did you mean {close}?' if close else '') +
+                   f' (commands: {", ".join(commands)})')
+    return
+
+
+def build_parser():
+  """(the command's parser, {command name: its parser})."""
+  formatter = argparse.RawDescriptionHelpFormatter
+  parser = _Parser(
+      prog=PROG, formatter_class=formatter, epilog=_TOP_EPILOG,
+      description='Image manifests and image folders to TFRecords of tf.train.Example,\n'
+      'without a pipeline: convert them, validate them (writing nothing), inspect an\n'
+      'output.')
+  parser.add_argument('--version', action=_Version)
+  commands = parser.add_subparsers(dest='command', title='commands')
+  convert = commands.add_parser(
+      'convert', help='convert a manifest or image folder to TFRecords',
+      formatter_class=formatter, epilog=_CONVERT_EPILOG,
+      description='Convert a manifest (any supported format), a folder of them or an\n'
+      'image folder to TFRecords of tf.train.Example in OUTPUT_DIR: Split-<name>/\n'
+      'shards as TFX\'s ExampleGen writes them, and a report of the failed rows.')
   convert.add_argument('source', help=SOURCE_HELP)
   convert.add_argument('output_dir', help='the folder to write: new or empty, or an earlier '
                        'output with --overwrite; never an input, or in or around one')
@@ -394,8 +543,11 @@ def _main(argv: Optional[List[str]] = None) -> int:
                        'array_record (Grain), parquet (pandas, Hugging Face datasets)')
   _conversion_options(convert)
   convert.set_defaults(run=cmd_convert)
-  validate = commands.add_parser('validate', help='probe every image, write no records; '
-                                 'exit 1 if any row fails')
+  validate = commands.add_parser(
+      'validate', help='probe every image, write no records; exit 1 if any row fails',
+      formatter_class=formatter, epilog=_VALIDATE_EPILOG,
+      description='Read SOURCE as convert would and probe every image (decode check\n'
+      'included), writing no record: lists the failed rows and exits 1 if any.')
   validate.add_argument('source', help=SOURCE_HELP)
   validate.add_argument('--report-dir', default='tfrecorder-validation',
                         help='where the report goes (errors.jsonl, summary.json, '
@@ -404,16 +556,52 @@ def _main(argv: Optional[List[str]] = None) -> int:
                         help='keep no report, only print the failed rows')
   _conversion_options(validate)
   validate.set_defaults(run=cmd_validate)
-  inspect = commands.add_parser('inspect', help='counts, a few records and a contact sheet')
+  inspect = commands.add_parser(
+      'inspect', help='counts per split and label, a few records and a contact sheet of '
+      'an output', formatter_class=formatter, epilog=_INSPECT_EPILOG,
+      description='Counts per split and label, the first records (without their image\n'
+      'bytes) and a contact sheet of each label\'s images, of an output of convert or\n'
+      'an Examples artifact.')
   inspect.add_argument('output_dir', help='an output folder of convert, or an Examples artifact')
-  inspect.add_argument('--records', type=int, default=3, help='records to print')
+  inspect.add_argument('--records', type=int, default=3,
+                       help='records to print (default: %(default)s)')
   inspect.add_argument('--contact-sheet', help='write a PNG of sample images per label here')
   inspect.add_argument('--per-label', type=int, default=8,
                        help='images per label on the contact sheet (default: %(default)s)')
-  inspect.add_argument('--split', help='the split the contact sheet shows (default: every '
-                       'split); an unknown split is an error')
+  inspect.add_argument('--split', help='only this split: its counts, records and contact '
+                       'sheet (default: every split); an unknown split is an error')
   inspect.set_defaults(run=cmd_inspect)
-  args = parser.parse_args(argv)
+  return parser, dict(commands.choices)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  streams = sys.stdout, sys.stderr
+  sys.stdout, sys.stderr = _EscapingStream(sys.stdout), _EscapingStream(sys.stderr)
+  try:
+    return _main(argv)
+  finally:
+    sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Optional[List[str]] = None) -> int:
+  """The command; `argv` None (the command line itself) also takes Ctrl-C and SIGTERM
+  for the process (`interrupt`): one line, exit 130 or 143, nothing left behind."""
+  if argv is None:
+    from tfrecorder_component import interrupt  # pylint: disable=g-import-not-at-top
+    interrupt.install()
+  _quiet_third_party_notices()
+  parser, commands = build_parser()
+  argv = sys.argv[1:] if argv is None else list(argv)
+  if not argv:  # the bare command: what each command does, and where to read more
+    sys.stderr.write(parser.format_help())
+    return 2
+  _check_command(parser, commands, argv)
+  args, extras = parser.parse_known_args(argv)
+  if extras:
+    unrecognized(commands.get(args.command, parser), extras)
+  if args.command is None:  # options only (`tfrecorder-component -q`)
+    parser.error('a command is required: ' + ', '.join(commands) +
+                 f' (see {parser.prog} --help)')
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   # Beam's worker processes inherit the environment, not filters.
   given = os.environ.get('PYTHONWARNINGS')
@@ -429,6 +617,9 @@ def _main(argv: Optional[List[str]] = None) -> int:
           file=sys.stderr)
     return 2
   except KeyboardInterrupt:  # main() called from Python, without the signal thread
+    # A bar still open ends its line (one the run closed was drawn over the `^C`).
+    from tfrecorder_component import progress  # pylint: disable=g-import-not-at-top
+    progress.end_bars()
     print('error: interrupted (Ctrl-C)', file=sys.stderr)
     return 130
   finally:

@@ -1,13 +1,17 @@
 """Looking at converted records: counts per split and label, a few decoded records, and a
-contact sheet of sample images per label (what `tfrecorder-component inspect` prints)."""
+contact sheet of sample images per label (what `tfrecorder-component inspect` prints).
+
+A local output is read without Beam (`files`: the command's `inspect` answers in a
+fraction of a second); gs://, s3:// and other remote outputs through Beam's file
+systems."""
 from __future__ import annotations
 
+import glob
 import io
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from apache_beam.io.filesystems import FileSystems
-
+from tfrecorder_component import files
 from tfrecorder_component import layout
 from tfrecorder_component import storage
 from tfrecorder_component.steps.shards import read_shard
@@ -18,19 +22,29 @@ TILE = 96
 LABEL_WIDTH = 140
 
 
+def _shards(pattern: str) -> List[str]:
+  """The shard files `pattern` (`.../Split-<name or *>/*.gz`) matches, sorted."""
+  if files.is_local(pattern):
+    return sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+  return sorted(files.match(pattern))
+
+
 def split_names(examples_dir: str) -> List[str]:
   """The splits under an output folder or Examples artifact (`Split-<name>` folders);
   raises ValueError if there is no such folder or it holds no shard."""
-  if '://' not in examples_dir and not os.path.isdir(examples_dir):
-    raise ValueError(f'{examples_dir} does not exist' if not os.path.exists(examples_dir)
-                     else f'{examples_dir} is not a folder')
-  storage.prepare_file_systems(examples_dir)
-  why = layout.unfinished(examples_dir, FileSystems.exists)
+  if files.is_local(examples_dir):
+    if not os.path.isdir(examples_dir):
+      raise ValueError(f'{examples_dir} does not exist' if not os.path.exists(examples_dir)
+                       else f'{examples_dir} is not a folder')
+  else:
+    storage.prepare_file_systems(examples_dir)
+  why = layout.unfinished(examples_dir, files.exists)
   if why:
     raise ValueError(why)
-  matches = FileSystems.match([FileSystems.join(layout.split_dir(examples_dir, '*'), '*.gz')])[0]
-  names = {m.path.rstrip('/').split('/')[-2][len(layout.SPLIT_PREFIX):]
-           for m in matches.metadata_list}
+  folders = layout.split_dir(glob.escape(examples_dir) if files.is_local(examples_dir)
+                             else examples_dir, '*')
+  names = {path.rstrip('/').split('/')[-2][len(layout.SPLIT_PREFIX):]
+           for path in _shards(files.join(folders, '*.gz'))}
   if not names:
     raise ValueError(f'{examples_dir} holds no Split-*/ shards: give an output folder of '
                      '`convert` or an Examples artifact')
@@ -49,8 +63,10 @@ def check_split(examples_dir: str, split: Optional[str]) -> List[str]:
 
 def read_records(examples_dir: str, split: str) -> Iterator[bytes]:
   """The serialized records of one split, read from its gzipped TFRecord shards."""
-  pattern = FileSystems.join(layout.split_dir(examples_dir, split), '*.gz')
-  for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
+  folder = layout.split_dir(examples_dir, split)
+  if files.is_local(folder):
+    folder = glob.escape(folder)
+  for path in _shards(files.join(folder, '*.gz')):
     yield from read_shard(path)
 
 
@@ -73,22 +89,24 @@ def _label(example) -> str:
   return ', '.join(sorted({t.decode('utf-8', 'replace') for t in texts})) or '(none)'
 
 
-def inspect_examples(examples_dir: str, records: int = 3) -> Dict[str, Any]:
+def inspect_examples(examples_dir: str, records: int = 3,
+                     split: Optional[str] = None) -> Dict[str, Any]:
   """Counts per split and per label, and the first `records` records (without their
-  image bytes) of the first split."""
+  image bytes), in split order; of `split` alone where given (ValueError for an unknown
+  one)."""
   per_split: Dict[str, int] = {}
   labels: Dict[str, Dict[str, int]] = {}
   shown: List[Dict[str, Any]] = []
-  for split in split_names(examples_dir):
-    counts = labels.setdefault(split, {})
-    per_split[split] = 0
-    for data in read_records(examples_dir, split):
+  for name in check_split(examples_dir, split):
+    counts = labels.setdefault(name, {})
+    per_split[name] = 0
+    for data in read_records(examples_dir, name):
       example = Example.FromString(data)
-      per_split[split] += 1
+      per_split[name] += 1
       label = _label(example)
       counts[label] = counts.get(label, 0) + 1
       if len(shown) < records:
-        shown.append({'split': split, **{
+        shown.append({'split': name, **{
             key: [v.decode('utf-8', 'replace') if isinstance(v, bytes) else v
                   for v in _values(example, key)]
             for key in sorted(example.features.feature) if key != 'image/encoded'}})

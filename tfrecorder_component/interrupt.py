@@ -78,6 +78,29 @@ def _signal_all(pids: List[int], sig: int) -> None:
       pass
 
 
+def _echoes_control_characters(stream) -> bool:
+  """Whether `stream` is a terminal that echoes Ctrl-C as `^C` (ECHO and ECHOCTL)."""
+  try:
+    import termios  # pylint: disable=g-import-not-at-top
+    fd = stream.fileno()
+    if not os.isatty(fd):
+      return False
+    flags = termios.tcgetattr(fd)[3]
+    return bool(flags & termios.ECHO and flags & getattr(termios, 'ECHOCTL', 0))
+  except Exception:  # pylint: disable=broad-except  no fileno, closed, termios.error
+    return False
+
+
+def line_start(sig: int) -> str:
+  """What goes before the line an interrupted command prints, so that it starts a line
+  of its own: the progress bar's line is ended (`progress.end_bars`); without a bar, a
+  newline after the `^C` a terminal echoes for Ctrl-C."""
+  progress = sys.modules.get('tfrecorder_component.progress')  # no import in this thread
+  if progress is not None and progress.end_bars():
+    return ''
+  return '\n' if sig == signal.SIGINT and _echoes_control_characters(sys.stderr) else ''
+
+
 def _wait() -> None:
   sig = signal.sigwait(set(_SIGNALS))
   # Worker processes are stopped first (stopping tells the runner's threads nothing, so
@@ -94,7 +117,8 @@ def _wait() -> None:
         left.append(f'clean-up failed: {e}')
   said = '; '.join(s for s in left if s)
   try:
-    sys.stderr.write(f'error: {_SIGNALS[sig]}' + (f'; {said}' if said else '') + '\n')
+    sys.stderr.write(line_start(sig) + f'error: {_SIGNALS[sig]}' +
+                     (f'; {said}' if said else '') + '\n')
     sys.stderr.flush()
     sys.stdout.flush()
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -7,6 +7,7 @@
     progress.update(rows, failed)          # absolute counts; redraws when due
     progress.stage('writing the report')
     progress.close()                       # the final counts
+    end_bars()                             # interrupted: the bar's line ends where it is
 
 Three renderings, picked once per run:
 
@@ -32,16 +33,30 @@ import os
 import sys
 import threading
 import time
+import weakref
 from typing import Callable, Iterator, Optional, Tuple
 
 __all__ = ['DRAW_EVERY_S', 'LOG_EVERY_S', 'Progress', 'SharedCounts', 'count', 'counting',
-           'set_sink']
+           'end_bars', 'set_sink']
 
 DRAW_EVERY_S = 0.25  # a terminal bar's redraws; also how often the run polls its workers
 LOG_EVERY_S = 10.0  # 'log' rendering: a line at most this often
 
 Sink = Callable[[int, int], None]
 _sink: Optional[Sink] = None
+# The reporters whose bar is on screen with its line open (drawn, not closed).
+_open_bars: 'weakref.WeakSet[Progress]' = weakref.WeakSet()
+
+
+def end_bars() -> bool:
+  """Stops every bar on screen where it is and ends its line, so that what is written
+  next (the interrupted command's `error: interrupted (Ctrl-C)`, `interrupt`) starts a
+  line of its own, not after the bar and the terminal's `^C`; the bars draw nothing
+  more. Whether any bar's line was open. Called from any thread."""
+  ended = False
+  for progress in list(_open_bars):
+    ended = progress._end_line() or ended  # pylint: disable=protected-access
+  return ended
 
 
 def count(rows: int, failed: int = 0) -> None:
@@ -216,6 +231,7 @@ class Progress:
       if self._stage is None:  # nothing started: nothing to say
         return
       if self.mode == 'bar':
+        _open_bars.discard(self)
         self._stage = outcome
         bar = self._bar if self._bar is not None else _new_bar(self._stream, outcome,
                                                                self._total)
@@ -325,11 +341,36 @@ class Progress:
     except (OSError, ValueError):  # a closed pipe: the run goes on without its lines
       pass
 
+  def _end_line(self) -> bool:
+    """`end_bars` for this reporter: whether its bar's line was open."""
+    # A thread drawing holds the lock for a moment; one that holds it longer (blocked on
+    # a terminal nobody reads) must not keep the line from ending.
+    locked = self._lock.acquire(timeout=1.0)
+    try:
+      if self._closed or self._bar is None:
+        return False
+      self._closed = True
+      _open_bars.discard(self)
+      self._unhook_logging()
+      self._bar.disable = True  # tqdm draws it no more, not even when collected
+      try:
+        self._stream.write('\n')
+        self._stream.flush()
+      except (OSError, ValueError):
+        pass
+      return True
+    finally:
+      if locked:
+        self._lock.release()
+
   def _draw_bar(self, stage_changed: bool = False, reset: bool = False) -> None:
+    if self._closed:  # ended (`end_bars`): nothing drawn after its line
+      return
     bar = self._bar
     if bar is None:
       bar = self._bar = _new_bar(self._stream, self._stage, self._total)
       self._hook_logging()
+      _open_bars.add(self)
       reset = False
     if stage_changed:
       bar.set_description_str(self._stage, refresh=False)
