@@ -1,14 +1,17 @@
 """The documentation site (mkdocs.yml, docs/): it builds strictly with scripts/docs, headless
 Chromium shows its home page and its API reference (rendered from the docstrings by
-mkdocstrings), a warning fails the build, and the committed CLI reference is the command's
-current --help.
+mkdocstrings), no page's code is wider than its column at 1280 and 1920 px, a warning
+fails the build, and the committed CLI reference is the command's current options.
 
 The site's tools live in their own virtual environment (scripts/docs-env: about 15 s the
 first time, with uv's cache of the wheels); Chromium is Debian's (scripts/setup-chromium).
 """
 from __future__ import annotations
 
+import argparse
+import html
 import html.parser
+import json
 import os
 import re
 import shutil
@@ -110,17 +113,26 @@ class _Dom(html.parser.HTMLParser):
       block[2].append(data)
 
 
-def _chromium_dom(tmp_path, page: str) -> _Dom:
+def _dump_dom(profile: str, page: str, *flags: str) -> str:
   """The DOM of `page` as headless Chromium has it once the page has loaded."""
-  subprocess.run([os.path.join(REPO, 'scripts', 'setup-chromium')], check=True, timeout=900)
   command = ['chromium', '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
              '--no-first-run', '--disable-background-networking', '--disable-component-update',
-             '--disable-sync', f'--user-data-dir={tmp_path / "chrome-profile"}',
+             '--disable-sync', f'--user-data-dir={profile}', *flags,
              '--dump-dom', f'file://{page}']
   done = subprocess.run(command, capture_output=True, text=True, timeout=120)
   assert done.returncode == 0, done.stderr[-3000:]
+  return done.stdout
+
+
+def _setup_chromium() -> None:
+  subprocess.run([os.path.join(REPO, 'scripts', 'setup-chromium')], check=True, timeout=900)
+
+
+def _chromium_dom(tmp_path, page: str) -> _Dom:
+  """The DOM of `page` as headless Chromium has it once the page has loaded."""
+  _setup_chromium()
   dom = _Dom()
-  dom.feed(done.stdout)
+  dom.feed(_dump_dom(str(tmp_path / 'chrome-profile'), page))
   dom.close()
   return dom
 
@@ -160,17 +172,115 @@ def test_chromium_shows_the_api_reference_rendered_from_the_docstrings(site, tmp
   assert importer and 'Parameters: Name Type Description Default output_dir' in importer[0]
 
 
+def _nav_pages() -> List[str]:
+  """The Markdown pages of mkdocs.yml's nav, as `guides/cli.md`."""
+  with open(os.path.join(REPO, 'mkdocs.yml'), encoding='utf-8') as f:
+    return re.findall(r'^\s+- [^:\n]+: (\S+\.md)$', f.read(), re.M)
+
+
+WIDTHS = (1280, 1920)  # a laptop's window, a desktop's
+
+# A page that shows each page of the site in a frame of each width (a frame is a window
+# of its own size to the page inside: the same layout, media queries and scroll bar) and,
+# once they have all loaded, measures in each every code block (`<pre>`, its `<code>`) and
+# inline `<code>` of its text column (`article`): those wider than the column, or holding
+# more than they show (a scrolled block: scrollWidth past clientWidth), are written into
+# the DOM as JSON. An inline code's background may overhang the column by its own
+# padding where a line breaks inside it: its text does not.
+_CODE_WIDTH_PROBE = r"""<!DOCTYPE html>
+<html><body>
+FRAMES
+<script>
+window.addEventListener('load', function () {
+  var reports = [];
+  document.querySelectorAll('iframe').forEach(function (frame) {
+    var doc = frame.contentDocument;
+    var column = doc && doc.querySelector('article.md-content__inner');
+    var report = {page: frame.dataset.page, width: Number(frame.getAttribute('width')),
+                  window: frame.contentWindow.innerWidth, measured: 0, found: []};
+    reports.push(report);
+    if (!column) return;
+    report.column = column.clientWidth;
+    var right = column.getBoundingClientRect().right -
+        parseFloat(frame.contentWindow.getComputedStyle(column).paddingRight);
+    column.querySelectorAll('pre, code').forEach(function (el) {
+      report.measured += 1;
+      var inline = el.tagName === 'CODE' && !el.closest('pre');
+      var slack = 0.5 + (inline ? parseFloat(
+          frame.contentWindow.getComputedStyle(el).paddingRight) : 0);
+      var past = 0;
+      Array.prototype.forEach.call(el.getClientRects(), function (box) {
+        past = Math.max(past, box.right - right);
+      });
+      var hidden = el.scrollWidth - el.clientWidth;
+      if (past > slack || hidden > 0) {
+        report.found.push({element: inline ? 'code' : el.tagName === 'PRE' ? 'pre' : 'pre code',
+                           past_column_px: Math.round(past), hidden_px: hidden,
+                           text: el.textContent.replace(/\s+/g, ' ').slice(0, 70)});
+      }
+    });
+  });
+  var out = document.createElement('pre');
+  out.id = 'code-width-report';
+  out.textContent = JSON.stringify(reports);
+  document.body.appendChild(out);
+});
+</script>
+</body></html>
+"""
+
+
+def _code_wider_than_its_column(site: str, profile: str) -> List[dict]:
+  """For each page of mkdocs.yml's nav in the built `site` at each of WIDTHS, as headless
+  Chromium lays it out: {page, width, column (px), measured (elements), found: [...]}."""
+  frames = '\n'.join(
+      f'<iframe data-page="{page}" width="{width}" height="1000" '
+      f'src="{"" if page == "index.md" else page[:-len(".md")] + "/"}index.html"></iframe>'
+      for width in WIDTHS for page in _nav_pages())
+  # In the site's root, so that each frame's page loads as it would on its own, and its
+  # document is the probe's to read (file:// pages are each their own origin otherwise).
+  probe = os.path.join(site, '_code_width_probe.html')
+  with open(probe, 'w', encoding='utf-8') as f:
+    f.write(_CODE_WIDTH_PROBE.replace('FRAMES', frames))
+  try:
+    dom = _dump_dom(profile, probe, '--allow-file-access-from-files')
+  finally:
+    os.remove(probe)
+  found = re.search(r'<pre id="code-width-report">(.*?)</pre>', dom, re.S)
+  assert found, 'the probe wrote no report: ' + dom[-2000:]
+  return json.loads(html.unescape(found.group(1)))
+
+
+def test_no_code_on_any_page_is_wider_than_its_column(site, tmp_path):
+  """Code blocks wrap their long lines (docs/stylesheets/extra.css) and inline code
+  breaks: at 1280 and 1920 px, on every page of the nav, no code is cut off at the right
+  or hidden behind a scroll bar."""
+  _setup_chromium()
+  reports = _code_wider_than_its_column(site, str(tmp_path / 'chrome-profile'))
+  pages = _nav_pages()
+  assert 'guides/cli.md' in pages and 'reference/cli.md' in pages, pages
+  assert sorted((r['page'], r['width']) for r in reports) == sorted(
+      (page, width) for page in pages for width in WIDTHS)
+  for report in reports:
+    assert report['window'] == report['width'] and report.get('column'), report
+  assert sum(r['measured'] for r in reports) > 200, reports
+  wide = [r for r in reports if r['found']]
+  assert not wide, 'code wider than its column:\n' + '\n'.join(
+      f'{r["page"]} at {r["width"]} px (column {r["column"]} px): {json.dumps(found)}'
+      for r in wide for found in r['found'])
+
+
 def _copy_of_the_docs(tmp_path) -> str:
-  """What the build reads (mkdocs.yml, docs/hooks, docs/reference, the package, the benchmark
-  results), copied into `tmp_path` with a one-line page for each other page of the nav, so
+  """What the build reads (mkdocs.yml, docs/hooks, docs/reference, docs/stylesheets, the
+  package, the benchmark results), copied into `tmp_path` with a one-line page for each other page of the nav, so
   that a test can break a page without touching the checkout, whatever the guides say."""
   ignore = shutil.ignore_patterns('__pycache__', '*.pyc')
   shutil.copy(os.path.join(REPO, 'mkdocs.yml'), tmp_path / 'mkdocs.yml')
   for folder in ('tfrecorder_component', os.path.join('benchmarks', 'results'),
-                 os.path.join('docs', 'hooks'), os.path.join('docs', 'reference')):
+                 os.path.join('docs', 'hooks'), os.path.join('docs', 'reference'),
+                 os.path.join('docs', 'stylesheets')):
     shutil.copytree(os.path.join(REPO, folder), tmp_path / folder, ignore=ignore)
-  with open(os.path.join(REPO, 'mkdocs.yml'), encoding='utf-8') as f:
-    pages = re.findall(r'^\s+- [^:\n]+: (\S+\.md)$', f.read(), re.M)
+  pages = _nav_pages()
   assert 'index.md' in pages and 'reference/api.md' in pages, pages
   for page in pages:
     path = tmp_path / 'docs' / page
@@ -223,7 +333,26 @@ def test_repository_files_outside_docs_are_linked_by_their_github_paths(tmp_path
     assert copied.read_bytes() == f.read()
 
 
-def test_the_committed_cli_reference_is_the_commands_current_help(tmp_path):
+def _cli_parsers():
+  """{'': the command's parser, 'convert': convert's, ...}, as the command builds them."""
+  from tfrecorder_component import cli  # pylint: disable=g-import-not-at-top
+  built = cli.build_parser()
+  parser, commands = built if isinstance(built, tuple) else (built, None)
+  if commands is None:
+    commands = {name: sub for action in parser._actions  # pylint: disable=protected-access
+                if isinstance(action, argparse._SubParsersAction)  # pylint: disable=protected-access
+                for name, sub in action.choices.items()}
+  return {'': parser, **commands}
+
+
+def _sections(text: str) -> Dict[str, str]:
+  """The reference page's `## \`tfrecorder-component COMMAND\`` sections by COMMAND
+  ('' for the command itself)."""
+  parts = re.split(r'^## `tfrecorder-component ?([a-z-]*)`$', text, flags=re.M)
+  return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_the_committed_cli_reference_is_the_commands_current_options(tmp_path):
   fresh = tmp_path / 'cli.md'
   done = _run([sys.executable, os.path.join(REPO, 'scripts', 'cli-reference'), '-o',
                str(fresh)])
@@ -231,12 +360,43 @@ def test_the_committed_cli_reference_is_the_commands_current_help(tmp_path):
   text = fresh.read_text(encoding='utf-8')
   with open(CLI_PAGE, encoding='utf-8') as f:
     assert f.read() == text, 'docs/reference/cli.md is stale: run scripts/cli-reference'
-  for command in ('convert', 'validate', 'inspect'):
-    assert f'## `tfrecorder-component {command}`' in text
-    assert f'usage: tfrecorder-component {command} [-h]' in text
-  for option in ('--max-error-ratio', '--layout NAME', '--label-map PATH', '--no-report',
-                 '--contact-sheet'):
-    assert option in text, option
+  sections = _sections(text)
+  parsers = _cli_parsers()
+  assert set(sections) == set(parsers) and {'convert', 'validate', 'inspect'} <= set(parsers)
+  header = '| Option | Argument | Default | What it does |'
+  for command, parser in parsers.items():
+    section = sections[command]
+    assert f'usage: {parser.prog} ' in section, command
+    assert section.count(header) == 1, command  # one table of options a command
+    rows = [l for l in section.splitlines() if l.startswith('| `-')]
+    # Every option the parser takes is a row of the table: its first cell lists it.
+    for action in parser._actions:  # pylint: disable=protected-access
+      if action.option_strings and action.help != argparse.SUPPRESS:
+        assert any(all(f'`{o}`' in row.split(' | ')[0] for o in action.option_strings)
+                   for row in rows), (command, action.option_strings)
+    for row in rows:
+      assert row.count(' | ') == 3, row  # option, argument, default, what it does
+  # No argparse --help text: no column of options beside their help, no `options:`.
+  assert not re.search(r'^  -h, --help +show', text, re.M) and '\noptions:\n' not in text
+  convert = sections['convert']
+  for row in ('| `--max-error-ratio` | `MAX_ERROR_RATIO` | `0` | ',
+              '| `--layout` | `NAME` |', '| `--label-map` | `PATH` |',
+              '| `--runner` | `RUNNER` | `DirectRunner` | Beam runner',
+              '| `--class-map` | `JSON`\\|`PATH` |'):
+    assert row in convert, row
+  assert '| `--no-report` |' in sections['validate']
+  assert '| `--contact-sheet` |' in sections['inspect']
+
+
+def test_the_cli_reference_renders_a_table_per_command(site):
+  with open(os.path.join(site, 'reference', 'cli', 'index.html'), encoding='utf-8') as f:
+    page = f.read()
+  tables = re.findall(r'<table>.*?</table>', page, re.S)
+  options = [t for t in tables if '<th>Argument</th>\n<th>Default</th>' in t]
+  assert len(options) == len(_cli_parsers()), len(options)
+  assert any('<td><code>--max-error-ratio</code></td>' in t for t in options)
+  assert '<td><code>JSON</code>|<code>PATH</code></td>' in page  # a metavar with a pipe
+  assert '<pre><span></span><code>' in page.split('Examples')[1]  # the help's examples
 
 
 def test_the_cli_reference_check_names_a_stale_page(tmp_path):
@@ -246,7 +406,49 @@ def test_the_cli_reference_check_names_a_stale_page(tmp_path):
   script = os.path.join(REPO, 'scripts', 'cli-reference')
   done = _run([script, '--check', '-o', str(stale)])
   assert done.returncode == 1
-  assert '-  --max-errors MAX_ERROR_RATIO' in done.stdout
-  assert '+  --max-error-ratio MAX_ERROR_RATIO' in done.stdout
+  assert '-| `--max-errors` | `MAX_ERROR_RATIO` |' in done.stdout
+  assert '+| `--max-error-ratio` | `MAX_ERROR_RATIO` |' in done.stdout
   assert 'is stale: run scripts/cli-reference' in done.stderr
   assert _run([script, '--check']).returncode == 0
+
+
+def _convert_options_table() -> Dict[str, str]:
+  """{option: its default cell} of the table of convert()'s options in the Python guide."""
+  with open(os.path.join(REPO, 'docs', 'guides', 'python.md'), encoding='utf-8') as f:
+    text = f.read()
+  section = text.split('\n### Options\n', 1)[1].split('\n## ', 1)[0]
+  assert '| Option | Default | What it does |' in section
+  return dict(re.findall(r'^\| `(\w+)` \| ([^|]*) \|', section, re.M))
+
+
+def test_the_python_guide_tables_every_option_of_convert_with_its_default():
+  import ast  # pylint: disable=g-import-not-at-top
+  import inspect  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component import conversion  # pylint: disable=g-import-not-at-top
+  # convert() takes max_error_ratio and overwrite itself and hands **options to _conversion.
+  taken = {**{n: p.default for n, p in inspect.signature(conversion.convert).parameters.items()
+              if p.kind == p.KEYWORD_ONLY},
+           **{n: p.default for n, p in inspect.signature(conversion._conversion).parameters.items()  # pylint: disable=protected-access
+              if p.kind == p.KEYWORD_ONLY}}
+  table = _convert_options_table()
+  assert sorted(table) == sorted(taken), set(table) ^ set(taken)
+  for name, cell in table.items():
+    shown = ast.literal_eval(re.fullmatch(r'`([^`]+)`', cell.strip()).group(1))
+    default = taken[name]
+    assert shown == default or (isinstance(shown, dict) and dict(default) == shown), (
+        name, cell, default)
+
+
+def test_convert_links_the_guides_it_names_and_the_links_resolve(site):
+  from tfrecorder_component import conversion  # pylint: disable=g-import-not-at-top
+  doc = conversion.convert.__doc__
+  assert 'docs/guides/' not in doc  # a guide is a link, not a path
+  assert '](../guides/python.md#options)' in doc
+  assert '](../guides/output.md#class-mapping)' in doc
+  # On the site, each link from the API reference to a guide lands on a heading there.
+  with open(os.path.join(site, 'reference', 'api', 'index.html'), encoding='utf-8') as f:
+    links = set(re.findall(r'href="\.\./\.\./(guides/[\w-]+)/#([\w-]+)"', f.read()))
+  assert ('guides/python', 'options') in links and ('guides/output', 'class-mapping') in links
+  for page, anchor in links:
+    with open(os.path.join(site, page, 'index.html'), encoding='utf-8') as f:
+      assert f'id="{anchor}"' in f.read(), (page, anchor)

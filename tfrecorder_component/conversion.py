@@ -122,25 +122,26 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   writes `_SUCCESS` last: the folder never holds two runs' files, and what is not
   finished has no `_SUCCESS`. What a killed run left there is removed by the next run.
 
-  Options (all keyword): `splits` (hash buckets for rows without a split, default
-  train 8, eval 1, test 1, as a dict or pairs), and ImageExampleGen's `manifest_format`,
-  `image_root`, `feature_types`, `image_transform`, `verify_decode`,
-  `convert_unsupported`, `compression_level`, `max_pixels`, `max_bytes`, `num_shards`,
-  `shard_size_mb`, `include_masks`, `include_keypoints`, `concurrent_reads` (reads in
-  flight per worker for images on gs://, s3:// and other remote storage, default 64),
-  `label_map` (ids to keep: a label_map.pbtxt or labels.txt path, an earlier output
-  folder, a {label: id} dict or a list of labels in id order; a label it lacks fails its
-  rows unless `append_new_labels=True` gives it the next free id); `class_map` (classes
-  to keep, drop, rename or merge: {"car": "vehicle", "blurry": None, "*": None to drop
-  every class not listed}, or a .json / .yaml file of one; see docs/guides/output.md); `layouts`
-  (extra output layouts written beside TFX's GZIP shards, from them: 'tfrecord',
-  'tfds', 'array_record', 'parquet'; see `tfrecorder_component.layouts`); Beam's `runner`
-  (default DirectRunner: on local files and with no `beam_args`, the run goes without
-  Beam, a worker process per 1,000 rows up to one a core), `project`, `region`,
-  `temp_location` and extra `beam_args`; `progress_every_s` to show the run's progress
-  on stderr (rows done of the total, rate, ETA, failed rows, the stage): a live bar
-  where stderr is a terminal, else a line every `progress_every_s` seconds; None (the
-  default): only `logging` INFO lines (`tfrecorder_component.progress`).
+  Options (all keyword; [the Python guide](../guides/python.md#options) has them in a
+  table): `splits` (hash buckets for rows without a split, default train 8, eval 1, test 1,
+  as a dict or pairs), and ImageExampleGen's `manifest_format`, `image_root`,
+  `feature_types`, `image_transform`, `verify_decode`, `convert_unsupported`,
+  `compression_level`, `max_pixels`, `max_bytes`, `num_shards`, `shard_size_mb`,
+  `include_masks`, `include_keypoints`, `concurrent_reads` (reads in flight per worker for
+  images on gs://, s3:// and other remote storage, default 64), `label_map` (ids to keep: a
+  label_map.pbtxt or labels.txt path, an earlier output folder, a {label: id} dict or a list
+  of labels in id order; a label it lacks fails its rows unless `append_new_labels=True`
+  gives it the next free id); `class_map` (classes to keep, drop, rename or merge: {"car":
+  "vehicle", "blurry": None, "*": None to drop every class not listed}, or a .json / .yaml
+  file of one; see [class mapping](../guides/output.md#class-mapping)); `layouts` (extra
+  output layouts written beside TFX's GZIP shards, from them: 'tfrecord', 'tfds',
+  'array_record', 'parquet'; see `tfrecorder_component.layouts`); Beam's `runner` (default
+  DirectRunner: on local files and with no `beam_args`, the run goes without Beam, a worker
+  process per 1,000 rows up to one a core), `project`, `region`, `temp_location` and extra
+  `beam_args`; `progress_every_s` to show the run's progress on stderr (rows done of the
+  total, rate, ETA, failed rows, the stage): a live bar where stderr is a terminal, else a
+  line every `progress_every_s` seconds; None (the default): only `logging` INFO lines
+  (`tfrecorder_component.progress`).
 
   Failed rows are in `<output_dir>/report/errors.jsonl`; more than `max_error_ratio` of
   them (default 0: any) raise, naming the first ones and where the report was kept (no
