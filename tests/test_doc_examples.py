@@ -208,6 +208,15 @@ def write_fixture(folder: str) -> None:
     image(f'images/{name}', seed)
   write_text(os.path.join(folder, 'images', 'notes.jpg'), 'not an image\n')
   write_text(os.path.join(folder, 'manifest.csv'), _MANIFEST)
+  # What scripts/demo leaves in the clone (pipelines/demo_data.py), a few digits of it.
+  digits = ['split,image_uri,label']
+  for seed, (split, label) in enumerate([('TRAIN', 'zero'), ('TRAIN', 'one'),
+                                         ('VALIDATION', 'zero'), ('TEST', 'one'),
+                                         ('UNASSIGNED', 'zero'), ('UNASSIGNED', 'one')]):
+    image(f'tfx_home/data/digits/images/{label}/digit_{seed:04d}.png', 40 + seed)
+    digits.append(f'{split},images/{label}/digit_{seed:04d}.png,{label}')
+  write_text(os.path.join(folder, 'tfx_home', 'data', 'digits', 'manifest.csv'),
+             '\n'.join(digits) + '\n')
   write_text(os.path.join(folder, 'span-2.csv'), _SPAN_2)
   write_text(os.path.join(folder, 'new-photos.csv'), _NEW_PHOTOS)
   for seed, label in enumerate(['cat', 'cat', 'cat', 'dog', 'dog', 'dog']):
