@@ -289,3 +289,15 @@ def test_after_ctrl_c_the_error_line_starts_a_line_of_its_own(tmp_path, quiet):
   if not quiet:
     assert re.search(r'\d+/4 |rows', last_line), repr(last_line)  # the bar, left where it was
   assert not os.path.exists(out)
+
+
+def test_validate_lists_no_option_that_only_writing_uses(capsys):
+  """validate writes no shard: its help has no --compression-level, convert's has."""
+  from tfrecorder_component import cli as cli_lib  # pylint: disable=g-import-not-at-top
+  helps = {}
+  for command in ('validate', 'convert'):
+    with pytest.raises(SystemExit):
+      cli_lib.main([command, '--help'])
+    helps[command] = capsys.readouterr().out
+  assert '--compression-level' not in helps['validate']
+  assert '--compression-level' in helps['convert']

@@ -84,7 +84,9 @@ def _json_object(text: str) -> dict:
   return value
 
 
-def _conversion_options(parser: argparse.ArgumentParser) -> None:
+def _conversion_options(parser: argparse.ArgumentParser, writes: bool = True) -> None:
+  """The options of reading and converting a source; with `writes`, those of writing
+  records too (validate writes none)."""
   parser.add_argument('--format', dest='manifest_format',
                       help='manifest format, one of: ' + ', '.join(MANIFEST_FORMATS) +
                       ' (default: detected per file; yolo_obb is only ever named)')
@@ -103,9 +105,10 @@ def _conversion_options(parser: argparse.ArgumentParser) -> None:
                       '178,956,970)')
   parser.add_argument('--max-bytes', type=int,
                       help='refuse image files larger than this (default: 64 MiB)')
-  parser.add_argument('--compression-level', type=int, choices=range(10), metavar='0-9',
-                      help='gzip level of the shards (default 0, stored: encoded images do '
-                      'not compress)')
+  if writes:
+    parser.add_argument('--compression-level', type=int, choices=range(10), metavar='0-9',
+                        help='gzip level of the shards (default 0, stored: encoded images '
+                        'do not compress)')
   parser.add_argument('--no-verify-decode', dest='verify_decode', action='store_false',
                       help='probe headers only, do not decode every image')
   parser.add_argument('--convert-unsupported', action='store_true',
@@ -554,7 +557,7 @@ def build_parser():
                         'report.html), replacing an earlier one (default: %(default)s)')
   validate.add_argument('--no-report', action='store_true',
                         help='keep no report, only print the failed rows')
-  _conversion_options(validate)
+  _conversion_options(validate, writes=False)
   validate.set_defaults(run=cmd_validate)
   inspect = commands.add_parser(
       'inspect', help='counts per split and label, a few records and a contact sheet of '
