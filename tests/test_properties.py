@@ -34,11 +34,13 @@ JSON_VALUES = st.recursive(
 def check_items(read, text=None):
   """`read()`'s items are rows or RowErrors, each naming its own line of the file (a
   bad row never swallows the rows after it into one); or the whole file is
-  refused for columns out of AutoML's order, with the project's ManifestError saying so."""
+  refused for columns out of AutoML's order (a label first, or columns read in another
+  order), with the project's ManifestError saying so."""
   try:
     items = list(read())
   except ManifestError as e:
-    assert 'the file has no header, so its columns are read' in str(e)
+    assert ('the file has no header, so its columns are read' in str(e) or
+            'the file has no header, and its first column holds labels' in str(e)), str(e)
     return
   rows = [item.row for item in items]
   assert len(set(rows)) == len(rows), rows  # each line is one item at most
