@@ -249,16 +249,9 @@ def _voc(tree: _Tree, scratch_dir: str) -> Optional[Found]:
     # test lists before their annotations are released): written as an AutoML
     # detection CSV, whose `ML_USE,URI,,,,,,,,,` row is an image without objects.
     path = posixpath.join(scratch_dir, 'voc_images_without_annotations.csv')
-    seen = set()
-    lines = []
-    for split, uri in unannotated:
-      if uri not in seen:
-        seen.add(uri)
-        lines.append(','.join([_csv_field((split or 'UNASSIGNED').upper()), _csv_field(uri)]
-                              + [''] * 9))
-    files.write_text(path, '\n'.join(lines) + '\n')
+    count = _images_without_objects(path, unannotated)
     logging.warning('%s: %d listed images have no annotation file; converted as images '
-                 'without objects', annotations, len(lines))
+                    'without objects', annotations, count)
     chosen.append(path)
     formats[path] = 'automl_detection_csv'
   return Found('a Pascal VOC dataset', chosen, splits, roots, formats)
@@ -293,11 +286,22 @@ def _voc_folder(tree: _Tree, xmls: List[str], scratch_dir: str) -> Found:
   if not images:
     return Found('manifests', xmls, {}, {}, {})
   path = posixpath.join(scratch_dir, 'images_without_annotations.csv')
-  files.write_text(path, ''.join(f',{_csv_field(tree.path(n))},,,,,,,,,\n' for n in images))
-  logging.warning('%s: %d images have no annotation file of their name (%s, ...); converted as '
-               'images without objects', tree.root, len(images), images[0])
+  _images_without_objects(path, [(None, tree.path(n)) for n in images])
+  logging.warning('%s: %d images have no annotation file of their name (%s, ...); converted '
+                  'as images without objects', tree.root, len(images), images[0])
   return Found('Pascal VOC files beside their images', xmls + [path], {}, {},
                {path: 'automl_detection_csv'})
+
+
+def _images_without_objects(path: str, images: Sequence[Tuple[Optional[str], str]]) -> int:
+  """Writes `path`, an AutoML detection CSV of images without objects (its row
+  `ML_USE,URI,,,,,,,,,`), from (split or None, URI) pairs, each URI once; how many."""
+  lines: Dict[str, str] = {}
+  for split, uri in images:  # an image listed twice: its first split
+    lines.setdefault(uri, ','.join([_csv_field((split or 'UNASSIGNED').upper()),
+                                    _csv_field(uri)] + [''] * 9))
+  files.write_text(path, ''.join(line + '\n' for line in lines.values()))
+  return len(lines)
 
 
 def _voc_lists(root: _Tree) -> List[Tuple[str, Optional[str], List[str]]]:
@@ -440,14 +444,21 @@ def folder_manifest(root: str) -> str:
         [e.name for e in entries_in if not e.is_dir()],
         [e.name for e in entries_in if e.is_dir() and not e.name.startswith('.') and
          _holds_images(e.path)])
+  # A dangling link or a FIFO named as an image fails its row with the reason.
+  return _class_folders_csv(root, listing, by_split)
+
+
+def _class_folders_csv(root: str, listing: Dict[str, Tuple[Sequence[str], Sequence[str]]],
+                       by_split: bool) -> str:
+  """The manifest of class folders (`listing` as `_refusal` takes it, in the order to
+  write), or ManifestError: a layout `_refusal` names, or no image."""
   refused = _refusal(root, listing)
   if refused:
     raise ManifestError(refused)
   lines = ['split,image_uri,label']
-  for relative in folders:
+  for relative, (names, _) in listing.items():
     split, label = relative.split('/') if by_split else ('', relative)
-    # A dangling link or a FIFO named as an image fails its row with the reason.
-    for name in listing[relative][0]:
+    for name in names:
       if name.lower().endswith(IMAGE_EXTENSIONS):
         lines.append(','.join(_csv_field(v) for v in
                               (split.upper(), posixpath.join(relative, name), label)))
@@ -573,19 +584,7 @@ def _remote_folder_manifest(root: str) -> str:
     elif (not any(p.startswith('.') for p in parts[depth:-1])  # hidden folders skipped
           and parts[-1].lower().endswith(IMAGE_EXTENSIONS) and parts[depth] not in nested):
       nested.append(parts[depth])
-  refused = _refusal(root, listing)
-  if refused:
-    raise ManifestError(refused)
-  lines = ['split,image_uri,label']
-  for relative, (names, _) in sorted(listing.items()):
-    split, label = relative.split('/') if by_split else ('', relative)
-    for name in names:
-      if name.lower().endswith(IMAGE_EXTENSIONS):
-        lines.append(','.join(_csv_field(v) for v in
-                              (split.upper(), posixpath.join(relative, name), label)))
-  if len(lines) == 1:
-    raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
-  return '\n'.join(lines) + '\n'
+  return _class_folders_csv(root, dict(sorted(listing.items())), by_split)
 
 
 def _other_layout(tree: _Tree, scratch_dir: str) -> Optional[Found]:
