@@ -12,7 +12,6 @@ import json
 import os
 import pty
 import re
-import select
 import shlex
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import time
 import pytest
 
 from images import write_image, write_text
+from terminal import read_terminal
 from tfrecorder_component import cli
 
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
@@ -227,26 +227,18 @@ def _ctrl_c_in_a_terminal(args, env, ready, timeout=180.0):
       # The terminal becomes the session's: Ctrl-C there signals its foreground group.
       preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
   os.close(slave)
-  out, typed = b'', False
-  deadline = time.monotonic() + timeout
+  typed = False
+
+  def type_ctrl_c(out: bytes) -> None:
+    nonlocal typed
+    if not typed and ready(out.decode('utf-8', 'replace')):
+      time.sleep(0.5)  # a redraw or two of the bar
+      os.write(master, b'\x03')
+      typed = True
+
+  out = b''
   try:
-    while time.monotonic() < deadline:
-      if not typed and ready(out.decode('utf-8', 'replace')):
-        time.sleep(0.5)  # a redraw or two of the bar
-        os.write(master, b'\x03')
-        typed = True
-      readable, _, _ = select.select([master], [], [], 0.2)
-      if not readable:
-        if proc.poll() is not None:
-          break
-        continue
-      try:
-        data = os.read(master, 65536)
-      except OSError:  # EIO: every writer closed the terminal
-        break
-      if not data:
-        break
-      out += data
+    out = read_terminal(master, proc, timeout, type_ctrl_c, poll_s=0.2)
   finally:
     os.close(master)
     if proc.poll() is None:

@@ -6,12 +6,10 @@ import fcntl
 import os
 import pty
 import re
-import select
 import struct
 import subprocess
 import sys
 import termios
-import time
 
 import apache_beam as beam
 import pytest
@@ -19,6 +17,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from images import write_image, write_text
+from terminal import read_terminal
 from tfrecorder_component.beam.pipeline import ConvertManifests
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.run import LOCAL_WORKERS_ENV
@@ -68,22 +67,8 @@ def _run_in_pty(args, env, timeout: float = 120.0, columns: int = 120):
   proc = subprocess.Popen(COMMAND + args, stdin=subprocess.DEVNULL, stdout=slave,
                           stderr=slave, env=env, cwd=REPO)
   os.close(slave)
-  out = b''
-  deadline = time.monotonic() + timeout
   try:
-    while time.monotonic() < deadline:
-      ready, _, _ = select.select([master], [], [], 0.5)
-      if not ready:
-        if proc.poll() is not None:
-          break
-        continue
-      try:
-        data = os.read(master, 65536)
-      except OSError:  # EIO: every writer closed the terminal
-        break
-      if not data:
-        break
-      out += data
+    out = read_terminal(master, proc, timeout)
   finally:
     os.close(master)
     rc = proc.wait(timeout=30)

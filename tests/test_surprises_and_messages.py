@@ -5,31 +5,17 @@ split asked for that got no record), and the refusals a new user meets say what 
 row failed, a `label,image_uri` file named as such, the command's flags named).
 Everything runs the command (or `convert()`) on real files."""
 import ast
-import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from images import write_image, write_text
+from test_warnings_and_refusals import refusal_lines, run_cli, summary_of
 import tfrecorder_component as trc
 from tfrecorder_component import splits as splits_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
-REFUSAL_LINES = 5
-
-
-def run_cli(*args, timeout=300):
-  return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
-
-
-def summary_of(output_dir):
-  with open(os.path.join(output_dir, 'report', 'summary.json'), encoding='utf-8') as f:
-    return json.load(f)
 
 
 def warning_lines(stderr, text):
@@ -40,14 +26,6 @@ def warning_lines(stderr, text):
 def images(folder, names):
   for i, name in enumerate(names):
     write_image(os.path.join(folder, name), height=16, width=16, seed=i)
-
-
-def refusal_lines(done):
-  assert done.returncode == 1, (done.returncode, done.stdout, done.stderr[-3000:])
-  assert 'Traceback' not in done.stderr
-  lines = done.stderr.strip().splitlines()
-  assert lines[0].startswith('error: ') and len(lines) <= REFUSAL_LINES, done.stderr
-  return lines
 
 
 # --- A1: an unquoted comma in a label ----------------------------------------------------
