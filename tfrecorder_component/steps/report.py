@@ -185,15 +185,10 @@ FILES_NAMED = 3
 def _objects_from(sources) -> str:
   """Where the run's manifests' objects were looked for, and what to check, in words:
   each format's `objects_from` (YOLO: its label folders), else the files themselves."""
-  from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
   by_format: Dict[str, List[Any]] = {}
   for source in sources:
     try:
-      if source.format:
-        spec = registry.by_name(source.format)
-      else:
-        with files.open_file(source.path) as f:
-          spec = registry.detect(source.path, f.read(2**16).decode('utf-8-sig', 'replace'))
+      spec = _format_of(source)
     except Exception:  # pylint: disable=broad-except  (a warning never fails a run)
       spec = None
     by_format.setdefault(spec.name if spec else '', []).append((spec, source))
@@ -252,13 +247,13 @@ def _listed(names: List[str], shown: int = NAMES_SHOWN) -> str:
   return text + (f' and {len(names) - shown:,} more' if len(names) > shown else '')
 
 
-def _format_of(source) -> Optional[str]:
-  """The name of a ManifestSource's format, given or detected; None if unknown."""
+def _format_of(source):
+  """A ManifestSource's format (`ManifestFormat`), given or detected from its head."""
   from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
   if source.format:
-    return source.format
+    return registry.by_name(source.format)
   with files.open_file(source.path) as f:
-    return registry.detect(source.path, f.read(2**16).decode('utf-8-sig', 'replace')).name
+    return registry.detect(source.path, f.read(2**16).decode('utf-8-sig', 'replace'))
 
 
 def _multi_label_warning(source) -> Optional[str]:
@@ -267,7 +262,7 @@ def _multi_label_warning(source) -> Optional[str]:
   import io  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.manifest import automl_csv  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.policy import one_line  # pylint: disable=g-import-not-at-top
-  if _format_of(source) != automl_csv.FORMAT.name:
+  if _format_of(source).name != automl_csv.FORMAT.name:
     return None
   with files.open_file(source.path) as f:
     counts = automl_csv.label_counts(source.path, io.TextIOWrapper(
