@@ -1,14 +1,16 @@
 """Package definition for tfrecorder-component.
 
-Two installs:
-- `pip install tfrecorder-component`: the conversion core (CLI, `convert()`, the pandas
-  accessor, the manifests, the Beam transforms) on Python 3.10 to 3.13, with Beam,
-  Pillow, pandas, protobuf, google-crc32c and pycocotools only.
-- `pip install "tfrecorder-component[gcp]"` / `[aws]`: Beam's Cloud Storage / S3 file
-  systems for manifests and outputs there.
-- `pip install "tfrecorder-component[tfx]"`: adds the TFX component (TFX 1.16 to 1.21,
-  the two tested ends, with what KubeflowV2DagRunner needs where TFX offers it) and
-  TensorFlow, which `load_dataset` reads with.
+- `pip install tfrecorder-component`: the conversion core on Python 3.10 to 3.13: the
+  CLI, `convert()`, `validate`, `inspect`, the manifest formats and the Beam-free engine
+  that converts, validates and inspects local files on this machine's cores. Pillow,
+  numpy, protobuf, google-crc32c, pycocotools, PyYAML and tqdm only (under 100 MB).
+- Extras (`tfrecorder_component/extras.py` names the one a path needs when it is
+  missing): `[beam]` another runner or Beam arguments; `[gcp]` gs:// and Dataflow;
+  `[aws]` s3://; `[pandas]` DataFrames and the `df.tensorflow` accessor; `[parquet]`,
+  `[tfds]`, `[array_record]` those output layouts.
+- `pip install "tfrecorder-component[tfx]"`: the TFX component (TFX 1.16 to 1.21, the
+  two tested ends, with what KubeflowV2DagRunner needs where TFX offers it), TensorFlow
+  (`load_dataset`), Beam with [gcp], and pandas.
 
 Ranges are kept loose (known to work) so the package installs into an existing TFX
 image; the exact, tested sets are the lock files in requirements/.
@@ -18,6 +20,8 @@ import os
 from setuptools import find_packages, setup
 
 BEAM = 'apache-beam>=2.59,<2.78'
+BEAM_WITH = BEAM.replace('apache-beam', 'apache-beam[{}]')
+PANDAS = 'pandas>=1.5'
 
 setup(
     name='tfrecorder-component',
@@ -30,9 +34,8 @@ setup(
     python_requires='>=3.10,<3.14',
     packages=find_packages(include=['tfrecorder_component', 'tfrecorder_component.*']),
     install_requires=[
-        BEAM,
         'pillow>=10',
-        'pandas>=1.5',
+        'numpy>=1.22',
         'protobuf>=3.20.3,<7',
         'google-crc32c>=1.5',
         'pycocotools>=2.0.7',  # COCO instance masks (include_masks)
@@ -40,17 +43,21 @@ setup(
         'tqdm>=4.66',  # the command's progress bar
     ],
     extras_require={
-        # tfx[kfp] brings kfp where TFX offers it (TFX 1.21: Python < 3.12).
-        'tfx': ['tfx[kfp]>=1.16,<1.22', BEAM.replace('apache-beam', 'apache-beam[gcp]')],
-        # Cloud Storage and Dataflow for the core alone.
-        'gcp': [BEAM.replace('apache-beam', 'apache-beam[gcp]')],
-        # S3 and S3-compatible stores (MinIO) for manifests and outputs: Beam's S3 file
-        # system (boto3). Images on s3:// are read with pyarrow, which Beam brings.
-        'aws': [BEAM.replace('apache-beam', 'apache-beam[aws]')],
-        # The extra output layouts' writers (`--layout tfds`, `--layout array_record`);
-        # `tfrecord` and `parquet` need nothing more (pyarrow comes with Beam).
+        # Beam itself: another runner, Beam arguments, `tfrecorder_component.beam`.
+        'beam': [BEAM],
+        # gs:// (Beam's GCS file system; images read with pyarrow's client, which Beam
+        # brings) and the DataflowRunner.
+        'gcp': [BEAM_WITH.format('gcp')],
+        # s3:// and S3-compatible stores (MinIO): Beam's S3 file system (boto3).
+        'aws': [BEAM_WITH.format('aws')],
+        # DataFrames: `convert(df, ...)` and the `df.tensorflow` accessor.
+        'pandas': [PANDAS],
+        # The extra output layouts' writers (`--layout parquet|tfds|array_record`).
+        'parquet': ['pyarrow>=12'],
         'tfds': ['tensorflow-datasets>=4.9,<5'],
         'array_record': ['array-record>=0.5'],
+        # tfx[kfp] brings kfp where TFX offers it (TFX 1.21: Python < 3.12).
+        'tfx': ['tfx[kfp]>=1.16,<1.22', BEAM_WITH.format('gcp'), PANDAS],
     },
     entry_points={'console_scripts': ['tfrecorder-component=tfrecorder_component.cli:main']},
     license='Apache-2.0',

@@ -301,7 +301,8 @@ def test_a_missing_array_record_package_is_a_usage_error(monkeypatch):
   for name in [m for m in sys.modules if m == 'array_record' or m.startswith('array_record.')]:
     monkeypatch.delitem(sys.modules, name)
   monkeypatch.setitem(sys.modules, 'array_record', None)  # what `import` finds missing
-  with pytest.raises(UsageError, match='pip install array-record'):
+  with pytest.raises(UsageError, match=r"\[array_record\] extra.*pip install "
+                                        r"'tfrecorder-component\[array_record\]'"):
     check_layouts(['array_record'])
   assert check_layouts(['parquet']) == ('parquet',)
 

@@ -352,13 +352,16 @@ def test_an_output_on_s3_holds_the_same_dataset(tmp_path, s3_bucket):
   assert {s: len(v) for s, v in got['down'].items()} == {'train': 3, 'test': 1}
 
 
+TFDS_EXTRA = r"\[tfds\] extra.*pip install 'tfrecorder-component\[tfds\]'"
+
+
 def test_without_tensorflow_datasets_the_layout_is_refused_before_the_run(tmp_path,
                                                                           monkeypatch):
   monkeypatch.setitem(sys.modules, 'tensorflow_datasets', None)  # as if not installed
-  with pytest.raises(UsageError, match='pip install tensorflow-datasets'):
+  with pytest.raises(UsageError, match=TFDS_EXTRA):
     tfds_layout.check_available()
   write_image(str(tmp_path / 'a.png'), 'PNG')
-  with pytest.raises(UsageError, match='pip install tensorflow-datasets'):
+  with pytest.raises(UsageError, match=TFDS_EXTRA):
     trc.convert(pd.DataFrame([{'image_uri': str(tmp_path / 'a.png'), 'label': 'x'}]),
                 str(tmp_path / 'out'), layouts=['tfds'])
   assert not os.path.exists(tmp_path / 'out' / 'Split-train')

@@ -11,8 +11,9 @@ TensorFlow until a name is used):
 - `read_label_map(examples_uri)`: {label: id} of an Examples artifact.
 - `convert(source, output_dir, ...)`: a DataFrame, manifest or image folder to TFRecords
   without a pipeline; `df.tensorflow.to_tfrecord(output_dir, ...)` is the same call as a
-  pandas accessor, registered on import (pandas is loaded; not in the
-  `tfrecorder-component` command, which takes no DataFrame and would wait 0.3 s for it).
+  pandas accessor, registered on import where pandas is installed (the [pandas] extra;
+  not in the `tfrecorder-component` command, which takes no DataFrame and would wait
+  0.3 s for it).
 - `load_dataset(examples, split, batch_size, image_size, ...)`: a `tf.data.Dataset` of
   (image, label) batches for Keras or a Trainer's `run_fn`.
 - `feature_spec(examples)`, `parse_fn(examples)`: the records' tf.io feature spec (from
@@ -24,6 +25,7 @@ TensorFlow until a name is used):
   `Examples`, with ExampleGen's properties (`split_names` from its `examples.json`).
 """
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -56,7 +58,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-if not _COMMAND:
+if not _COMMAND and importlib.util.find_spec('pandas') is not None:  # the [pandas] extra
   from tfrecorder_component import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
 
 
@@ -76,7 +78,8 @@ def __getattr__(name):
       missing = (e.name or '').split('.')[0]
       if missing in _EXTRAS:
         raise ImportError(f'{name}: {_EXTRAS[missing]}') from None
-      raise
+      from tfrecorder_component import extras  # pylint: disable=g-import-not-at-top
+      raise extras.for_missing_module(e, name) from None
     return getattr(module, name)
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 

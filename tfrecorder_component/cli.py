@@ -32,6 +32,7 @@ import tempfile
 import warnings
 from typing import List, Optional
 
+from tfrecorder_component import extras as extras_lib
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
 from tfrecorder_component import policy
@@ -614,6 +615,9 @@ def _main(argv: Optional[List[str]] = None) -> int:
   except (policy.TooManyFailedRows, ManifestError) as e:  # the data failed: exit 1
     print(refusal(str(e)), file=sys.stderr)
     return 1
+  except extras_lib.MissingExtra as e:  # a path needs an extra that is not installed: exit 2
+    print(refusal(str(e)), file=sys.stderr)
+    return 2
   except (ValueError, RuntimeError, OSError) as e:  # what was asked cannot be done: exit 2
     from tfrecorder_component.files import describe_os_error  # pylint: disable=g-import-not-at-top
     print(refusal(describe_os_error(e, getattr(args, 'output_dir', None)) or str(e)),

@@ -18,7 +18,7 @@ import shutil
 import time
 from typing import BinaryIO, Callable, Iterable, List, Optional
 
-from tfrecorder_component import storage
+from tfrecorder_component import extras, storage
 from tfrecorder_component.errors import RowError
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -96,8 +96,11 @@ _ADVICE = {
 
 
 
-def file_systems():
-  """Beam's `FileSystems`, imported when a path that is not local needs it."""
+def file_systems(uri: str = ''):
+  """Beam's `FileSystems`, imported when a path that is not local (`uri`) needs it; a
+  MissingExtra names the extra its scheme needs where that is not installed."""
+  if uri:
+    extras.require_for_uri(uri)
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   return FileSystems
 
@@ -115,14 +118,14 @@ def absolute(path: str) -> str:
 
 def join(path: str, *parts: str) -> str:
   """`path` joined with `parts`, as Beam's `FileSystems.join` joins them."""
-  return os.path.join(path, *parts) if is_local(path) else file_systems().join(path, *parts)
+  return os.path.join(path, *parts) if is_local(path) else file_systems(path).join(path, *parts)
 
 
 def open_file(path: str) -> BinaryIO:
   """`path` opened for reading bytes, as they are (no decompression)."""
   if is_local(path):
     return open(path, 'rb')
-  return file_systems().open(path, compression_type='uncompressed')
+  return file_systems(path).open(path, compression_type='uncompressed')
 
 
 def create_file(path: str) -> BinaryIO:
@@ -135,7 +138,7 @@ def create_file(path: str) -> BinaryIO:
     if writer is not None:
       return writer
   storage.prepare_file_systems(path)
-  return file_systems().create(path, mime_type='application/octet-stream',
+  return file_systems(path).create(path, mime_type='application/octet-stream',
                                compression_type='uncompressed')
 
 
@@ -148,18 +151,18 @@ def rename(source: str, target: str) -> None:
     storage.move_object(source, target)
   else:
     storage.prepare_file_systems(source)
-    file_systems().rename([source], [target])
+    file_systems(source).rename([source], [target])
 
 
 def exists(path: str) -> bool:
-  return os.path.exists(path) if is_local(path) else file_systems().exists(path)
+  return os.path.exists(path) if is_local(path) else file_systems(path).exists(path)
 
 
 def size(path: str) -> int:
   """The size of the file at `path`, in bytes."""
   if is_local(path):
     return os.path.getsize(path)
-  return file_systems().match([path])[0].metadata_list[0].size_in_bytes
+  return file_systems(path).match([path])[0].metadata_list[0].size_in_bytes
 
 
 def has_glob(pattern: str) -> bool:
@@ -178,10 +181,10 @@ def match(pattern: str) -> List[str]:
     except (FileNotFoundError, NotADirectoryError):
       return []
     return [os.path.join(folder, n) for n in names if os.path.isfile(os.path.join(folder, n))]
-  from apache_beam.io.filesystem import BeamIOError  # pylint: disable=g-import-not-at-top
   storage.prepare_file_systems(pattern)
+  from apache_beam.io.filesystem import BeamIOError  # pylint: disable=g-import-not-at-top
   try:
-    return [m.path for m in file_systems().match([pattern])[0].metadata_list]
+    return [m.path for m in file_systems(pattern).match([pattern])[0].metadata_list]
   except BeamIOError:
     return []
 
@@ -201,7 +204,7 @@ def remove(path: str) -> None:
     storage.prepare_file_systems(path)
     found = match(path) + [path.rstrip('/') + '/' + p for p in list_objects(path)]
     if found:
-      file_systems().delete(sorted(set(found)))
+      file_systems(path).delete(sorted(set(found)))
   elif os.path.lexists(path):
     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 

@@ -12,6 +12,7 @@ import logging
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from tfrecorder_component import extras
 from tfrecorder_component import files
 from tfrecorder_component import layout
 from tfrecorder_component import storage
@@ -316,6 +317,18 @@ def _convert_without_beam(sources, split_dirs, label_dir, report_dir,
     files.remove(layout.work_dir(report_dir))
 
 
+def _require_beam(beam_args: Sequence[str]) -> None:
+  """A run that goes to Beam (`local_workers` 0) needs Beam installed: the [beam] extra,
+  or [gcp] for the DataflowRunner."""
+  runner = _runner(list(beam_args or ()))
+  if runner in ('DataflowRunner', 'dataflow'):
+    extras.require('gcp', 'the DataflowRunner')
+  elif runner in ('DirectRunner', 'direct'):
+    extras.require('beam', "a run on Beam's DirectRunner (which the Beam arguments ask for)")
+  else:
+    extras.require('beam', f'the {runner}')
+
+
 def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, report_dir,
                     options: ConversionOptions, progress: Progress) -> Dict[str, Any]:
   manifests = [s.path for s in sources]
@@ -333,6 +346,7 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
         progress.stage('uploading')
         staged.publish()
   else:
+    _require_beam(beam_args)
     try:
       progress.stage('converting (Beam pipeline)', counted=True)
       from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top

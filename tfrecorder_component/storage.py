@@ -30,6 +30,8 @@ import threading
 import urllib.parse
 from typing import Any, BinaryIO, Dict, Optional, Tuple
 
+from tfrecorder_component import extras
+
 __all__ = ['is_object_store', 'is_remote', 'open_object', 'client_for', 'prepare_file_systems',
            'missing_bucket', 'gcs_anonymous', 'RETRY_SECONDS']
 
@@ -113,6 +115,9 @@ def prepare_file_systems(*uris: str) -> None:
   client then reads the endpoint and keys from the environment), and GCS's would parse
   the command line as Beam arguments and warn about every word. Cheap to call again."""
   global _beam_primed
+  for uri in uris:
+    if is_remote(uri):
+      extras.require_for_uri(uri)
   if 'apache_beam' in sys.modules or any(is_remote(u) for u in uris):
     _let_beam_write_empty_s3_objects()  # not worth importing Beam for, where it is unused
   if any(is_remote(u) for u in uris):
@@ -221,12 +226,14 @@ def open_object(uri: str) -> BinaryIO:
   """A file object reading `uri` from its start: one request for gs:// and s3:// (Arrow's
   clients), Beam's `FileSystems.open` for every other scheme and for local paths."""
   if is_object_store(uri):
+    extras.require_for_uri(uri)
     client = _client(uri[:2])
     if client is not None:
       # compression=None: Arrow would otherwise decompress an object named *.gz or *.bz2.
       return client.open_input_stream(_arrow_path(uri), compression=None)
   if '://' not in uri or uri.startswith('file://'):
     return _open_local(uri[len('file://'):] if uri.startswith('file://') else uri)
+  extras.require_for_uri(uri)
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   return FileSystems.open(uri, compression_type='uncompressed')
 

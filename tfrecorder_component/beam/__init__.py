@@ -14,7 +14,11 @@ Every process that runs these transforms imports this package: with a storage em
 set (STORAGE_EMULATOR_HOST), Beam's GCS client there connects anonymously at once
 instead of retrying credential discovery for about 21 s (`storage`).
 """
-import apache_beam as _beam  # pylint: disable=unused-import
+try:
+  import apache_beam as _beam  # pylint: disable=unused-import
+except ModuleNotFoundError as _e:
+  from tfrecorder_component import extras as _extras
+  raise _extras.for_missing_module(_e, 'tfrecorder_component.beam') from None
 
 from tfrecorder_component import storage as _storage
 

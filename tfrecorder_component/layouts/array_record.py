@@ -24,20 +24,23 @@ import shutil
 import tempfile
 from typing import Any, Dict, List
 
-from tfrecorder_component import files
+from tfrecorder_component import extras, files
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.layouts.base import split_files
 
 FOLDER = 'array_record'
 REQUIRES = ()
 WRITER_OPTIONS = 'group_size:1,uncompressed'
-PIP = 'pip install array-record'
+PIP = "pip install 'tfrecorder-component[array_record]'"
 SUFFIXES = ('',)
 
 
 def check_available() -> None:
   try:
     importlib.import_module('array_record.python.array_record_module')
+  except ModuleNotFoundError as e:
+    raise UsageError(extras.message('the array_record layout', 'array_record') +
+                     ' (Grain, which reads it: pip install grain)') from e
   except ImportError as e:
     raise UsageError(f'the array_record layout needs the array-record package, which cannot '
                      f'be imported here ({e}): {PIP} (Grain, which reads it: pip install '

@@ -32,7 +32,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from tfrecorder_component import files
+from tfrecorder_component import extras, files
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.layouts.base import split_files
 
@@ -56,9 +56,11 @@ _HF_DTYPES = {'bytes': 'binary', 'int64': 'int64', 'float': 'float32'}
 def check_available() -> None:
   try:
     import pyarrow.parquet  # pylint: disable=g-import-not-at-top,unused-import
+  except ModuleNotFoundError as e:
+    raise UsageError(extras.message('the parquet layout', 'parquet')) from e
   except ImportError as e:
     raise UsageError(f'the parquet layout needs pyarrow, which cannot be imported here ({e}): '
-                     f'pip install pyarrow') from e
+                     f'{extras.install_command("parquet")}') from e
 
 
 def shard_name(split: str, index: int, count: int) -> str:

@@ -47,6 +47,7 @@ import tempfile
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from tfrecorder_component import example_proto
+from tfrecorder_component import extras
 from tfrecorder_component import files
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.layouts.base import DATASET_NAME, split_files
@@ -84,9 +85,7 @@ def check_available() -> None:
   """Whether TFDS is installed; imported later (`prepare`), as the records are written:
   half a second that a run's first row need not wait for."""
   if importlib.util.find_spec('tensorflow_datasets') is None:
-    raise UsageError('the tfds layout needs TensorFlow Datasets: pip install '
-                     'tensorflow-datasets (ModuleNotFoundError: No module named '
-                     "'tensorflow_datasets')")
+    raise UsageError(extras.message('the tfds layout (TensorFlow Datasets)', 'tfds'))
 
 
 def prepare() -> None:
