@@ -393,6 +393,35 @@ def test_load_dataset_feeds_keras_fit(tmp_path):
   assert history.history['loss'][-1] < history.history['loss'][0]
 
 
+def test_a_cached_shuffled_dataset_comes_in_another_order_each_epoch_in_every_label_mode(
+    tmp_path):
+  """Cached after a shuffle, every epoch would repeat the first one's order; the cache
+  holds the decoded records and the shuffle follows it. Same elements, same structure
+  as without the cache, whatever the label part is."""
+  for i in range(24):
+    solid(str(tmp_path / f'{i}.png'), (10 * i, 0, 0), size=(6, 5))
+  write_text(str(tmp_path / 'single.csv'), ''.join(
+      f'TRAIN,{i}.png,{("cat", "dog")[i % 2]}\n' for i in range(24)))
+  write_text(str(tmp_path / 'multi.csv'), ''.join(
+      f'TRAIN,{i}.png,cat{",dog" if i % 3 == 0 else ""}\n' for i in range(24)))
+  write_text(str(tmp_path / 'boxes.csv'), ''.join(
+      f'TRAIN,{i}.png,cat,0.1,0.2,,,0.5,0.6,,\n' + (f'TRAIN,{i}.png,dog,0,0,,,1,1,,\n' * (i % 3))
+      for i in range(24)))
+  for name in ('single', 'multi', 'boxes'):
+    trc.convert(str(tmp_path / f'{name}.csv'), str(tmp_path / name))
+  for name, labels in (('single', 'id'), ('multi', 'multi_hot'), ('multi', 'ragged'),
+                       ('boxes', 'boxes')):
+    load = lambda **kw: trc.load_dataset(str(tmp_path / name), 'train', batch_size=5,
+                                         image_size=(4, 4), labels=labels, **kw)
+    plain, cached = load(), load(shuffle_buffer=24, cache=True)
+    assert cached.element_spec == plain.element_spec, (labels, cached.element_spec)
+    # An image's red channel (10 * i / 255, resized alike) names its record.
+    epochs = [[round(float(r) * 25.5) for images, _ in cached for r in images[:, 0, 0, 0]]
+              for _ in range(3)]
+    assert all(sorted(e) == list(range(24)) for e in epochs), (labels, epochs)
+    assert len({tuple(e) for e in epochs}) == 3, (labels, epochs)
+
+
 def test_detection_problems_show_in_the_summary_the_report_and_the_contact_sheets(tmp_path):
   from PIL import Image  # pylint: disable=g-import-not-at-top
   for name in ('a', 'b'):

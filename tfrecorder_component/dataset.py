@@ -5,8 +5,8 @@
     model.fit(ds, epochs=5)
 
 Shards are read with parallel interleave, records parsed per batch, images decoded and
-resized in parallel maps, and batches prefetched; `cache=True` keeps decoded batches
-after the first epoch.
+resized in parallel maps, and batches prefetched; `cache=True` keeps the decoded
+records after the first epoch (and, with `shuffle_buffer`, shuffles them anew each one).
 
 For a pipeline of one's own, every key of the records parsed as written:
 
@@ -240,8 +240,9 @@ def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'tr
   - 'auto' (default): 'boxes' for detection records, 'multi_hot' if one of the first
     1,000 records has several labels, else 'id'.
 
-  `shuffle_buffer` > 0 shuffles shards and records; `cache` keeps decoded batches in
-  memory after the first pass; `repeat` repeats forever.
+  `shuffle_buffer` > 0 shuffles shards and records; `cache` keeps the decoded records
+  in memory after the first pass (shuffled again on each pass when `shuffle_buffer` >
+  0); `repeat` repeats forever.
   """
   if labels not in LABEL_MODES:
     raise ValueError(f'labels must be one of {", ".join(LABEL_MODES)}, got {labels!r}')
@@ -256,7 +257,11 @@ def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'tr
       lambda f: tf.data.TFRecordDataset(f, compression_type='GZIP'),
       cycle_length=tf.data.AUTOTUNE, num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=shuffle_buffer <= 0)
-  if shuffle_buffer > 0:
+  # Cached and shuffled: the decoded records are cached one by one and shuffled after
+  # the cache, so each pass over the cache comes in another order (shuffled before it,
+  # every epoch would repeat the first one's batches).
+  reshuffle = cache and shuffle_buffer > 0
+  if shuffle_buffer > 0 and not reshuffle:
     dataset = dataset.shuffle(shuffle_buffer)
   features = {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)}
   if labels == 'boxes':
@@ -270,7 +275,12 @@ def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'tr
   dataset = dataset.map(lambda f: (decode_images(f[IMAGE_KEY], size, channels),
                                    _label_part(f, labels, label_key, num_classes)),
                         num_parallel_calls=tf.data.AUTOTUNE)
-  if cache:
+  if reshuffle:
+    # ragged_batch batches the ragged label parts (`ragged`, `boxes`) as parse_example
+    # made them, with int32 row splits, and the dense ones as `batch` does.
+    dataset = dataset.unbatch().cache().shuffle(shuffle_buffer).ragged_batch(
+        batch_size, drop_remainder=drop_remainder, row_splits_dtype=tf.int32)
+  elif cache:
     dataset = dataset.cache()
   if repeat:
     dataset = dataset.repeat()
