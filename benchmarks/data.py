@@ -1,14 +1,10 @@
-"""Synthetic benchmark images: 256x256 JPEGs of about 34 KB, each distinct; and the
-choice between them and the photo-like images (benchmarks/photos.py), the default.
+"""Synthetic benchmark images: 256x256 JPEGs of about 34 KB, each distinct.
 
 Each image is a smooth colour field plus noise, shifted and patched per image so that
 no two files share bytes. Generation runs in parallel processes and is cached: a folder
-made for 50,000 images serves every smaller N (the first N files).
-
-Each image set is a module with the same functions (`generate(root, n)`,
-`image_path(root, i)`, `write_manifest(root, n)`) and `DEFAULT_ROOT`, `DESCRIPTION`,
-`SHORT`, `MEAN_KB`: `image_set(name)` returns it, `add_arguments` gives a part
-`--image-set photo|synthetic` and `--data`, `resolve(args)` the set and its folder.
+made for 50,000 images serves every smaller N (the first N files). The layout and the
+manifests are shared with the photo-like images (benchmarks/photos.py); the choice
+between the two sets is benchmarks/image_sets.py.
 """
 from __future__ import annotations
 
@@ -16,7 +12,6 @@ import csv
 import io
 import multiprocessing
 import os
-import sys
 from typing import Optional
 
 import numpy as np
@@ -28,8 +23,6 @@ DESCRIPTION = ('synthetic 256x256 JPEGs (benchmarks/data.py: smooth colour field
                'noise, about 34 KB, quality 90, baseline 4:2:0)')
 SHORT = 'synthetic 256x256 JPEGs (about 34 KB)'
 MEAN_KB = 36
-IMAGE_SETS = ('photo', 'synthetic')
-DEFAULT_SET = 'photo'
 SIZE = 256
 LABELS = [f'class_{i}' for i in range(10)]
 _BASES = 16
@@ -88,32 +81,3 @@ def write_manifest(root: str, n: int) -> str:
     for i in range(n):
       writer.writerow(['', os.path.relpath(image_path(root, i), root), LABELS[i % len(LABELS)]])
   return path
-
-
-def image_set(name: str):
-  """The module that makes image set `name`: benchmarks.photos or this one."""
-  if name == 'photo':
-    from benchmarks import photos  # pylint: disable=g-import-not-at-top
-    return photos
-  if name == 'synthetic':
-    return sys.modules[__name__]
-  raise ValueError(f'unknown image set {name!r}: one of {", ".join(IMAGE_SETS)}')
-
-
-def add_arguments(parser) -> None:
-  """`--image-set` and `--data` (default: the set's own cache folder)."""
-  parser.add_argument('--image-set', choices=IMAGE_SETS, default=DEFAULT_SET,
-                      help='photo: crops of real photographs, about 366 px and 53 KB '
-                      '(benchmarks/photos.py); synthetic: 256x256 colour fields, about '
-                      '34 KB (benchmarks/data.py)')
-  parser.add_argument('--data', default=None,
-                      help='the image folder (default: benchmarks/out/photos for photo, '
-                      'benchmarks/out/data for synthetic)')
-
-
-def resolve(args):
-  """The image set `args` names; fills in `args.data` with its folder when not given."""
-  images = image_set(args.image_set)
-  if not args.data:
-    args.data = images.DEFAULT_ROOT
-  return images

@@ -47,9 +47,9 @@ def _command(kind: str, manifest: str, out: str, cores: int) -> List[str]:
 
 def measure(data_root: str, sizes: List[int], repeats: int, scratch: str,
             image_set: str = 'photo') -> Dict:
-  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
   import tfrecord_digest  # pylint: disable=g-import-not-at-top
-  data = data_lib.image_set(image_set)
+  data = image_sets.image_set(image_set)
   n2 = sizes[-1]
   data.generate(data_root, n2)
   manifests = {n: data.write_manifest(data_root, n) for n in sizes}
@@ -155,15 +155,15 @@ def main(argv=None) -> Dict:
   parser.add_argument('--sizes', default='5000,20000',
                       help='N values; the steady rate is taken between the two largest')
   parser.add_argument('--repeats', type=int, default=3)
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
-  data.add_arguments(parser)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  image_sets.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'engines'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
   sizes = sorted({int(v) for v in args.sizes.split(',') if v.strip()})
   if len(sizes) < 2 or args.repeats < 1:
     parser.error('need two sizes or more and one repeat or more')
-  data.resolve(args)
+  image_sets.resolve(args)
   got = measure(args.data, sizes, args.repeats, args.scratch, args.image_set)
   figs = figures(got)
   report.write_part(args.results, 'engines.md', markdown(got, figs))

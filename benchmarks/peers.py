@@ -116,7 +116,7 @@ def command(method: str, manifest: str, out: str, peers: Optional[str]) -> List[
   if method == 'localdag':
     return procs.python('-m', 'benchmarks.localdag', manifest, out)
   if method == 'naive_gzip':
-    return procs.python('-m', 'benchmarks.run', '--worker', 'naive_gzip', manifest, out)
+    return procs.python('-m', 'benchmarks.throughput', '--worker', 'naive_gzip', manifest, out)
   if method == 'floor':
     return procs.python(os.path.join(PEERS, 'floor.py'), manifest, out, '2')
   script = {'tfds': 'tfds_images.py', 'ray': 'ray_images.py',
@@ -215,8 +215,8 @@ def plan(sizes: List[int], methods: List[str], largest: List[str],
 
 
 def measure_all(args: argparse.Namespace) -> Dict[str, object]:
-  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
-  data = data_lib.image_set(args.image_set)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  data = image_sets.image_set(args.image_set)
   sizes = sorted(int(s) for s in args.sizes.split(','))
   todo = plan(sizes, args.methods.split(','), args.methods_at_largest.split(','),
               args.largest_from)
@@ -343,14 +343,14 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument('--methods-at-largest', default=','.join(LARGEST),
                       help='the only methods run at sizes of --largest-from images or more')
   parser.add_argument('--largest-from', type=int, default=100_000)
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
-  data.add_arguments(parser)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  image_sets.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'scratch'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   parser.add_argument('--report-only', action='store_true',
                       help='rewrite peers.md and peers.png from peers.json')
   args = parser.parse_args(argv)
-  data.resolve(args)
+  image_sets.resolve(args)
   unknown = (set(args.methods.split(',')) | set(args.methods_at_largest.split(','))) - set(METHODS)
   if unknown:
     parser.error(f'unknown method: {", ".join(sorted(unknown))}')

@@ -41,7 +41,7 @@ from typing import Any, Dict, List
 
 import psutil
 
-from benchmarks import data as data_lib
+from benchmarks import image_sets
 from benchmarks import procs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -186,7 +186,7 @@ def main(argv=None) -> int:
   parser.add_argument('--limit', type=int, default=5_000)
   parser.add_argument('--readers', default=','.join(READERS),
                       help='loaders to time (none: only the writing part)')
-  data_lib.add_arguments(parser)
+  image_sets.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'scratch'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   parser.add_argument('--report-only', action='store_true')
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
   saved_path = os.path.join(HERE, 'out', 'readers.json')
   if not args.report_only:
     readers = [r for r in args.readers.split(',') if r and r != 'none']
-    data = data_lib.resolve(args)
+    data = image_sets.resolve(args)
     data.generate(args.data, args.images)
     manifest = data.write_manifest(args.data, args.images)
     os.makedirs(args.scratch, exist_ok=True)

@@ -173,8 +173,8 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
             scratch: str, image_set: str = 'photo', stores: Sequence[str] = tuple(STORES)
             ) -> Dict:
   """Every run (see the module); returns {'runs': [...], 'identical': {store: bool}, ...}."""
-  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
-  data = data_lib.image_set(image_set)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  data = image_sets.image_set(image_set)
   import tfrecord_digest  # pylint: disable=g-import-not-at-top
   if not {CONVERTER_CORE, SERVER_CORE} <= os.sched_getaffinity(0):
     raise RuntimeError(f'this part needs cores {CONVERTER_CORE} and {SERVER_CORE}; '
@@ -380,8 +380,8 @@ def main(argv=None) -> Dict:
   parser.add_argument('--latencies', default='20', help='ms the proxy adds a request')
   parser.add_argument('--stores', default=','.join(STORES),
                       help=f'of {", ".join(STORES)}')
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
-  data.add_arguments(parser)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  image_sets.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'remote'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
@@ -390,7 +390,7 @@ def main(argv=None) -> Dict:
   if len(sizes) < 2 or args.repeats < 1 or not stores or set(stores) - set(STORES):
     parser.error('need two sizes or more, one repeat or more, and stores of '
                  f'{", ".join(STORES)}')
-  data.resolve(args)
+  image_sets.resolve(args)
   got = measure(args.data, sizes, args.repeats, _numbers(args.latencies), args.scratch,
                 args.image_set, stores)
   figs = figures(got)

@@ -50,9 +50,10 @@ def steady(runs: List[Dict]) -> Dict[str, Dict[str, List[float]]]:
   return out
 
 
-def write(runs: List[Dict], machine: str, directory: str,
+def write(runs: List[Dict], methods: Dict[str, str], machine: str, directory: str,
           images: Optional[str] = None) -> None:
-  from benchmarks.run import METHODS  # pylint: disable=g-import-not-at-top
+  """throughput.md and results.png of the throughput part's runs; `methods` gives each
+  method's description, the table's row label."""
   sizes = sorted({r['n'] for r in runs})
   reps = len({r['rep'] for r in runs})
   rates = steady(runs)
@@ -71,7 +72,7 @@ def write(runs: List[Dict], machine: str, directory: str,
              for k, d in (('fixed', 1), ('rate', 0), ('ratio', 2))]
     big = [r for r in runs if r['method'] == method and r['n'] == sizes[-1]]
     peak = procs.spread([r['peak_mb'] for r in big])
-    lines.append(f'| {METHODS[method]} | ' + ' | '.join(times + cells) +
+    lines.append(f'| {methods[method]} | ' + ' | '.join(times + cells) +
                  f' | {procs.fmt(peak, 0)} | {big[0]["output_mb"]:,.1f} |')
   lines += ['', f'Steady rate: (N={sizes[-1]:,} - N={sizes[-2]:,}) / (difference of run '
             'times) within one repeat; fixed cost: the run time left at N = 0. Run times '

@@ -21,8 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def measure(n: int, root: str, image_set: str = 'photo'):
   from apache_beam.io import tfrecordio  # pylint: disable=g-import-not-at-top
-  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
-  data = data_lib.image_set(image_set)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  data = image_sets.image_set(image_set)
   from tfrecorder_component.steps.shards import tfrecord_frame  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.example import build_example  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.images.probe import probe_image  # pylint: disable=g-import-not-at-top
@@ -80,11 +80,11 @@ def measure(n: int, root: str, image_set: str = 'photo'):
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--n', type=int, default=2000)
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
-  data.add_arguments(parser)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  image_sets.add_arguments(parser)
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  images = data.resolve(args)
+  images = image_sets.resolve(args)
   results = measure(args.n, args.data, args.image_set)
   lines = ['', f'Cost of each step per image, one process, N={args.n:,} {images.SHORT}:', '',
            '| step | µs per image | images/s on one core |', '|---|---:|---:|']

@@ -39,8 +39,8 @@ def _command(case: str, manifest: str, out: str) -> List[str]:
 
 def measure(data_root: str, repeats: int, image_set: str = 'photo'
             ) -> Dict[str, Dict[str, float]]:
-  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
-  data = data_lib.image_set(image_set)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  data = image_sets.image_set(image_set)
   data.generate(data_root, N)
   manifest = data.write_manifest(data_root, N)
   scratch = os.path.join(HERE, 'out', 'startup')
@@ -71,11 +71,11 @@ def markdown(results: Dict[str, Dict[str, float]], images: str = '') -> str:
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--repeats', type=int, default=3)
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
-  data.add_arguments(parser)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  image_sets.add_arguments(parser)
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  images = data.resolve(args)
+  images = image_sets.resolve(args)
   report.write_part(args.results, 'startup.md',
                     markdown(measure(args.data, args.repeats, args.image_set), images.SHORT))
   return 0

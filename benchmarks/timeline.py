@@ -69,11 +69,11 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--sizes', default='200,20000')
   parser.add_argument('--repeats', type=int, default=3)
-  from benchmarks import data as data_lib  # pylint: disable=g-import-not-at-top
-  data_lib.add_arguments(parser)
+  from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
+  image_sets.add_arguments(parser)
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
   args = parser.parse_args(argv)
-  data = data_lib.resolve(args)
+  data = image_sets.resolve(args)
   sizes = [int(s) for s in args.sizes.split(',')]
   data.generate(args.data, max(sizes))
   out = os.path.join(HERE, 'out', 'timeline')
