@@ -1,44 +1,69 @@
 """Converts a fixed set of inputs (every manifest format, classification and detection,
-multi-label, a DataFrame, an image folder, transforms, a failed row) with the public
-API and prints a digest of each output: the check that a refactor leaves every record
-and label file, and every report file, byte-identical.
+multi-label, a DataFrame, an image folder, transforms, a failed row, the extra output
+layouts) with the public API and prints a digest of each output: the check that a
+refactor leaves every record and label file, every report file and every Parquet and
+ArrayRecord file byte-identical.
 
-    python -m benchmarks.digests WORK_DIR > before.json   # on the old commit
-    python -m benchmarks.digests WORK_DIR > after.json    # on the new one; diff them
+    .venv/bin/python tests/digests.py WORK_DIR > before.json   # on the old commit
+    .venv/bin/python tests/digests.py WORK_DIR > after.json    # on the new one; diff them
+
+Run as a script, its own folder (tests/) is on sys.path, so its sibling helpers import
+as the tests import them; test_engines.py runs the same conversions on both engines.
 """
 import hashlib
 import json
 import os
 import shutil
 import sys
+from typing import Optional
 
 import pandas as pd
 import sklearn.datasets
 
+from images import write_image
+import tfrecord_digest
 import tfrecorder_component as trc
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                'tests'))
-import tfrecord_digest  # pylint: disable=g-import-not-at-top,wrong-import-position
-from images import write_image  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 REPORT_FILES = ('summary.json', 'errors.jsonl', 'duplicates.jsonl', 'box_issues.jsonl',
                 'report.html')
+# The Parquet and ArrayRecord layouts, hashed file by file: their bytes come from pyarrow's
+# and ArrayRecord's writers, beside the TFX shards' records that tfrecord_digest checks.
+LAYOUT_FOLDERS = ('parquet', 'array_record')
 
 
-def _report_digests(output_dir: str) -> dict:
-  """SHA-256 of each report file, and the report folder's listing."""
+def _report_digests(output_dir: str, base: Optional[str] = None) -> dict:
+  """SHA-256 of each report file, and the report folder's listing. The reports name the
+  manifests and images by their paths: with `base`, that folder's path is hashed as a
+  fixed word, so that two work folders give the same digests."""
   report = os.path.join(output_dir, 'report')
   out = {'report/': ' '.join(sorted(os.listdir(report)))}
   for name in REPORT_FILES:
     with open(os.path.join(report, name), 'rb') as f:
-      out[f'report/{name}'] = hashlib.sha256(f.read()).hexdigest()
+      data = f.read()
+    if base:
+      data = data.replace(base.encode(), b'WORK_DIR')
+    out[f'report/{name}'] = hashlib.sha256(data).hexdigest()
+  return out
+
+
+def _layout_digests(output_dir: str) -> dict:
+  """SHA-256 of every file under the output's Parquet and ArrayRecord folders, by its
+  path relative to the output (none where the run wrote neither)."""
+  out = {}
+  for folder in LAYOUT_FOLDERS:
+    for parent, _, names in os.walk(os.path.join(output_dir, folder)):
+      for name in names:
+        path = os.path.join(parent, name)
+        with open(path, 'rb') as f:
+          out[os.path.relpath(path, output_dir).replace(os.sep, '/')] = (
+              hashlib.sha256(f.read()).hexdigest())
   return out
 
 
 def digests(base: str) -> dict:
   """{run: {output file: digest}} of every run, its inputs and outputs made under `base`."""
+  base = os.path.abspath(base)  # the path the reports hold, replaced before hashing
   shutil.rmtree(base, ignore_errors=True)
   d = os.path.join(base, 'data'); os.makedirs(d)
   photos = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
@@ -91,8 +116,12 @@ def digests(base: str) -> dict:
     for i in range(3):
       write_image(os.path.join(folder, lab, f'{i}.jpg'), 'JPEG', 'RGB', 9 + i, 11, seed=i)
 
+  # cls_layouts: a fixed shard count, as the layouts' files (and the report listing them)
+  # follow the TFX shards, whose count is otherwise the runner's choice.
   runs = {
     'cls': (os.path.join(d, 'cls.csv'), dict(max_error_ratio=0.1)),
+    'cls_layouts': (os.path.join(d, 'cls.csv'), dict(max_error_ratio=0.1, num_shards=2,
+                                                     layouts=['tfrecord', 'parquet', 'array_record'])),
     'cls_transform': (os.path.join(d, 'cls.csv'), dict(max_error_ratio=0.1, image_transform={'size': [8, 8], 'resize_mode': 'fit', 'encode': 'png'})),
     'multi': (os.path.join(d, 'multi.csv'), {}),
     'det': (os.path.join(d, 'det.csv'), {}),
@@ -108,13 +137,14 @@ def digests(base: str) -> dict:
   for name, (src, kw) in runs.items():
     o = os.path.join(base, 'out', name)
     trc.convert(src, o, **kw)
-    out[name] = dict(tfrecord_digest.digest(o), **_report_digests(o))
+    out[name] = dict(tfrecord_digest.digest(o), **_report_digests(o, base),
+                     **_layout_digests(o))
   cwd = os.getcwd(); os.chdir(d)
   df = pd.DataFrame({'split': ['TRAIN', 'TEST', ''], 'image_uri': ['img0.jpg', 'img1.png', 'img2.gif'], 'label': [['a', 'b'], ['b'], []], 'w': [1, 2, 3]})
   trc.convert(df, os.path.join(base, 'out', 'df'))
   os.chdir(cwd)
   out['df'] = dict(tfrecord_digest.digest(os.path.join(base, 'out', 'df')),
-                   **_report_digests(os.path.join(base, 'out', 'df')))
+                   **_report_digests(os.path.join(base, 'out', 'df'), base))
   return out
 
 
