@@ -17,24 +17,27 @@ output folder in use, a disk full or a folder that cannot be written); 130 inter
 The bare command prints the top-level help (each command, one line) on stderr and exits 2,
 as any usage error; a mistyped option or command is named with the closest one. Log
 records reach the terminal as `warning: ...` lines (the command's handler only).
+
+Length: the command's parser, its three commands and what each prints; the terminal's
+formatting is `console`'s.
 """
 from __future__ import annotations
 
 import argparse
 import difflib
 import json
-import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
-import warnings
 from typing import List, Optional
 
 from tfrecorder_component import extras as extras_lib
+from tfrecorder_component.console import (WORKER_WARNINGS, EscapingStream,
+                                          quiet_third_party_notices, refusal)
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
+from tfrecorder_component import option_table
 from tfrecorder_component import policy
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.manifest.registry import MANIFEST_FORMATS
@@ -43,8 +46,9 @@ PROGRESS_EVERY_S = 10.0
 ERRORS_PRINTED = 20
 
 
-SOURCE_HELP = ('a manifest file (CSV, JSONL, COCO JSON, Pascal VOC XML), a folder of them, '
-               'or an image folder (<label>/<image> or <split>/<label>/<image>)')
+SOURCE_HELP = ('a manifest file of any format --format names, a folder of them, a dataset '
+               'folder as an annotation tool exports it (a VOC or COCO root, a YOLO '
+               'data.yaml), or an image folder (<label>/<image> or <split>/<label>/<image>)')
 
 
 def _splits(text: str):
@@ -85,66 +89,29 @@ def _json_object(text: str) -> dict:
   return value
 
 
+# The parsers the option table's `type`s name (`option_table.Option.cli`).
+ARGUMENT_TYPES = {'int': int, 'float': float, 'splits': _splits, 'json_object': _json_object}
+
+
 def _conversion_options(parser: argparse.ArgumentParser, writes: bool = True) -> None:
-  """The options of reading and converting a source; with `writes`, those of writing
-  records too (validate writes none)."""
-  parser.add_argument('--format', dest='manifest_format',
-                      help='manifest format, one of: ' + ', '.join(MANIFEST_FORMATS) +
-                      ' (default: detected per file; yolo_obb is only ever named)')
-  parser.add_argument('--image-root',
-                      help='folder or gs:// prefix that relative image URIs, COCO file_names '
-                      'and Pascal VOC filenames are relative to (default: the manifest\'s '
-                      'folder)')
-  parser.add_argument('--splits', type=_splits,
-                      help='hash buckets for rows without ML_USE (default: '
-                      'train=8,eval=1,test=1)')
-  parser.add_argument('--feature-types', type=_json_object,
-                      help='types of extra manifest columns as JSON, e.g. '
-                      '\'{"weight": "float"}\' (default: inferred per file)')
-  parser.add_argument('--max-pixels', type=int,
-                      help='refuse images whose header claims more pixels (default: '
-                      '178,956,970)')
-  parser.add_argument('--max-bytes', type=int,
-                      help='refuse image files larger than this (default: 64 MiB)')
-  if writes:
-    parser.add_argument('--compression-level', type=int, choices=range(10), metavar='0-9',
-                        help='gzip level of the shards (default 0, stored: encoded images '
-                        'do not compress)')
-  parser.add_argument('--no-verify-decode', dest='verify_decode', action='store_false',
-                      help='probe headers only, do not decode every image')
-  parser.add_argument('--convert-unsupported', action='store_true',
-                      help='re-encode WebP, TIFF, ... as PNG instead of failing them')
-  parser.add_argument('--include-masks', action='store_true',
-                      help='COCO, YOLO segmentation, LabelMe, CVAT, Label Studio: write each '
-                      'object\'s mask (polygons or RLE) as a PNG in image/object/mask')
-  parser.add_argument('--include-keypoints', action='store_true',
-                      help='COCO, YOLO pose, CVAT points: write each object\'s keypoints in '
-                      'image/object/keypoint/*')
-  parser.add_argument('--concurrent-reads', type=int, metavar='N',
-                      help='reads in flight per worker for images on gs://, s3:// and other '
-                      'remote storage (default 64; local files are read in line)')
-  parser.add_argument('--label-map', metavar='PATH',
-                      help='keep the ids of this label map: a label_map.pbtxt, a labels.txt '
-                      'or an earlier output folder; a label it lacks fails its rows')
-  parser.add_argument('--append-new-labels', action='store_true',
-                      help='with --label-map: give labels it lacks the next free ids '
-                      '(continuous training: every earlier id stays)')
-  parser.add_argument('--class-map', metavar='JSON|PATH',
-                      help='classes to keep, drop, rename or merge: a JSON object or a '
-                      '.json / .yaml file of one, e.g. \'{"car": "vehicle", "truck": '
-                      '"vehicle", "blurry": null}\'; "*": null drops every class not listed')
-  parser.add_argument('--transform', help='image transform as JSON, e.g. '
-                      '\'{"longest_side": 512, "encode": "jpeg"}\'')
-  parser.add_argument('--runner', default='DirectRunner',
-                      help='Beam runner (default: %(default)s; on local files with no '
-                      '--beam-arg, without Beam: a worker process per 1,000 rows, up to one '
-                      'a core; DataflowRunner needs --project, --region and --temp-location)')
-  parser.add_argument('--project', help='Google Cloud project (Dataflow)')
-  parser.add_argument('--region', help='Google Cloud region (Dataflow)')
-  parser.add_argument('--temp-location', help='gs:// folder for Dataflow\'s temporary files')
-  parser.add_argument('--beam-arg', dest='beam_args', action='append', default=[],
-                      help='an extra Beam argument (repeatable), e.g. '
-                      '--beam-arg=--direct_num_workers=0')
+  """The options of reading and converting a source, made from `option_table.OPTIONS`;
+  with `writes`, those of writing records too (validate writes none). An option not
+  given is left out of the namespace, so that `convert()` takes its default."""
+  groups = {}
+  for option in option_table.taken_by(option_table.CLI, writes):
+    kwargs = dict(option.cli)
+    if 'type' in kwargs:
+      kwargs['type'] = ARGUMENT_TYPES[kwargs['type']]
+    where = parser
+    if option.group:
+      if option.group not in groups:
+        groups[option.group] = parser.add_mutually_exclusive_group()
+      where = groups[option.group]
+    text = option.help.replace('%(default)s', str(option.default))
+    if '{formats}' in text:
+      text = text.format(formats=', '.join(MANIFEST_FORMATS))
+    where.add_argument(option.flag, dest=option.name, default=argparse.SUPPRESS, help=text,
+                       **kwargs)
   parser.add_argument('-q', '--quiet', action='store_true',
                       help='show no progress on stderr (errors still print)')
   parser.add_argument('--progress-every', type=_seconds, default=PROGRESS_EVERY_S,
@@ -154,20 +121,15 @@ def _conversion_options(parser: argparse.ArgumentParser, writes: bool = True) ->
 
 
 def _options(args) -> dict:
-  from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
-  given = {name: getattr(args, name, None) for name in (
-      'splits', 'feature_types', 'max_pixels', 'max_bytes', 'compression_level', 'num_shards',
-      'shard_size_mb', 'concurrent_reads', 'label_map', 'class_map')
-           if getattr(args, name, None) is not None}
-  return dict(manifest_format=args.manifest_format, image_root=args.image_root,
-              verify_decode=args.verify_decode, convert_unsupported=args.convert_unsupported,
-              include_masks=args.include_masks, include_keypoints=args.include_keypoints,
-              append_new_labels=args.append_new_labels,
-              image_transform=ImageTransform.from_json(args.transform),
-              runner=args.runner, project=args.project, region=args.region,
-              temp_location=args.temp_location, beam_args=args.beam_args,
-              **({'layouts': [n for a in args.layouts for n in a.split(',') if n]}
-                 if getattr(args, 'layouts', None) else {}), **given)
+  """{option name: value} of the options given on the command line."""
+  given = {o.name: getattr(args, o.name) for o in option_table.OPTIONS
+           if o.flag and hasattr(args, o.name)}
+  if 'layouts' in given:  # repeatable, and comma-separated
+    given['layouts'] = [n for a in given['layouts'] for n in a.split(',') if n]
+  if 'image_transform' in given:
+    from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
+    given['image_transform'] = ImageTransform.from_json(given['image_transform'])
+  return given
 
 
 def _print_errors(report_dir: str, failed: int, show_path: bool = True) -> None:
@@ -186,8 +148,7 @@ def _print_label_notes(summary) -> None:
 
 def cmd_convert(args) -> int:
   from tfrecorder_component.conversion import convert  # pylint: disable=g-import-not-at-top
-  result = convert(args.source, args.output_dir, max_error_ratio=args.max_error_ratio,
-                   overwrite=args.overwrite, progress_every_s=_progress_every(args),
+  result = convert(args.source, args.output_dir, progress_every_s=_progress_every(args),
                    **_options(args))
   print(f'Wrote {result.records_written:,} records of {result.rows_read:,} rows to '
         f'{result.output_dir}')
@@ -260,119 +221,6 @@ def cmd_inspect(args) -> int:
                              split=args.split)
     print(f'Contact sheet: {args.contact_sheet}')
   return 0
-
-
-# What each worker process of a multi-process DirectRunner run logs at start, through the
-# runner: nothing the user can act on.
-_WORKER_NOTICES = ('No semi_persistent_directory found', 'Discarding unparseable args')
-_WORKER_WARNINGS = 'ignore::FutureWarning:google.api_core._python_version_support'
-
-
-class _DropNoticesTheCommandReplaces(logging.Filter):
-  """Beam without its GCP extra logs, when imported, that BigQuery's client is missing
-  (the command never uses BigQuery); its worker processes log start-up notices; and
-  Beam logs a traceback for the manifest or file system error (a full disk) that the
-  command then states in one line."""
-
-  def filter(self, record: logging.LogRecord) -> bool:
-    try:
-      message = record.getMessage()
-    except Exception:  # pylint: disable=broad-except
-      return True  # a malformed log call is its own caller's to find
-    if message.startswith('apitools not found, and bigquery client'):
-      return False
-    if record.name.endswith('local_job_service') and any(
-        notice in message for notice in _WORKER_NOTICES):
-      return False
-    error = record.exc_info[1] if record.exc_info else None
-    if isinstance(error, OSError):  # a full disk, a folder that cannot be written
-      from tfrecorder_component.files import describe_os_error  # pylint: disable=g-import-not-at-top
-      return describe_os_error(error) is None
-    return not isinstance(error, ManifestError)
-
-
-class _CommandFormatter(logging.Formatter):
-  """Log records as the command's own lines: `warning: <message>` (`error: ...`), as its
-  refusals read, not `WARNING:root:<message>`; below WARNING (shown only where a
-  library's logger is set lower) the message alone. Only the command's handler: a
-  program calling `convert()` keeps its own logging."""
-
-  def formatMessage(self, record: logging.LogRecord) -> str:
-    if record.levelno >= logging.ERROR:
-      return f'error: {record.message}'
-    if record.levelno >= logging.WARNING:
-      return f'warning: {record.message}'
-    return record.message
-
-
-def _quiet_third_party_notices() -> None:
-  """The command owns its process: notices about other libraries' own support (Google
-  clients on the interpreter's age, Beam's BigQuery client) do not reach the user."""
-  warnings.filterwarnings('ignore', category=FutureWarning,
-                          module='google.api_core._python_version_support')
-  root = logging.getLogger()
-  if not root.handlers:
-    handler = logging.StreamHandler()
-    handler.setFormatter(_CommandFormatter())
-    root.addHandler(handler)
-  for handler in root.handlers:
-    if not any(isinstance(f, _DropNoticesTheCommandReplaces) for f in handler.filters):
-      handler.addFilter(_DropNoticesTheCommandReplaces())
-
-
-# C0 and C1 control characters but line feed and tab, as escapes: a manifest's labels,
-# URIs and messages reach the terminal, and must not move the cursor, retitle the window
-# or erase a line.
-_ESCAPED = {c: f'\\x{c:02x}' for c in [*range(0x20), *range(0x7f, 0xa0)] if c not in (9, 10)}
-
-
-class _EscapingStream:
-  """A text stream that writes control characters as escapes (see `_ESCAPED`).
-  `unescaped`: the stream itself, for the progress bar's own carriage returns
-  (`progress.Progress`), which writes nothing from the manifest."""
-
-  def __init__(self, stream):
-    self._stream = stream
-    self.unescaped = stream
-
-  def write(self, text: str) -> int:
-    return self._stream.write(text.translate(_ESCAPED))
-
-  def __getattr__(self, name):
-    return getattr(self._stream, name)
-
-
-def _without_traceback(lines: List[str]) -> List[str]:
-  """`lines` less any Python traceback they quote (a Beam worker's error carries its
-  own): its frames go, the exception's own line stays."""
-  out, inside = [], False
-  for line in lines:
-    if line.startswith('Traceback (most recent call last)'):
-      inside = True
-    elif inside and (line[:1].isspace() or line.startswith(
-        ('During handling of the above', 'The above exception'))):
-      pass
-    else:
-      inside = False
-      out.append(line)
-  return out
-
-
-def refusal(text: str) -> str:
-  """`error: <text>` as the command prints why it stopped: at most
-  `policy.REFUSAL_LINES` lines, whatever the number of failed rows or the message an
-  error brings (lines past the limit joined into the last one, cut to ERROR_LINE_CHARS),
-  without a traceback or where in the Beam pipeline it happened, which say nothing to
-  the user."""
-  text = re.sub(r" \[while running '[^']*'\]", '', text)
-  lines = _without_traceback([l.rstrip() for l in text.strip().splitlines() if l.strip()])
-  lines = lines or ['the conversion stopped']
-  limit = policy.REFUSAL_LINES
-  if len(lines) > limit:
-    rest = ' '.join(l.strip() for l in lines[limit - 1:])
-    cut = policy.ERROR_LINE_CHARS * 2
-    lines = lines[:limit - 1] + [rest if len(rest) <= cut else rest[:cut - 3] + '...']
-  return 'error: ' + '\n'.join(lines)
 
 
 PROG = 'tfrecorder-component'
@@ -526,25 +374,6 @@ def build_parser():
   convert.add_argument('source', help=SOURCE_HELP)
   convert.add_argument('output_dir', help='the folder to write: new or empty, or an earlier '
                        'output with --overwrite; never an input, or in or around one')
-  convert.add_argument('--overwrite', action='store_true',
-                       help='replace an earlier output of this tool in OUTPUT_DIR (by default '
-                       'it must be new or empty); files of yours there stay, a folder that is '
-                       'no output is refused, and the old output stays until the new one is '
-                       'complete')
-  convert.add_argument('--max-error-ratio', type=float, default=0.0,
-                       help='fraction of rows that may fail (default 0: any failure fails)')
-  shards = convert.add_mutually_exclusive_group()
-  shards.add_argument('--num-shards', type=int, metavar='N',
-                      help='write exactly N shards per split, records spread evenly '
-                      '(default: the runner decides, one shard per bundle)')
-  shards.add_argument('--shard-size-mb', type=float, metavar='MB',
-                      help='write shards of about MB megabytes each (TensorFlow suggests '
-                      '100 MB or more, and at least as many shards as parallel readers)')
-  convert.add_argument('--layout', dest='layouts', action='append', default=[],
-                       metavar='NAME', help='also write the records in this layout beside '
-                       'TFX\'s GZIP shards (repeatable, or comma-separated): tfrecord '
-                       '(uncompressed + .idx: DALI, PyTorch), tfds (tfds.builder_from_directory), '
-                       'array_record (Grain), parquet (pandas, Hugging Face datasets)')
   _conversion_options(convert)
   convert.set_defaults(run=cmd_convert)
   validate = commands.add_parser(
@@ -580,7 +409,7 @@ def build_parser():
 
 def main(argv: Optional[List[str]] = None) -> int:
   streams = sys.stdout, sys.stderr
-  sys.stdout, sys.stderr = _EscapingStream(sys.stdout), _EscapingStream(sys.stderr)
+  sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)
   try:
     return _main(argv)
   finally:
@@ -593,7 +422,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
   if argv is None:
     from tfrecorder_component import interrupt  # pylint: disable=g-import-not-at-top
     interrupt.install()
-  _quiet_third_party_notices()
+  quiet_third_party_notices()
   parser, commands = build_parser()
   argv = sys.argv[1:] if argv is None else list(argv)
   if not argv:  # the bare command: what each command does, and where to read more
@@ -609,7 +438,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   # Beam's worker processes inherit the environment, not filters.
   given = os.environ.get('PYTHONWARNINGS')
-  os.environ['PYTHONWARNINGS'] = f'{given},{_WORKER_WARNINGS}' if given else _WORKER_WARNINGS
+  os.environ['PYTHONWARNINGS'] = f'{given},{WORKER_WARNINGS}' if given else WORKER_WARNINGS
   try:
     return args.run(args)
   except (policy.TooManyFailedRows, ManifestError) as e:  # the data failed: exit 1

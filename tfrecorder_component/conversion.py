@@ -4,32 +4,29 @@
     result = trc.convert(df, '/tmp/out')            # or a manifest path, or a folder
     df.tensorflow.to_tfrecord(output_dir='/tmp/out')  # the same, as TFRecorder spelled it
 
-Runs the component's own Beam transform (`ConvertManifests`) and writes the same layout
-as ImageExampleGen's `examples` output (`Split-<name>/data_tfrecord-*.gz`, `labels.txt`,
+Runs the component's own steps (`run.run_conversion`: on this machine's cores without
+Beam, or Beam's `ConvertManifests` for another runner) and writes the same layout as
+ImageExampleGen's `examples` output (`Split-<name>/data_tfrecord-*.gz`, `labels.txt`,
 `label_map.pbtxt`), with the report in `<output_dir>/report/`.
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import posixpath
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, Tuple
 
 from tfrecorder_component import files
-from tfrecorder_component import labels as labels_lib
 from tfrecorder_component import layout
+from tfrecorder_component import option_table
 from tfrecorder_component import policy
 from tfrecorder_component import run
 from tfrecorder_component import sources as sources_lib
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component.steps import shards
 from tfrecorder_component.errors import ManifestError, UsageError
-from tfrecorder_component.images import probe as image_lib
-from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
-from tfrecorder_component.manifest.class_map import parse_class_map
-from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
-                                          ManifestSource)
+from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.output_swap import (OutputSwap, local_folder, output_folder,
                                               refuse_overlap)
 from tfrecorder_component.progress import Progress
@@ -54,35 +51,32 @@ class ConversionResult:
     return sum(self.records_per_split.values())
 
 
-def _conversion(source, report_dir: str, *, manifest_format=None,
-                splits=splits_lib.DEFAULT_BUCKETS, image_root=None, feature_types=None,
-                image_transform=None, verify_decode=True, convert_unsupported=False,
-                compression_level=shards.DEFAULT_COMPRESSION_LEVEL,
-                max_pixels=image_lib.DEFAULT_MAX_PIXELS, max_bytes=files.DEFAULT_MAX_BYTES,
-                progress_every_s=None, num_shards=0, shard_size_mb=0.0, include_masks=False,
-                include_keypoints=False, concurrent_reads=DEFAULT_CONCURRENT_READS,
-                label_map=None, append_new_labels=False, class_map=None, layouts=(),
-                runner='DirectRunner',
-                project=None, region=None, temp_location=None, beam_args=()):
+def check_names(names, where: str = option_table.API, writes: bool = True) -> None:
+  """Raises TypeError, as Python does for an unknown keyword, for a name in `names` that
+  is no option taken `where` (`option_table.OPTIONS`), naming the closest one."""
+  known = {o.name for o in option_table.taken_by(where, writes)}
+  for name in names:
+    if name not in known:
+      close = difflib.get_close_matches(name, sorted(known), n=1)
+      raise TypeError(f'unexpected option {name!r}' +
+                      (f'; did you mean {close[0]!r}?' if close else '') +
+                      f' (options: {", ".join(sorted(known))})')
+
+
+def _conversion(source, report_dir: str, writes: bool = True, **given):
   """(manifests, options, Beam arguments, ManifestSources) of a conversion, every option
-  checked before anything runs."""
+  checked before anything runs; `given`: options by name, the others at their defaults
+  (`option_table.OPTIONS`)."""
+  check_names(given, writes=writes)
+  values = dict(option_table.defaults(writes=writes), **given)
+  manifest_format, image_root = values['manifest_format'], values['image_root']
   if manifest_format not in (None, *MANIFEST_FORMATS):
     raise UsageError(f'unknown manifest format {manifest_format!r}; one of '
                      f'{", ".join(MANIFEST_FORMATS)}')
-  buckets = tuple(splits.items()) if isinstance(splits, Mapping) else tuple(map(tuple, splits))
-  if isinstance(image_transform, dict):
-    image_transform = transform_lib.ImageTransform.from_dict(image_transform)
-  declared = tuple(sorted(check_feature_types(feature_types).items()))
-  options = ConversionOptions(
-      buckets=buckets, max_pixels=max_pixels, max_bytes=max_bytes,
-      verify_decode=verify_decode, convert_unsupported=convert_unsupported,
-      compression_level=compression_level, transform=image_transform,
-      progress_every_s=progress_every_s, num_shards=num_shards, shard_size_mb=shard_size_mb,
-      include_masks=bool(include_masks), include_keypoints=bool(include_keypoints),
-      concurrent_reads=concurrent_reads, label_map=labels_lib.given_label_map(label_map),
-      append_new_labels=bool(append_new_labels), class_map=parse_class_map(class_map),
-      layouts=tuple([layouts] if isinstance(layouts, str) else layouts or ()))
-  args = run.beam_pipeline_args(runner, project, region, temp_location, beam_args)
+  declared = tuple(sorted(check_feature_types(values['feature_types']).items()))
+  options = ConversionOptions.from_options(values)
+  args = run.beam_pipeline_args(values['runner'], values['project'], values['region'],
+                                values['temp_location'], values['beam_args'])
   found = sources_lib.manifests_for(source, report_dir, image_root)
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
   given_root = files.absolute(os.fspath(image_root)) if image_root else None
@@ -147,6 +141,7 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   them (default 0: any) raise, naming the first ones and where the report was kept (no
   records are left then).
   """
+  check_names(options)
   output_dir = output_folder(os.fspath(output_dir))
   inputs = sources_lib.input_paths(source, options.get('image_root'), options.get('label_map'),
                                    options.get('class_map'))
@@ -202,6 +197,7 @@ def validate(source, report_dir: str, **options) -> Dict[str, Any]:
   `convert` does, writing no records: `summary.json` and `errors.jsonl` go to
   `report_dir`. Returns the summary; it never raises for failed rows."""
   report_dir = local_folder(report_dir)
-  _, conversion_options, beam_args, sources = _conversion(source, report_dir, **options)
+  _, conversion_options, beam_args, sources = _conversion(source, report_dir, writes=False,
+                                                          **options)
   return run.run_conversion(beam_args, _pipeline, sources, None, None, report_dir,
                             conversion_options)

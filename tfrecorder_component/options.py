@@ -5,16 +5,15 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import operator
-from typing import Any, FrozenSet, Optional, Tuple
+from typing import Any, FrozenSet, Mapping, Optional, Tuple
 
-from tfrecorder_component import files
 from tfrecorder_component import labels as labels_lib
-from tfrecorder_component import splits as splits_lib
-from tfrecorder_component.steps import shards
-from tfrecorder_component.images import probe as image_lib
+from tfrecorder_component import option_table
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.manifest.class_map import parse_class_map
+from tfrecorder_component.option_table import OPTIONS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,31 +64,31 @@ def check_sharding(num_shards: int, shard_size_mb: float) -> None:
     raise UsageError('give num_shards or shard_size_mb, not both')
 
 
-DEFAULT_CONCURRENT_READS = 64
 
 
 @dataclasses.dataclass(frozen=True)
 class ConversionOptions:
   """What a conversion does beyond reading manifests and writing splits."""
-  buckets: Tuple[Tuple[str, int], ...] = splits_lib.DEFAULT_BUCKETS
-  max_pixels: int = image_lib.DEFAULT_MAX_PIXELS
-  max_bytes: int = files.DEFAULT_MAX_BYTES
+  buckets: Tuple[Tuple[str, int], ...] = option_table.DEFAULT_BUCKETS
+  max_pixels: int = option_table.DEFAULT_MAX_PIXELS
+  max_bytes: int = option_table.DEFAULT_MAX_BYTES
   verify_decode: bool = True         # decode every image so no undecodable record is written
   convert_unsupported: bool = False  # re-encode WebP, TIFF, ... as PNG instead of failing
-  compression_level: int = shards.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
+  compression_level: int = option_table.DEFAULT_COMPRESSION_LEVEL  # gzip level of the shards
   transform: Optional[transform_lib.ImageTransform] = None  # None: bytes pass through
   progress_every_s: Optional[float] = None  # report rows done, rate and errors on stderr
   # Shards per split: exactly `num_shards`, or the split's size over `shard_size_mb`;
   # both 0 (the default): the runner decides, one shard per bundle.
   num_shards: int = 0
   shard_size_mb: float = 0.0
-  # COCO: each object's mask (`image/object/mask`) and keypoints (`image/object/keypoint/*`)
+  # Each object's mask (`image/object/mask`) and keypoints (`image/object/keypoint/*`),
+  # where the format has them (`option_table`'s help names which)
   include_masks: bool = False
   include_keypoints: bool = False
   # Reads in flight per worker for images on remote storage (gs://, s3://, ...), so its
   # latency hides behind the conversion of what has arrived; local files are read in
   # line. At most this many twice over are held read ahead, each up to max_bytes.
-  concurrent_reads: int = DEFAULT_CONCURRENT_READS
+  concurrent_reads: int = option_table.DEFAULT_CONCURRENT_READS
   # Ids to keep (`labels.assign_ids`): a label the map lacks fails its rows
   # (`unknown_label`), or with `append_new_labels` takes the next free id.
   label_map: Optional[labels_lib.GivenLabelMap] = None
@@ -99,6 +98,27 @@ class ConversionOptions:
   class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
   # Output layouts written beside TFX's GZIP shards (`layouts.LAYOUTS`), from them.
   layouts: Tuple[str, ...] = ()
+
+  @classmethod
+  def from_options(cls, values: Mapping[str, Any]) -> 'ConversionOptions':
+    """The options of `values` ({option name: value}, as `convert()` takes them; see
+    `option_table.OPTIONS`), an option missing from it at its default: each in the
+    form its field keeps (`splits` a dict or pairs, `image_transform` a dict or an
+    ImageTransform, `label_map` any form `labels.given_label_map` takes, `class_map` a
+    dict, JSON or a file, `layouts` a name or names)."""
+    given = {o.field: values.get(o.name, o.default) for o in OPTIONS if o.field}
+    splits = given['buckets']
+    given['buckets'] = (tuple(splits.items()) if isinstance(splits, Mapping)
+                        else tuple(map(tuple, splits)))
+    if isinstance(given['transform'], dict):
+      given['transform'] = transform_lib.ImageTransform.from_dict(given['transform'])
+    for name in ('include_masks', 'include_keypoints', 'append_new_labels'):
+      given[name] = bool(given[name])
+    given['label_map'] = labels_lib.given_label_map(given['label_map'])
+    given['class_map'] = parse_class_map(given['class_map'])
+    layouts = given['layouts']
+    given['layouts'] = tuple([layouts] if isinstance(layouts, str) else layouts or ())
+    return cls(progress_every_s=values.get('progress_every_s'), **given)
 
   @property
   def annotations(self) -> FrozenSet[str]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 import hashlib
 from typing import List, Sequence, Tuple
 
-# AutoML's own default for unassigned rows: 80% train, 10% validation, 10% test.
-DEFAULT_BUCKETS: Tuple[Tuple[str, int], ...] = (('train', 8), ('eval', 1), ('test', 1))
+from tfrecorder_component.option_table import DEFAULT_BUCKETS  # pylint: disable=unused-import
 
 
 def hash_split(source_id: str, buckets: Sequence[Tuple[str, int]]) -> str:

@@ -1,5 +1,4 @@
 """ImageExampleGen: an image manifest becomes a split `Examples` artifact."""
-import json
 import numbers
 from typing import Any, Dict, List, Optional, Union
 
@@ -10,24 +9,19 @@ from tfx.orchestration import data_types
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import channel, standard_artifacts
 
-from tfrecorder_component import files
-from tfrecorder_component.images import probe as image_lib
-from tfrecorder_component import splits as splits_lib
+from tfrecorder_component import option_table
 from tfrecorder_component.images import transform as transform_lib
-from tfrecorder_component.steps import shards
-from tfrecorder_component.component import driver, executor, spec, types
+from tfrecorder_component.component import driver, executor, properties, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
-from tfrecorder_component.manifest.class_map import describe as describe_class_map
-from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.layouts import check_layouts
-from tfrecorder_component.options import DEFAULT_CONCURRENT_READS, check_sharding
+from tfrecorder_component.options import check_sharding
 
 
 def default_output_config() -> example_gen_pb2.Output:
   """Hash buckets for rows without ML_USE: train 8, eval 1, test 1 (AutoML's 80/10/10)."""
   return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
       example_gen_pb2.SplitConfig.Split(name=name, hash_buckets=n)
-      for name, n in splits_lib.DEFAULT_BUCKETS]))
+      for name, n in option_table.DEFAULT_BUCKETS]))
 
 
 class ImageExampleGen(base_beam_component.BaseBeamComponent):
@@ -73,11 +67,11 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       range_config: Optional[Union[range_config_pb2.RangeConfig,
                                    data_types.RuntimeParameter]] = None,
       manifest_format: Optional[str] = None,
-      max_pixels: int = image_lib.DEFAULT_MAX_PIXELS,
-      max_bytes: int = files.DEFAULT_MAX_BYTES,
+      max_pixels: int = option_table.DEFAULT_MAX_PIXELS,
+      max_bytes: int = option_table.DEFAULT_MAX_BYTES,
       max_error_ratio: float = 0.0,
       convert_unsupported: bool = False,
-      compression_level: int = shards.DEFAULT_COMPRESSION_LEVEL,
+      compression_level: int = option_table.DEFAULT_COMPRESSION_LEVEL,
       verify_decode: bool = True,
       image_root: Optional[str] = None,
       feature_types: Optional[Dict[str, str]] = None,
@@ -86,7 +80,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       shard_size_mb: float = 0.0,
       include_masks: bool = False,
       include_keypoints: bool = False,
-      concurrent_reads: int = DEFAULT_CONCURRENT_READS,
+      concurrent_reads: int = option_table.DEFAULT_CONCURRENT_READS,
       label_map: Optional[str] = None,
       append_new_labels: bool = False,
       label_map_examples: Optional[channel.BaseChannel] = None,
@@ -129,10 +123,11 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         Default 0: the runner decides (one shard per bundle), as CsvExampleGen does.
       shard_size_mb: Instead of `num_shards`, shards of about this size (TensorFlow
         suggests 100 MB or more, and at least as many shards as parallel readers).
-      include_masks: COCO: write each object's instance mask (`segmentation`, polygons
-        or RLE, rasterised with pycocotools) as a PNG in `image/object/mask`, as the
-        Object Detection API's `--include_masks` does and Mask R-CNN reads.
-      include_keypoints: COCO: write each object's keypoints
+      include_masks: COCO, YOLO segmentation, LabelMe, CVAT, Label Studio: write each
+        object's instance mask (polygons or RLE, rasterised as pycocotools does) as a
+        PNG in `image/object/mask`, as the Object Detection API's `--include_masks`
+        does and Mask R-CNN reads.
+      include_keypoints: COCO, YOLO pose, CVAT points: write each object's keypoints
         (`image/object/keypoint/{x,y,visibility,num,text}`).
       concurrent_reads: Reads in flight per worker for images on gs://, s3:// and
         other remote storage, so that its latency hides behind the conversion
@@ -154,6 +149,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         shards, from them: 'tfrecord' (uncompressed + .idx, for DALI and PyTorch),
         'tfds', 'array_record' (Grain), 'parquet' (docs/guides/layouts.md).
     """
+    # The conversion's options, as `option_table.OPTIONS` names them.
+    options = {name: value for name, value in locals().items()
+               if name in option_table.BY_NAME}
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
                        'ImageManifest) or `input_base` (a folder of manifests).')
@@ -175,35 +173,18 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
     output_config = output_config or default_output_config()
     # Explicitly the Beam component's constructor: FileBasedImageExampleGen also
     # inherits FileBasedExampleGen, whose constructor builds another spec.
+    if layouts:
+      options['layouts'] = check_layouts(layouts, check_available=False)
     base_beam_component.BaseBeamComponent.__init__(self, spec=spec.ImageExampleGenSpec(
         manifest=manifest,
         input_base=input_base,
         input_config=input_config,
         output_config=output_config,
         range_config=range_config,
-        manifest_format=manifest_format,
-        max_pixels=max_pixels,
-        max_error_ratio=float(max_error_ratio),
-        max_bytes=max_bytes,
-        convert_unsupported=int(bool(convert_unsupported)),
-        compression_level=compression_level,
-        verify_decode=int(bool(verify_decode)),
-        image_root=image_root,
-        feature_types=json.dumps(feature_types, sort_keys=True) if feature_types else None,
-        image_transform=image_transform.to_json() if image_transform is not None else None,
-        num_shards=num_shards,
-        shard_size_mb=float(shard_size_mb),
-        include_masks=int(bool(include_masks)),
-        include_keypoints=int(bool(include_keypoints)),
-        concurrent_reads=int(concurrent_reads),
-        label_map=label_map,
-        append_new_labels=int(bool(append_new_labels)),
         label_map_examples=label_map_examples,
-        class_map=json.dumps(describe_class_map(parse_class_map(class_map)), sort_keys=True)
-        if class_map else None,
-        layouts=','.join(check_layouts(layouts, check_available=False)) if layouts else None,
         examples=channel.Channel(type=standard_artifacts.Examples),
-        report=channel.Channel(type=types.ConversionReport)))
+        report=channel.Channel(type=types.ConversionReport),
+        **properties.to_properties(options)))
 
 
 class FileBasedImageExampleGen(ImageExampleGen, example_gen_component.FileBasedExampleGen):

@@ -1,11 +1,12 @@
 """ImageExampleGen's executor: turns artifacts and exec properties into a conversion.
 
-The work is the core Beam transform `ConvertManifests`; this module only finds the
-manifest files, runs the pipeline, applies the error policy and writes the artifact
-properties that ExampleGen promises downstream components.
+The work is the core's (`run.run_conversion`: on this machine's cores without Beam, or
+Beam's `ConvertManifests`); this module only reads the options back from the execution
+properties (`properties`), finds the manifest files, runs the conversion, applies the
+error policy and writes the artifact properties that ExampleGen promises downstream
+components.
 """
 import copy
-import json
 import os
 from typing import Any, Dict, List, Tuple
 
@@ -27,9 +28,8 @@ from tfrecorder_component import output_swap
 from tfrecorder_component import policy
 from tfrecorder_component import run
 from tfrecorder_component import splits as splits_lib
-from tfrecorder_component.images import transform as transform_lib
-from tfrecorder_component.options import (DEFAULT_CONCURRENT_READS, ConversionOptions,
-                                          ManifestSource)
+from tfrecorder_component.options import ConversionOptions, ManifestSource
+from tfrecorder_component.component import properties
 from tfrecorder_component.component import spec
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import MANIFEST_EXTENSIONS
@@ -38,21 +38,17 @@ from tfrecorder_component.manifest.discover import manifest_files
 from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.sources import READ_BY_THE_LAUNCHER
 
-def _class_map(exec_properties):
-  return parse_class_map(exec_properties.get(spec.CLASS_MAP_KEY) or None)
-
-
-def _sources(input_dict, exec_properties, report_dir: str) -> List[ManifestSource]:
-  """The manifests of the execution. A manifest artifact is read as `convert()` reads a
-  path (`discover.find`: a manifest, a folder of them, a dataset folder such as a VOC or
-  COCO root, an image folder), manifests it implies written into `report_dir`."""
-  fmt = exec_properties.get(spec.MANIFEST_FORMAT_KEY) or None
-  image_root = exec_properties.get(spec.IMAGE_ROOT_KEY) or None
+def _sources(input_dict, exec_properties, values, report_dir: str) -> List[ManifestSource]:
+  """The manifests of the execution (`values`: its options, `properties.from_properties`).
+  A manifest artifact is read as `convert()` reads a path (`discover.find`: a manifest, a
+  folder of them, a dataset folder such as a VOC or COCO root, an image folder),
+  manifests it implies written into `report_dir`."""
+  fmt = values['manifest_format']
+  image_root = values['image_root']
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
   image_root = files.absolute(image_root) if image_root else None
-  feature_types = tuple(sorted(json.loads(exec_properties.get(spec.FEATURE_TYPES_KEY)
-                                          or '{}').items()))
-  class_map = _class_map(exec_properties)
+  feature_types = tuple(sorted((values['feature_types'] or {}).items()))
+  class_map = parse_class_map(values['class_map'])
 
   def source(path: str, split=None) -> ManifestSource:
     return ManifestSource(files.absolute(path), fmt, split, image_root, feature_types,
@@ -92,9 +88,9 @@ def _inputs(input_dict, exec_properties) -> List[Tuple[str, str]]:
   (`output_swap.refuse_overlap`)."""
   found = [('manifest', a.uri) for a in input_dict.get(spec.MANIFEST_KEY) or ()]
   found.append(('input base', exec_properties.get(spec.INPUT_BASE_KEY)))
-  found.append(('image root', exec_properties.get(spec.IMAGE_ROOT_KEY)))
-  found.append(('label map', exec_properties.get(spec.LABEL_MAP_KEY)))
-  class_map = exec_properties.get(spec.CLASS_MAP_KEY) or ''
+  found.append(('image root', exec_properties.get('image_root')))
+  found.append(('label map', exec_properties.get('label_map')))
+  class_map = exec_properties.get('class_map') or ''
   if not class_map.lstrip().startswith(('{', '[')):
     found.append(('class map', class_map))
   return [(what, path) for what, path in found if path]
@@ -188,12 +184,12 @@ def file_fingerprint(split: str, path: str) -> str:
 
 
 def _label_map_options(input_dict: Dict[str, List[types.Artifact]],
-                       exec_properties: Dict[str, Any]) -> Dict[str, Any]:
-  """ConversionOptions' label_map and append_new_labels: the `label_map_examples`
-  input's map (new labels appended, unless a `label_map` is given without
-  `append_new_labels`), else the `label_map` property's."""
-  path = exec_properties.get(spec.LABEL_MAP_KEY) or None
-  append = bool(exec_properties.get(spec.APPEND_NEW_LABELS_KEY) or 0)
+                       values: Dict[str, Any]) -> Dict[str, Any]:
+  """The options label_map and append_new_labels: the `label_map_examples` input's map
+  (new labels appended, unless a `label_map` is given without `append_new_labels`),
+  else the `label_map` property's."""
+  path = values['label_map']
+  append = values['append_new_labels']
   earlier = input_dict.get(spec.LABEL_MAP_EXAMPLES_KEY) or []
   if earlier:
     uri = max(earlier, key=lambda a: a.id).uri  # a resolver's latest
@@ -201,6 +197,19 @@ def _label_map_options(input_dict: Dict[str, List[types.Artifact]],
     return {'label_map': labels_lib.given_label_map(uri),
             'append_new_labels': append or not path}
   return {'label_map': labels_lib.given_label_map(path), 'append_new_labels': append}
+
+
+def conversion_options(input_dict: Dict[str, List[types.Artifact]],
+                       exec_properties: Dict[str, Any]) -> Tuple[Dict[str, Any],
+                                                                 ConversionOptions]:
+  """({option name: value}, ConversionOptions) of an execution: its options read back
+  from `exec_properties` (`properties.from_properties`), the splits from its
+  `output_config`, the label map from `label_map_examples` where given; made as
+  `convert()` makes them (`ConversionOptions.from_options`)."""
+  values = properties.from_properties(exec_properties)
+  values.update(_label_map_options(input_dict, values))
+  values['splits'] = split_plan(exec_properties)[0]
+  return values, ConversionOptions.from_options(values)
 
 
 class Executor(base_beam_executor.BaseBeamExecutor):
@@ -245,33 +254,16 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                            examples.uri, report.uri)
     report_dir = report.uri
     fileio.makedirs(report_dir)
-    sources = _sources(input_dict, exec_properties, report_dir)
-    buckets, split_names = split_plan(exec_properties)
+    values, options = conversion_options(input_dict, exec_properties)
+    sources = _sources(input_dict, exec_properties, values, report_dir)
+    split_names = split_plan(exec_properties)[1]
     examples.split_names = artifact_utils.encode_split_names(split_names)
     split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
-    options = ConversionOptions(
-        buckets=buckets,
-        max_pixels=int(exec_properties[spec.MAX_PIXELS_KEY]),
-        max_bytes=int(exec_properties[spec.MAX_BYTES_KEY]),
-        convert_unsupported=bool(exec_properties[spec.CONVERT_UNSUPPORTED_KEY]),
-        compression_level=int(exec_properties[spec.COMPRESSION_LEVEL_KEY]),
-        num_shards=int(exec_properties.get(spec.NUM_SHARDS_KEY) or 0),
-        shard_size_mb=float(exec_properties.get(spec.SHARD_SIZE_MB_KEY) or 0),
-        verify_decode=bool(exec_properties[spec.VERIFY_DECODE_KEY]),
-        include_masks=bool(exec_properties.get(spec.INCLUDE_MASKS_KEY) or 0),
-        include_keypoints=bool(exec_properties.get(spec.INCLUDE_KEYPOINTS_KEY) or 0),
-        concurrent_reads=int(exec_properties.get(spec.CONCURRENT_READS_KEY)
-                             or DEFAULT_CONCURRENT_READS),
-        transform=transform_lib.ImageTransform.from_json(
-            exec_properties.get(spec.IMAGE_TRANSFORM_KEY) or None),
-        class_map=_class_map(exec_properties),
-        layouts=tuple(n for n in (exec_properties.get(spec.LAYOUTS_KEY) or '').split(',') if n),
-        **_label_map_options(input_dict, exec_properties))
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
     summary = run.run_conversion(self._beam_pipeline_args, self._pipeline, sources,
                                  split_dirs, examples.uri, report_dir, options)
-    policy.apply_error_policy(summary, float(exec_properties[spec.MAX_ERROR_RATIO_KEY]),
+    policy.apply_error_policy(summary, values['max_error_ratio'],
                               [s.path for s in sources], lambda: keep_failed_report(report_dir))
 
     examples.span = int(exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME) or 0)

@@ -16,13 +16,13 @@ import warnings
 from PIL import Image
 
 from tfrecorder_component.errors import RowError
+from tfrecorder_component.option_table import DEFAULT_MAX_PIXELS
 from tfrecorder_component.images.formats import ImageInfo, pillow_message, tensorflow_format
 from tfrecorder_component.images.formats import bmp, gif, jpeg, png
 
 __all__ = ['DEFAULT_MAX_PIXELS', 'ImageInfo', 'convert_to_png', 'pillow_message',
            'probe_image']
 
-DEFAULT_MAX_PIXELS = 178_956_970  # Pillow's own decompression-bomb limit (2**31 / 4 / 3).
 
 # The formats `tf.io.decode_image` decodes on every supported TensorFlow. (TensorFlow
 # 2.21 also decodes WebP, 2.16 does not: WebP is `unsupported_format`, and converted.)

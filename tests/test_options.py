@@ -1,0 +1,171 @@
+"""Every option is declared once (`option_table.OPTIONS`), and the four places that take
+one agree with it and with each other: the command's flags, `convert()`, the
+component's spec and constructor, and the `ConversionOptions` its executor reads back
+from the execution properties. Each is checked as it is used (a parsed command line, a
+built component's properties), at the defaults and at a value other than each default.
+"""
+import inspect
+import json
+import os
+
+import pytest
+from tfx.types import channel, standard_artifacts
+
+from images import write_image, write_text
+from tfrecorder_component import cli, conversion, option_table
+from tfrecorder_component.component import component as component_lib
+from tfrecorder_component.component import executor, properties, spec, types
+from tfrecorder_component.options import ConversionOptions
+
+COMPONENT_OPTIONS = option_table.taken_by(option_table.COMPONENT)
+
+
+@pytest.fixture
+def labels_txt(tmp_path):
+  return write_text(str(tmp_path / 'labels.txt'), 'cat\ndog\n')
+
+
+def other_values(labels_txt: str) -> dict:
+  """A value other than its default for each option the component takes."""
+  return dict(
+      max_error_ratio=0.25, num_shards=3, layouts=['parquet'], manifest_format='coco_json',
+      image_root='/data/images', feature_types={'weight': 'float'}, max_pixels=1000,
+      max_bytes=2000, compression_level=6, verify_decode=False, convert_unsupported=True,
+      include_masks=True, include_keypoints=True, concurrent_reads=8, label_map=labels_txt,
+      append_new_labels=True, class_map={'car': 'vehicle', '*': None},
+      image_transform={'size': [8, 8], 'encode': 'png'})
+
+
+def test_other_values_cover_every_component_option_but_one_of_the_shard_pair(labels_txt):
+  # shard_size_mb excludes num_shards: test_shard_size_round_trips checks it alone.
+  assert set(other_values(labels_txt)) == {o.name for o in COMPONENT_OPTIONS} - {'shard_size_mb'}
+  for name, value in other_values(labels_txt).items():
+    assert value != option_table.BY_NAME[name].default, name
+
+
+def _component(**options):
+  manifest = channel.Channel(type=types.ImageManifest)
+  return component_lib.ImageExampleGen(manifest=manifest, **options)
+
+
+def _executor_options(component):
+  """What the executor makes of a built component's execution properties."""
+  exec_properties = dict(component.exec_properties)
+  return executor.conversion_options({}, exec_properties)
+
+
+def _convert_options(tmp_path, **options):
+  """What `convert()` makes of `options` (its own `_conversion`, before any run)."""
+  manifest = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.png,cat\n')
+  write_image(str(tmp_path / 'a.png'), 'PNG')
+  report = tmp_path / 'report'
+  os.makedirs(report, exist_ok=True)
+  options.pop('max_error_ratio', None)  # convert()'s own keyword, not a conversion option
+  return conversion._conversion(manifest, str(report), **options)[1]  # pylint: disable=protected-access
+
+
+def test_the_command_has_a_flag_for_each_option_it_takes_and_sets_none_unless_given():
+  _, commands = cli.build_parser()
+  for command, writes in (('convert', True), ('validate', False)):
+    parser = commands[command]
+    dests = {a.dest: a for a in parser._actions}  # pylint: disable=protected-access
+    taken = option_table.taken_by(option_table.CLI, writes)
+    for option in taken:
+      assert option.name in dests, (command, option.name)
+      assert option.flag in dests[option.name].option_strings, (command, option.name)
+    others = {o.name for o in option_table.OPTIONS} - {o.name for o in taken}
+    assert not others & set(dests), (command, others & set(dests))
+    args = ['m.csv', 'out'] if command == 'convert' else ['m.csv']
+    # Nothing given: no option reaches convert(), which takes the table's defaults.
+    assert cli._options(parser.parse_args(args)) == {}  # pylint: disable=protected-access
+
+
+def test_the_command_line_gives_convert_the_values_the_table_names():
+  parser = cli.build_parser()[1]['convert']
+  given = cli._options(parser.parse_args([  # pylint: disable=protected-access
+      'm.csv', 'out', '--max-pixels', '1000', '--no-verify-decode', '--include-masks',
+      '--layout', 'tfrecord,parquet', '--layout', 'tfds', '--splits', 'train=3,test=1',
+      '--transform', '{"size": [8, 8]}', '--class-map', '{"a": "b"}', '--overwrite',
+      '--max-error-ratio', '0.5', '--format', 'yolo', '--beam-arg=--x=1']))
+  assert given['max_pixels'] == 1000 and given['verify_decode'] is False
+  assert given['include_masks'] is True and given['overwrite'] is True
+  assert given['layouts'] == ['tfrecord', 'parquet', 'tfds']
+  assert given['splits'] == [('train', 3), ('test', 1)]
+  assert given['image_transform'].size == (8, 8)
+  assert given['max_error_ratio'] == 0.5 and given['manifest_format'] == 'yolo'
+  assert given['beam_args'] == ['--x=1'] and given['class_map'] == '{"a": "b"}'
+  conversion.check_names(set(given) - {'max_error_ratio', 'overwrite'})
+
+
+def test_convert_and_the_component_constructor_default_as_the_table_says():
+  signature = inspect.signature(conversion.convert).parameters
+  for name in ('max_error_ratio', 'overwrite'):
+    assert signature[name].default == option_table.BY_NAME[name].default
+  constructor = inspect.signature(component_lib.ImageExampleGen.__init__).parameters
+  for option in COMPONENT_OPTIONS:
+    default = constructor[option.name].default
+    # None and an empty list are the same "none" for list and map options.
+    assert properties.to_property(option, default) == properties.to_property(
+        option, option.default), option.name
+  assert ConversionOptions.from_options({}) == ConversionOptions()
+
+
+def test_the_spec_declares_each_component_option_with_its_type():
+  parameters = spec.ImageExampleGenSpec.PARAMETERS
+  for option in COMPONENT_OPTIONS:
+    assert parameters[option.name].type is option.exec_type, option.name
+    assert parameters[option.name].optional == option.exec_optional, option.name
+  built = _component().exec_properties
+  assert {o.name for o in COMPONENT_OPTIONS} <= set(built)
+  for name in set(parameters) - {o.name for o in COMPONENT_OPTIONS}:
+    assert name in (spec.INPUT_BASE_KEY, spec.INPUT_CONFIG_KEY, spec.OUTPUT_CONFIG_KEY,
+                    spec.RANGE_CONFIG_KEY), name
+  # The component's splits are its output_config: the table's default buckets.
+  output_config = json.loads(built[spec.OUTPUT_CONFIG_KEY])
+  assert tuple((s['name'], s['hash_buckets']) for s in output_config['split_config'][
+      'splits']) == option_table.DEFAULT_BUCKETS
+
+
+def test_the_executor_reads_back_what_convert_makes_at_the_defaults(tmp_path):
+  values, options = _executor_options(_component())
+  assert options == _convert_options(tmp_path)
+  assert values['max_error_ratio'] == option_table.BY_NAME['max_error_ratio'].default
+  assert values['manifest_format'] is None and values['image_root'] is None
+
+
+def test_the_executor_reads_back_what_convert_makes_of_other_values(tmp_path, labels_txt):
+  given = other_values(labels_txt)
+  values, options = _executor_options(_component(**given))
+  assert options == _convert_options(tmp_path, **given)
+  for name in ('max_error_ratio', 'manifest_format', 'image_root', 'feature_types'):
+    assert values[name] == given[name], name
+
+
+def test_shard_size_round_trips(tmp_path):
+  values, options = _executor_options(_component(shard_size_mb=12.5))
+  assert options == _convert_options(tmp_path, shard_size_mb=12.5)
+  assert options.shard_size_mb == 12.5 and values['shard_size_mb'] == 12.5
+
+
+def test_a_misspelt_option_is_refused_naming_the_closest(tmp_path):
+  with pytest.raises(TypeError, match="unexpected option 'max_pixel'; did you mean 'max_pixels'"):
+    conversion.convert(str(tmp_path / 'm.csv'), str(tmp_path / 'out'), max_pixel=5)
+  assert not os.path.exists(tmp_path / 'out')
+  with pytest.raises(TypeError, match="'num_shards'"):  # validate writes no shards
+    conversion.validate(str(tmp_path / 'm.csv'), str(tmp_path / 'report'), num_shards=2)
+
+
+def test_the_python_guides_options_table_lists_each_option_with_its_default():
+  """docs/guides/python.md's table of `convert()`'s options: one row an option, the
+  default the table declares."""
+  import ast  # pylint: disable=g-import-not-at-top
+  import re  # pylint: disable=g-import-not-at-top
+  page = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs',
+                      'guides', 'python.md')
+  rows = re.findall(r'^\| `(\w+)` \| `([^`]*)` \|', open(page, encoding='utf-8').read(), re.M)
+  documented = dict(rows)
+  assert sorted(documented) == sorted(o.name for o in option_table.taken_by(option_table.API))
+  for option in option_table.taken_by(option_table.API):
+    default = ast.literal_eval(documented[option.name])
+    expected = dict(option.default) if option.name == 'splits' else option.default
+    assert default == expected, option.name

@@ -1,0 +1,60 @@
+"""How each option (`option_table.OPTIONS`) travels as one of ImageExampleGen's
+execution properties: written by the component's constructor, read back by its
+executor. A property is an int, a float or a string, as KFP and ML Metadata keep them:
+flags are 0 or 1, maps and transforms JSON, lists comma-separated."""
+import json
+from typing import Any, Dict, Mapping
+
+from tfrecorder_component.images import transform as transform_lib
+from tfrecorder_component.manifest.class_map import describe as describe_class_map
+from tfrecorder_component.manifest.class_map import parse_class_map
+from tfrecorder_component.option_table import COMPONENT, Option, taken_by
+
+
+def to_property(option: Option, value: Any) -> Any:
+  """`value` (as the constructor takes it) as the execution property of `option`;
+  None for an optional one left unset."""
+  kind = option.exec_kind
+  if kind == 'flag':
+    return int(bool(value))
+  if value is None or (kind in ('json', 'class_map', 'list') and not value):
+    return None
+  if kind == 'json':
+    return json.dumps(value, sort_keys=True)
+  if kind == 'class_map':
+    return json.dumps(describe_class_map(parse_class_map(value)), sort_keys=True)
+  if kind == 'transform':
+    if isinstance(value, dict):
+      value = transform_lib.ImageTransform.from_dict(value)
+    return value.to_json()
+  if kind == 'list':
+    return ','.join([value] if isinstance(value, str) else value)
+  return option.exec_type(value)
+
+
+def from_property(option: Option, prop: Any) -> Any:
+  """The value an execution property of `option` stands for (the option's default when
+  a compiled pipeline lacks it), as `convert()` would take it."""
+  kind = option.exec_kind
+  if prop is None or prop == '':  # unset, as KFP passes an optional string left out
+    return option.default
+  if kind == 'flag':
+    return bool(int(prop))
+  if kind in ('json', 'class_map'):
+    return json.loads(prop)
+  if kind == 'transform':
+    return transform_lib.ImageTransform.from_json(prop)
+  if kind == 'list':
+    return tuple(n for n in prop.split(',') if n)
+  return option.exec_type(prop)
+
+
+def to_properties(values: Mapping[str, Any]) -> Dict[str, Any]:
+  """{execution property: value} of the component's options given as `values` (by
+  option name; an option missing from it takes its default)."""
+  return {o.name: to_property(o, values.get(o.name, o.default)) for o in taken_by(COMPONENT)}
+
+
+def from_properties(exec_properties: Mapping[str, Any]) -> Dict[str, Any]:
+  """{option name: value} of the component's options, read from `exec_properties`."""
+  return {o.name: from_property(o, exec_properties.get(o.name)) for o in taken_by(COMPONENT)}

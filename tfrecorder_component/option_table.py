@@ -1,0 +1,207 @@
+"""Every option of a conversion, declared once: its name (`convert()`'s keyword and the
+component's execution parameter), default, help, command-line flag and how the
+component carries it as an execution property.
+
+Made from `OPTIONS`: the command's flags (`cli`), the keywords `convert()` and
+`validate()` take and their defaults (`conversion`), the component's execution
+parameters (`component.spec`), the properties its constructor writes
+(`component.component`) and the `ConversionOptions` its executor reads back
+(`component.executor`, through `component.properties`). tests/test_options.py checks
+that the four agree, and the Python guide's options table is written from it
+(`scripts/cli-reference`).
+
+This module imports nothing of the package, so that every module can take its
+defaults from here (`images.probe`, `steps.shards`, ...) and the command can list its
+flags without loading Pillow or numpy.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
+
+# AutoML's own default for unassigned rows: 80% train, 10% validation, 10% test.
+DEFAULT_BUCKETS: Tuple[Tuple[str, int], ...] = (('train', 8), ('eval', 1), ('test', 1))
+DEFAULT_MAX_PIXELS = 178_956_970  # Pillow's own decompression-bomb limit (2**31 / 4 / 3).
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# Stored blocks: encoded JPEG and PNG bytes do not compress (level 6 saved under 1% of
+# photo-like JPEGs and tripled the write time), and every TFRecord reader inflates them.
+DEFAULT_COMPRESSION_LEVEL = 0
+DEFAULT_CONCURRENT_READS = 64
+
+# Where an option is taken: the command line, `convert()` (and `validate()`), the
+# component.
+CLI, API, COMPONENT = 'cli', 'api', 'component'
+EVERYWHERE = frozenset((CLI, API, COMPONENT))
+WITHOUT_A_PIPELINE = frozenset((CLI, API))
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+  """One option of a conversion.
+
+  Args:
+    name: `convert()`'s keyword, the component's constructor argument and execution
+      property.
+    default: The value when the option is not given, everywhere it is taken.
+    help: What it does, as the command's help says it (`{formats}`: the manifest
+      formats' names).
+    flag: The command-line flag, or None where the command has none.
+    cli: argparse keywords beside the flag and help: `type` names one of the command's
+      parsers (`cli.ARGUMENT_TYPES`), the others are argparse's own.
+    taken: Where the option is taken (CLI, API, COMPONENT).
+    writes: Only where records are written: `convert`, not `validate`.
+    group: The command's mutually exclusive group the flag is in, if any.
+    exec_type: The execution parameter's type (int, float or str; flags are 0 or 1).
+    exec_kind: How a value becomes that property and back (`component.properties`):
+      'value', 'flag' (0 or 1), 'json', 'transform' (an ImageTransform's JSON),
+      'class_map' (the parsed map's JSON), 'list' (comma-separated).
+    exec_optional: Whether a compiled pipeline may lack the property (those added
+      after the first release: a pipeline compiled before them still runs).
+    field: The `ConversionOptions` field it fills, if any (others go to the manifest
+      sources or the error policy).
+  """
+  name: str
+  default: Any
+  help: str
+  flag: Optional[str] = None
+  cli: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  taken: FrozenSet[str] = EVERYWHERE
+  writes: bool = False
+  group: Optional[str] = None
+  exec_type: Optional[type] = None
+  exec_kind: str = 'value'
+  exec_optional: bool = True
+  field: Optional[str] = None
+
+  def taken_by(self, where: str) -> bool:
+    return where in self.taken
+
+
+OPTIONS: Tuple[Option, ...] = (
+    Option('overwrite', False,
+           'replace an earlier output of this tool in OUTPUT_DIR (by default it must be new '
+           'or empty); files of yours there stay, a folder that is no output is refused, '
+           'and the old output stays until the new one is complete',
+           '--overwrite', dict(action='store_true'), taken=WITHOUT_A_PIPELINE, writes=True),
+    Option('max_error_ratio', 0.0,
+           'fraction of rows that may fail (default 0: any failure fails)',
+           '--max-error-ratio', dict(type='float'), writes=True, exec_type=float,
+           exec_optional=False),
+    Option('num_shards', 0,
+           'write exactly N shards per split, records spread evenly (default: the runner '
+           'decides, one shard per bundle)',
+           '--num-shards', dict(type='int', metavar='N'), writes=True, group='shards',
+           exec_type=int, exec_optional=False, field='num_shards'),
+    Option('shard_size_mb', 0.0,
+           'write shards of about MB megabytes each (TensorFlow suggests 100 MB or more, '
+           'and at least as many shards as parallel readers)',
+           '--shard-size-mb', dict(type='float', metavar='MB'), writes=True, group='shards',
+           exec_type=float, exec_optional=False, field='shard_size_mb'),
+    Option('layouts', (),
+           'also write the records in this layout beside TFX\'s GZIP shards (repeatable, or '
+           'comma-separated): tfrecord (uncompressed + .idx: DALI, PyTorch), tfds '
+           '(tfds.builder_from_directory), array_record (Grain), parquet (pandas, Hugging '
+           'Face datasets)',
+           '--layout', dict(action='append', metavar='NAME'), writes=True, exec_type=str,
+           exec_kind='list', field='layouts'),
+    Option('manifest_format', None,
+           'manifest format, one of: {formats} (default: detected per file; yolo_obb is '
+           'only ever named)',
+           '--format', exec_type=str),
+    Option('image_root', None,
+           'folder or gs:// prefix that relative image URIs, COCO file_names and Pascal VOC '
+           'filenames are relative to (default: the manifest\'s folder)',
+           '--image-root', exec_type=str),
+    Option('splits', DEFAULT_BUCKETS,
+           'hash buckets for rows without ML_USE (default: train=8,eval=1,test=1)',
+           '--splits', dict(type='splits'), taken=WITHOUT_A_PIPELINE, field='buckets'),
+    Option('feature_types', None,
+           'types of extra manifest columns as JSON, e.g. \'{"weight": "float"}\' '
+           '(default: inferred per file)',
+           '--feature-types', dict(type='json_object'), exec_type=str, exec_kind='json'),
+    Option('max_pixels', DEFAULT_MAX_PIXELS,
+           'refuse images whose header claims more pixels (default: 178,956,970)',
+           '--max-pixels', dict(type='int'), exec_type=int, exec_optional=False,
+           field='max_pixels'),
+    Option('max_bytes', DEFAULT_MAX_BYTES,
+           'refuse image files larger than this (default: 64 MiB)',
+           '--max-bytes', dict(type='int'), exec_type=int, exec_optional=False,
+           field='max_bytes'),
+    Option('compression_level', DEFAULT_COMPRESSION_LEVEL,
+           'gzip level of the shards (default 0, stored: encoded images do not compress)',
+           '--compression-level', dict(type='int', choices=range(10), metavar='0-9'),
+           writes=True, exec_type=int, exec_kind='value', exec_optional=False,
+           field='compression_level'),
+    Option('verify_decode', True,
+           'probe headers only, do not decode every image',
+           '--no-verify-decode', dict(action='store_false'), exec_type=int,
+           exec_kind='flag', exec_optional=False, field='verify_decode'),
+    Option('convert_unsupported', False,
+           're-encode WebP, TIFF, ... as PNG instead of failing them',
+           '--convert-unsupported', dict(action='store_true'), exec_type=int,
+           exec_kind='flag', exec_optional=False, field='convert_unsupported'),
+    Option('include_masks', False,
+           'COCO, YOLO segmentation, LabelMe, CVAT, Label Studio: write each object\'s mask '
+           '(polygons or RLE) as a PNG in image/object/mask',
+           '--include-masks', dict(action='store_true'), exec_type=int, exec_kind='flag',
+           field='include_masks'),
+    Option('include_keypoints', False,
+           'COCO, YOLO pose, CVAT points: write each object\'s keypoints in '
+           'image/object/keypoint/*',
+           '--include-keypoints', dict(action='store_true'), exec_type=int,
+           exec_kind='flag', field='include_keypoints'),
+    Option('concurrent_reads', DEFAULT_CONCURRENT_READS,
+           'reads in flight per worker for images on gs://, s3:// and other remote storage '
+           '(default 64; local files are read in line)',
+           '--concurrent-reads', dict(type='int', metavar='N'), exec_type=int,
+           field='concurrent_reads'),
+    Option('label_map', None,
+           'keep the ids of this label map: a label_map.pbtxt, a labels.txt or an earlier '
+           'output folder; a label it lacks fails its rows',
+           '--label-map', dict(metavar='PATH'), exec_type=str, field='label_map'),
+    Option('append_new_labels', False,
+           'with --label-map: give labels it lacks the next free ids (continuous training: '
+           'every earlier id stays)',
+           '--append-new-labels', dict(action='store_true'), exec_type=int,
+           exec_kind='flag', field='append_new_labels'),
+    Option('class_map', None,
+           'classes to keep, drop, rename or merge: a JSON object or a .json / .yaml file of '
+           'one, e.g. \'{"car": "vehicle", "truck": "vehicle", "blurry": null}\'; "*": null '
+           'drops every class not listed',
+           '--class-map', dict(metavar='JSON|PATH'), exec_type=str, exec_kind='class_map',
+           field='class_map'),
+    Option('image_transform', None,
+           'image transform as JSON, e.g. \'{"longest_side": 512, "encode": "jpeg"}\'',
+           '--transform', dict(metavar='JSON'), exec_type=str, exec_kind='transform',
+           field='transform'),
+    Option('runner', 'DirectRunner',
+           'Beam runner (default: %(default)s; on local files with no --beam-arg, without '
+           'Beam: a worker process per 1,000 rows, up to one a core; DataflowRunner needs '
+           '--project, --region and --temp-location)',
+           '--runner', taken=WITHOUT_A_PIPELINE),
+    Option('project', None, 'Google Cloud project (Dataflow)', '--project',
+           taken=WITHOUT_A_PIPELINE),
+    Option('region', None, 'Google Cloud region (Dataflow)', '--region',
+           taken=WITHOUT_A_PIPELINE),
+    Option('temp_location', None, 'gs:// folder for Dataflow\'s temporary files',
+           '--temp-location', taken=WITHOUT_A_PIPELINE),
+    Option('beam_args', (),
+           'an extra Beam argument (repeatable), e.g. --beam-arg=--direct_num_workers=0',
+           '--beam-arg', dict(action='append'), taken=WITHOUT_A_PIPELINE),
+    # The command shows progress unless --quiet (`--progress-every` sets how often where
+    # stderr is no terminal); the component logs it.
+    Option('progress_every_s', None,
+           'show the run\'s progress on stderr every this many seconds', taken=frozenset((API,))),
+)
+
+BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}
+
+
+def taken_by(where: str, writes: bool = True) -> Tuple[Option, ...]:
+  """The options taken where `where` says, less those of writing where `writes` is
+  false (`validate`)."""
+  return tuple(o for o in OPTIONS if o.taken_by(where) and (writes or not o.writes))
+
+
+def defaults(where: str = API, writes: bool = True) -> Dict[str, Any]:
+  return {o.name: o.default for o in taken_by(where, writes)}
