@@ -13,7 +13,7 @@ from images import write_image, write_text
 from tfrecord_digest import digest
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest import coco
+from tfrecorder_component.manifest import coco, json_stream
 from tfrecorder_component.steps import sort
 from tfrecorder_component.manifest.reader import read_manifest_file
 
@@ -116,7 +116,7 @@ def test_a_file_larger_than_the_memory_budget_converts_to_the_same_records(
   scratch.mkdir()
   monkeypatch.setattr(tempfile, 'tempdir', str(scratch))
   monkeypatch.setattr(coco, 'MEMORY_BYTES', 2048)
-  monkeypatch.setattr(coco, 'READ_BYTES', 7)
+  monkeypatch.setattr(json_stream, 'READ_BYTES', 7)
   monkeypatch.setattr(sort, 'MAX_OPEN_RUNS', 4)
   assert os.path.getsize(path) > 20 * coco.MEMORY_BYTES
   parsed = coco.parse(path, object(), annotations=annotations)  # the file read by path
@@ -144,7 +144,7 @@ def test_json_errors_name_the_place_json_loads_names(tmp_path, monkeypatch, brok
   """Read in pieces of a few characters past 64 KiB of padding, a file that is not JSON
   fails with `json.loads`' own message: what is wrong, and its line, column and
   character in the whole file."""
-  monkeypatch.setattr(coco, 'READ_BYTES', 5)
+  monkeypatch.setattr(json_stream, 'READ_BYTES', 5)
   text = (' ' * 70000 + '\n') * 2 + broken if broken else broken
   path = write_text(str(tmp_path / 'coco.json'), text)
   with pytest.raises(ValueError) as expected:
@@ -159,7 +159,7 @@ def test_values_are_what_json_loads_makes_of_them(tmp_path, monkeypatch):
   """NaN, Infinity, ids as 3.0 and 3, escapes, bytes that are not UTF-8 (which fail
   their row, not the file), and numbers and literals cut by the reads' ends, read as the
   whole file would be."""
-  monkeypatch.setattr(coco, 'READ_BYTES', 3)
+  monkeypatch.setattr(json_stream, 'READ_BYTES', 3)
   text = ('{"info": 123456789, "categories": [{"id": 3.0, "name": "c\\u00e4t"}], "images": ['
           '{"id": 3, "file_name": "a.jpg"}, {"id": 4, "file_name": "bBADBYTE.jpg"}, '
           '{"id": 5, "file_name": "c.jpg"}], "annotations": [987654321, '

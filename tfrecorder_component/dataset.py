@@ -27,6 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 
 from tfrecorder_component import layout
+from tfrecorder_component import labels as labels_lib
+from tfrecorder_component.layouts import index
 
 IMAGE_KEY = 'image/encoded'
 LABEL_KEY = 'image/class/label'
@@ -88,7 +90,6 @@ def label_map(examples: Union[str, Sequence[str]]) -> Dict[str, int]:
   """{label: id} of what `load_dataset(examples)` reads: one output's label map, or for
   several (a window of spans) their union; ValueError in one line when their maps
   disagree (a label with two ids, or an id with two labels), so ids are never mixed."""
-  from tfrecorder_component import labels as labels_lib  # pylint: disable=g-import-not-at-top
   maps = []
   for folder in _label_folders(examples):
     path = os.path.join(folder, labels_lib.LABEL_MAP_FILE)
@@ -105,7 +106,6 @@ Spec = Dict[str, Union[tf.io.FixedLenFeature, tf.io.RaggedFeature]]
 def _index_features(folder: str) -> Dict[str, Dict[str, Any]]:
   """The `features` of one output's examples.json (its report's summary.json when it has
   none: an output written before the index was)."""
-  from tfrecorder_component.layouts import index  # pylint: disable=g-import-not-at-top
   for path in (os.path.join(folder, index.INDEX_FILE),
                os.path.join(folder, layout.REPORT_DIR, layout.SUMMARY_FILE)):
     if tf.io.gfile.exists(path):  # read with TensorFlow's file systems: no Beam import

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import posixpath
 import re
 import shutil
 import time
@@ -20,8 +19,8 @@ from typing import BinaryIO, Callable, Iterable, List, Optional
 
 from tfrecorder_component import extras, storage
 from tfrecorder_component.errors import RowError
+from tfrecorder_component.option_table import DEFAULT_MAX_BYTES
 
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_ATTEMPTS = 4
 _TRANSIENT_ERRNOS = {errno.EAGAIN, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNABORTED,
                      errno.EPIPE}

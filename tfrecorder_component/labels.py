@@ -33,6 +33,8 @@ import re
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from tfrecorder_component.errors import UsageError
+from tfrecorder_component import files
+from tfrecorder_component import storage
 
 LABELS_FILE = 'labels.txt'
 LABEL_MAP_FILE = 'label_map.pbtxt'
@@ -131,7 +133,6 @@ def labels_txt(ids: Mapping[str, int], first_id: int) -> str:
 
 
 def write_label_files(directory: str, ids: Mapping[str, int], first_id: int = 0) -> None:
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   for name, text in ((LABELS_FILE, labels_txt(ids, first_id)),
                      (LABEL_MAP_FILE, label_map_pbtxt(ids))):
     files.write_text(files.join(directory, name), text)
@@ -217,7 +218,6 @@ def read_given_label_map(path: str) -> GivenLabelMap:
   the task's first id + k; empty lines are ids no label has), or a folder holding
   label_map.pbtxt (an earlier output, an Examples artifact URI), on any Beam file system.
   UsageError naming the path when it cannot be read or is malformed."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   path = os.fspath(getattr(path, 'uri', path))
   candidates = [path] if path.endswith(('.pbtxt', '.txt')) else [
       files.join(path, LABEL_MAP_FILE), path]
@@ -263,7 +263,6 @@ def given_label_map(value) -> Optional[GivenLabelMap]:
       raise UsageError('label_map lists a label twice')
     return GivenLabelMap('the label_map argument', tuple((str(l), k) for k, l in
                                                           enumerate(value)), by_line=True)
-  from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
   path = os.fspath(getattr(value, 'uri', value))
   storage.prepare_file_systems(path)
   return read_given_label_map(path)
@@ -292,7 +291,6 @@ def read_label_map(examples_uri: str) -> Dict[str, int]:
   """Returns {label: id} for an Examples artifact URI (or any folder holding
   label_map.pbtxt), with the ids the records hold. Also accepts a `tfx.types.Artifact`.
   """
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   uri = getattr(examples_uri, 'uri', examples_uri)
   path = files.join(os.fspath(uri), LABEL_MAP_FILE)
   with files.open_file(path) as f:

@@ -16,6 +16,7 @@ import posixpath
 from typing import Any, Callable, Dict, Iterable, Optional
 
 from tfrecorder_component.labels import LABELS_FILE
+from tfrecorder_component import files
 
 SPLIT_PREFIX = 'Split-'
 TFRECORD_FILE_NAME = 'data_tfrecord'
@@ -56,7 +57,6 @@ def errors_path(report_dir: str) -> str:
 
 def read_summary(report_dir: str) -> Dict[str, Any]:
   """summary.json of a run's report, from any Beam file system."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   with files.open_file(posixpath.join(report_dir, SUMMARY_FILE)) as f:
     return json.loads(f.read())
 

@@ -19,6 +19,9 @@ nothing of the runner.
 Nothing that grows with the rows is held by one process: rows travel as chunk files,
 records go straight from a worker to its shard, and the report's JSON-lines files and
 the duplicate index are the same external sorts the Beam steps use.
+
+Length: one engine: its worker pool, the isolation of a crashing row, and the merge of
+the workers' shards and sorted runs, which share the run's state.
 """
 from __future__ import annotations
 

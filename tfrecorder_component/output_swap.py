@@ -35,6 +35,9 @@ in place; an `overwrite` of a finished output writes under
 A failed run (the error policy) keeps its report and no record: at `<output>/report`
 when the folder held no output before, else at `<output>.failed/report` (an old output
 stays as it was) or, where the parent cannot be written, `<output>/report.failed`.
+
+Length: the output folder's whole life (lock, staging, refusal of overlaps, the swap,
+clean-up after a killed run), on local disk and object storage alike.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from tfrecorder_component import layout
 from tfrecorder_component.errors import ManifestError
+from tfrecorder_component import files
 
 # A refusal for failed rows names this many of them (the first in manifest and row order,
 # the first of another reason preferred to a second of the same): with the counts by
@@ -29,7 +30,6 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
   """The first `limit` failed rows of an errors.jsonl in manifest and row order (none if
   the file is missing). The file is in the order the workers wrote it; this reads it
   once, keeping `limit` rows."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   if not files.exists(path):
     return []
   with files.open_file(path) as f:
@@ -41,7 +41,6 @@ def first_errors_by_reason(path: str, limit: int) -> List[Dict[str, Any]]:
   """`limit` failed rows of an errors.jsonl, in manifest and row order: the first one,
   then the first of each other reason, then the next ones (reading the file once, keeping
   `limit` rows and one a reason): rows of several reasons show each kind of failure."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   if limit < 1 or not files.exists(path):
     return []
   first: List[Dict[str, Any]] = []
@@ -146,7 +145,6 @@ def _looked_in(error: Dict[str, Any]) -> str:
 def _first_missing(errors_path: str, shown: Sequence[Dict[str, Any]]
                    ) -> Optional[Dict[str, Any]]:
   """A failed row of reason `missing`: one of `shown`, else the first in the file."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   found = next((e for e in shown if e.get('reason') == 'missing'), None)
   if found is not None or not files.exists(errors_path):
     return found

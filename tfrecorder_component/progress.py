@@ -22,6 +22,9 @@ Rows are counted where they are converted: `count(rows, failed)` adds to this pr
 sink, which the run installs (`counting`): the reporter's own counts in the process that
 draws, or one slot of a `SharedCounts` array in a worker process forked from it, which the
 drawing process sums. Workers never print.
+
+Length: one progress display, a live bar and plain lines, fed by counters shared with
+the worker processes; its parts share that state.
 """
 from __future__ import annotations
 

@@ -37,6 +37,10 @@ the program has already imported (no torch imported, no DataLoader worker): else
 Nothing here imports TensorFlow. torch is imported only where it is installed, when a
 `RecordDataset` is made (to be a `torch.utils.data.IterableDataset` too) or a batch is
 collated with `tensors=True`; `iter_records` never imports it.
+
+Length: the reader without TensorFlow: its plan of shard parts across ranks and
+DataLoader workers, parsing, image decoding and the PyTorch dataset, which share that
+plan.
 """
 from __future__ import annotations
 
@@ -45,9 +49,8 @@ import gzip
 import io
 import json
 import posixpath
-import struct
 import sys
-from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -55,7 +58,7 @@ from tfrecorder_component import example_proto
 from tfrecorder_component import files
 from tfrecorder_component import layout as layout_lib
 from tfrecorder_component.layouts import index as index_lib
-from tfrecorder_component.steps.shards import masked_crc32c
+from tfrecorder_component.steps import shards as shards_lib
 
 IMAGE_KEY = 'image/encoded'
 DECODED_IMAGE_KEY = 'image'
@@ -235,52 +238,21 @@ def plan(source: Source, reader: int, readers: int) -> List[Part]:
 # --- reading ------------------------------------------------------------------------------
 
 
-def _frames(f: BinaryIO, path: str, first: int = 0, limit: Optional[int] = None,
-            keep: Callable[[int], bool] = lambda j: True) -> Iterator[bytes]:
-  """The records of an open TFRecord stream from where it stands (record `first` of its
-  file), `limit` of them at most; a record `keep` refuses (by its number in the file)
-  is skipped. ValueError naming the file and record for a CRC mismatch or a cut."""
-  j = first
-  while limit is None or j < first + limit:
-    header = f.read(12)
-    if not header:
-      if limit is not None:
-        raise ValueError(f'{path} ends before its index says it does')
-      return
-    if len(header) < 12:
-      raise ValueError(f'{path} is truncated: a record header has {len(header)} bytes')
-    if header[8:] != masked_crc32c(header[:8]):
-      raise ValueError(f'{path}: record {j} has a corrupt length (CRC mismatch)')
-    length, = struct.unpack('<Q', header[:8])
-    if not keep(j):  # another reader's: skipped, its data unchecked
-      f.seek(length + 4, io.SEEK_CUR)
-      j += 1
-      continue
-    data = f.read(length)
-    crc = f.read(4)
-    if len(data) < length or len(crc) < 4:
-      raise ValueError(f'{path} is truncated in record {j}')
-    if crc != masked_crc32c(data):
-      raise ValueError(f'{path}: record {j} is corrupt (CRC mismatch)')
-    yield data
-    j += 1
-
-
 def read_part(source: Source, part: Part) -> Iterator[bytes]:
   """The serialized records of one part of `plan`."""
   path = source.paths[part.shard]
   with files.open_file(path) as raw:
     if part.end is not None:  # with offsets: seek to the first, read to the end
       raw.seek(int(source.offsets[part.shard][part.first, 0]))
-      yield from _frames(raw, path, part.first, part.end - part.first)
+      yield from shards_lib.read_frames(raw, path, part.first, part.end - part.first)
       return
     stream = gzip.GzipFile(fileobj=raw) if source.compressed else raw
     with stream:
       if part.slots is None:
-        yield from _frames(stream, path)
+        yield from shards_lib.read_frames(stream, path)
       else:
         slots, modulus = frozenset(part.slots), part.modulus
-        yield from _frames(stream, path, keep=lambda j: j % modulus in slots)
+        yield from shards_lib.read_frames(stream, path, keep=lambda j: j % modulus in slots)
 
 
 def _values(feature) -> Tuple[Optional[str], Any]:

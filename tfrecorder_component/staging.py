@@ -30,6 +30,7 @@ import time
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from tfrecorder_component import storage
+from tfrecorder_component import files
 
 __all__ = ['Staging', 'UPLOADS_IN_FLIGHT']
 
@@ -107,6 +108,5 @@ def upload(local: str, uri: str) -> None:
   """Writes the local file `local` as the object `uri`, as every remote file is written
   (`files.create_file`: this process's Arrow client of its scheme, else Beam's file
   system)."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   with open(local, 'rb') as source, files.create_file(uri) as target:
     shutil.copyfileobj(source, target, _PIECE)

@@ -17,6 +17,9 @@ Credentials and endpoints are the clients' usual ones:
 - s3://: the AWS SDK's chain (`AWS_ACCESS_KEY_ID`, `~/.aws`, instance roles) and the
   endpoint of `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, as MinIO users set it (Beam's
   boto3 client reads the same variables).
+
+Length: the object-store clients (gs://, s3://), their background upload writer and the
+renames and deletes the output folder needs, which share one client cache.
 """
 from __future__ import annotations
 

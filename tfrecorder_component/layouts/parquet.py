@@ -35,6 +35,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from tfrecorder_component import extras, files
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.layouts.base import split_files
+from tfrecorder_component import example_proto
 
 FOLDER = 'parquet'
 REQUIRES = ()
@@ -125,7 +126,6 @@ class _Sink:
 
   def __init__(self, ctx, path: str):
     import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
-    from tfrecorder_component import example_proto  # pylint: disable=g-import-not-at-top
     self._parse = example_proto.Example.FromString
     self._columns = [(key, _KINDS[kind], scalar) for key, kind, scalar in columns(ctx)]
     self._schema = schema(ctx)

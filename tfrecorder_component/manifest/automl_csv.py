@@ -5,6 +5,9 @@ A header row is optional. With a header, columns are found by name (`split` or
 `labels` or `label_*`), and every other named column becomes a typed feature of the
 record; without one, the first column is ML_USE when the first data row's first field
 is not a file path.
+
+Length: one format whose header and column order carry many layouts (AutoML, Vertex AI,
+TFRecorder, one-hot and multi-label exports), each told apart here.
 """
 from __future__ import annotations
 

@@ -15,33 +15,35 @@ A file of any size is read in bounded memory: as a stream, a value of "images" a
 "categories" last). Images and annotations are keyed by image id and sorted, on local
 temporary disk past MEMORY_BYTES, then merged to join each image to its annotations;
 what is yielded is sorted back into file order the same way (`ExternalSort`).
+
+Length: one format, its streaming join of images to annotations and the checks of every
+annotation field (masks, keypoints, areas) that COCO defines.
 """
 from __future__ import annotations
 
-import codecs
 import json
 import math
-import re
 import shutil
 import struct
 import tempfile
 from array import array
-from typing import (AbstractSet, Any, BinaryIO, Dict, Iterator, List, Mapping,
-                    Optional, Tuple, Union)
+from typing import (AbstractSet, Any, Dict, Iterator, List, Mapping, Optional, Tuple,
+                    Union)
 
 from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest import json_stream
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import FLOAT32_MAX, as_number
-from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
-                                                ParsedItem, merge_image_rows, resolve_uri)
-from tfrecorder_component.steps.sort import ExternalSort, SortBudget, deep, unpacked_value
+from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow,
+                                                merge_image_rows, ObjectBox, ParsedItem,
+                                                resolve_uri, short)
+from tfrecorder_component.steps.sort import ExternalSort, SortBudget, unpacked_value
 
 # What one file's parse holds in memory, whatever the file's size: the images, the
 # annotations and the rows it has yet to yield are kept as packed entries until they
 # take MEMORY_BYTES, then written as sorted runs to a temporary folder on local disk and
 # merged back a block of each at a time (`steps.sort`).
 MEMORY_BYTES = 16 * 2**20
-READ_BYTES = 2**20  # read from the file at a time
 
 
 def parse(path: str, text: Any, *, image_root: Optional[str] = None,
@@ -85,10 +87,10 @@ def _read(path: str, text: Any, annotations: AbstractSet[str], image_root: Optio
   decoder = json.JSONDecoder(object_hook=lambda obj: _drop(obj, unread, read))
   sections: Dict[str, Any] = {}
   try:
-    with _Text.open(path, text) as stream:
-      for key in _members(stream, decoder):
+    with json_stream.Text.open(path, text) as stream:
+      for key in json_stream.members(stream, decoder):
         if key not in _SECTIONS:
-          _skip(stream, decoder)
+          json_stream.skip(stream, decoder)
           continue
         if isinstance(sections.get(key), ExternalSort):  # a key given twice: the last counts
           sections[key].discard()
@@ -97,10 +99,10 @@ def _read(path: str, text: Any, annotations: AbstractSet[str], image_root: Optio
         if stream.next() != '[':
           sections[key] = stream.value(decoder)
         elif key == 'categories':
-          sections[key] = list(_items(stream, decoder))
+          sections[key] = list(json_stream.items(stream, decoder))
         elif key == 'images':
           sections[key] = sorter = ExternalSort(folder, budget)
-          for number, image in enumerate(_items(stream, decoder)):
+          for number, image in enumerate(json_stream.items(stream, decoder)):
             row = _image_row(path, number + 1, image, image_root)
             if isinstance(row, RowError):
               failed.add(_failed_key(0, number), _packed(row))
@@ -109,11 +111,11 @@ def _read(path: str, text: Any, annotations: AbstractSet[str], image_root: Optio
                          (_packed(row), repr(image.get('id'))))
         else:
           sections[key] = sorter = ExternalSort(folder, budget)
-          for index, annotation in enumerate(_items(stream, decoder)):
+          for index, annotation in enumerate(json_stream.items(stream, decoder)):
             image_id = (_id_key(annotation.get('image_id')) if isinstance(annotation, dict)
                         else _NO_IMAGE)
             sorter.add(_join_key(image_id, _ANNOTATION, index), annotation)
-  except _NotAnObject:
+  except json_stream.NotAnObject:
     raise ManifestError(f'{path}: a COCO JSON file is an object with an "images" list'
                         ) from None
   except (ValueError, RecursionError) as e:
@@ -234,162 +236,6 @@ def _unpacked(packed: Tuple[str, Any]) -> ParsedItem:
     reason, message, source, row, uri, annotation = value
     return RowError(reason, message, source=source, row=row, uri=uri, annotation=annotation)
   return value
-
-
-class _NotAnObject(Exception):
-  """The file holds JSON, but not an object."""
-
-
-class _Text:
-  """A JSON text read a value at a time with `json`'s own decoder (`raw_decode`), so
-  that values are exactly what `json.loads` makes of them (NaN, lone surrogates, huge
-  numbers...): the whole of a str, or a file read READ_BYTES at a time and decoded as
-  the reader decodes a manifest (UTF-8, a BOM dropped, bad bytes kept as surrogates).
-  `buffer[at:]` is what is left to read; errors name the line, column and character of
-  the whole text, as `json.loads`' do."""
-
-  _SPACE = re.compile(r'[ \t\n\r]*')
-  _ENOUGH = 16  # characters past a value that show it has ended (a number, NaN...)
-
-  def __init__(self, text: str, file: Optional[BinaryIO] = None):
-    self.buffer = text
-    self.at = 0
-    self._file = file
-    self._decoder = codecs.getincrementaldecoder('utf-8-sig')('surrogateescape')
-    self._start = 0  # where the buffer starts in the whole text
-    self._lines = 0  # line breaks before it
-    self._last_line_break = -1  # where the last of those is
-    self.ended = file is None
-
-  @classmethod
-  def open(cls, path: str, text: Any) -> '_Text':
-    if isinstance(text, str):
-      return cls(text)
-    from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
-    return cls('', files.open_file(path))
-
-  def __enter__(self) -> '_Text':
-    return self
-
-  def __exit__(self, *exc_info) -> None:
-    if self._file is not None:
-      self._file.close()
-
-  def _more(self) -> None:
-    """Reads on: at least READ_BYTES, and at least as much again as is held (so that a
-    long value is read in a few steps); drops what has been read."""
-    cut, buffer = self.at, self.buffer
-    if cut:
-      breaks = buffer.count('\n', 0, cut)
-      if breaks:
-        self._lines += breaks
-        self._last_line_break = self._start + buffer.rindex('\n', 0, cut)
-      self._start += cut
-    block = self._file.read(max(READ_BYTES, len(buffer) - cut))
-    self.buffer = buffer[cut:] + self._decoder.decode(block, final=not block)
-    self.at = 0
-    self.ended = not block
-
-  def next(self) -> str:
-    """The next character that is not white space ('' at the end), skipping to it."""
-    while True:
-      self.at = self._SPACE.match(self.buffer, self.at).end()
-      if self.at < len(self.buffer):
-        return self.buffer[self.at]
-      if self.ended:
-        return ''
-      self._more()
-
-  def value(self, decoder: json.JSONDecoder) -> Any:
-    """The JSON value that starts here (after `next`), read past."""
-    while True:
-      try:
-        value, end = decoder.raw_decode(self.buffer, self.at)
-      except json.JSONDecodeError as e:
-        if not self.ended and (e.pos >= len(self.buffer) - self._ENOUGH or
-                               e.msg.startswith('Unterminated string')):
-          self._more()  # cut short by the buffer's end, perhaps: read on, and again
-          continue
-        raise self.error(e.msg, e.pos) from None
-      if end > len(self.buffer) - self._ENOUGH and not self.ended:
-        self._more()  # a number or a literal may go on past the buffer
-        continue
-      self.at = end
-      return value
-
-  def expect(self, character: str, message: str) -> None:
-    if self.next() != character:
-      raise self.error(message, self.at)
-    self.at += 1
-
-  def error(self, message: str, at: int) -> ValueError:
-    """`json.JSONDecodeError`'s message for `message` at `buffer[at]`."""
-    position = self._start + at
-    breaks = self.buffer.count('\n', 0, at)
-    last = (self._start + self.buffer.rindex('\n', 0, at) if breaks else
-            self._last_line_break)
-    return ValueError(f'{message}: line {self._lines + breaks + 1} column '
-                      f'{position - last} (char {position})')
-
-
-def _members(stream: _Text, decoder: json.JSONDecoder) -> Iterator[str]:
-  """The names of the members of the object the text holds, each yielded with the
-  stream at its value, which the caller reads (or skips) before the next; then checks
-  that nothing follows. Raises _NotAnObject (after reading it through, so that a text
-  that is not JSON is told as such) for any other value."""
-  if stream.buffer.startswith('\ufeff'):
-    raise stream.error('Unexpected UTF-8 BOM (decode using utf-8-sig)', 0)
-  if stream.next() != '{':
-    _skip(stream, decoder)
-    _end(stream)
-    raise _NotAnObject()
-  stream.at += 1
-  following = stream.next()
-  if following == '}':
-    stream.at += 1
-  while following != '}':
-    if stream.next() != '"':
-      raise stream.error('Expecting property name enclosed in double quotes', stream.at)
-    name = stream.value(decoder)
-    stream.expect(':', "Expecting ':' delimiter")
-    stream.next()
-    yield name
-    following = stream.next()
-    if following not in ('}', ','):
-      raise stream.error("Expecting ',' delimiter", stream.at)
-    stream.at += 1
-  _end(stream)
-
-
-def _end(stream: _Text) -> None:
-  if stream.next():
-    raise stream.error('Extra data', stream.at)
-
-
-def _items(stream: _Text, decoder: json.JSONDecoder) -> Iterator[Any]:
-  """The values of the array the stream is at, one at a time."""
-  stream.at += 1  # [
-  if stream.next() == ']':
-    stream.at += 1
-    return
-  while True:
-    stream.next()
-    yield stream.value(decoder)
-    following = stream.next()
-    if following not in (']', ','):
-      raise stream.error("Expecting ',' delimiter", stream.at)
-    stream.at += 1
-    if following == ']':
-      return
-
-
-def _skip(stream: _Text, decoder: json.JSONDecoder) -> None:
-  """Reads past the value the stream is at (an array a value at a time)."""
-  if stream.next() == '[':
-    for _ in _items(stream, decoder):
-      pass
-  else:
-    stream.value(decoder)
 
 
 def _drop(obj: dict, unread: Tuple[str, ...], read: Tuple[str, ...]) -> dict:
@@ -560,12 +406,12 @@ def _instance_mask(segmentation: object) -> Union[InstanceMask, str]:
     if all(p is not None and len(p) >= 6 and len(p) % 2 == 0 for p in parts):
       return InstanceMask(polygons=tuple(parts))
     return ('"segmentation" polygons must each be a list of at least 3 points, x1, y1, '
-            f'x2, y2, ... in pixels; got {_short(_as_json(segmentation))}')
+            f'x2, y2, ... in pixels; got {short(_as_json(segmentation))}')
   if isinstance(segmentation, dict):
     size, counts = _numbers(segmentation.get('size')), segmentation.get('counts')
     if size is None or len(size) != 2 or not all(v.is_integer() and v > 0 for v in size):
       return ('a run-length "segmentation" needs "size": [height, width], got '
-              f'{_short(segmentation.get("size"))}')
+              f'{short(segmentation.get("size"))}')
     height, width = int(size[0]), int(size[1])
     if isinstance(counts, str) and counts:
       return InstanceMask(rle_size=(height, width), rle_counts=counts)
@@ -576,11 +422,11 @@ def _instance_mask(segmentation: object) -> Union[InstanceMask, str]:
                 f'height x width = {height * width}')
       return InstanceMask(rle_size=(height, width), rle_counts=tuple(int(v) for v in runs))
     return ('a run-length "segmentation" needs "counts": a list of run lengths or '
-            f'COCO\'s compressed string, got {_short(counts)}')
+            f'COCO\'s compressed string, got {short(counts)}')
   if segmentation is None:
     return ('no "segmentation"; include_masks writes a mask for every object, so every '
             'annotation needs one')
-  return f'"segmentation" must be polygons or a run-length encoding, got {_short(segmentation)}'
+  return f'"segmentation" must be polygons or a run-length encoding, got {short(segmentation)}'
 
 
 def _keypoints(values: object, count: int
@@ -592,10 +438,10 @@ def _keypoints(values: object, count: int
   numbers = _numbers(values)
   if numbers is None or len(numbers) != 3 * count:
     return (f'"keypoints" must be {3 * count} numbers (x, y, visibility for each of the '
-            f'category\'s {count} keypoints), got {_short(_as_json(values))}')
+            f'category\'s {count} keypoints), got {short(_as_json(values))}')
   triples = tuple(zip(numbers[0::3], numbers[1::3], numbers[2::3]))
   if not all(v in (0, 1, 2) for _, _, v in triples):
-    return f'keypoint visibility must be 0, 1 or 2, got {_short(_as_json(values))}'
+    return f'keypoint visibility must be 0, 1 or 2, got {short(_as_json(values))}'
   return tuple((x, y, int(v)) for x, y, v in triples)
 
 
@@ -606,11 +452,6 @@ def _as_json(value: object) -> object:
   if isinstance(value, tuple):
     return [_as_json(v) for v in value]
   return value
-
-
-def _short(value: object) -> str:
-  text = repr(value)
-  return text if len(text) <= 80 else text[:77] + '...'
 
 
 def _numbers(values: object) -> Optional[Tuple[float, ...]]:

@@ -28,8 +28,8 @@ from typing import Iterator, List, Mapping, Optional, Tuple, Union
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number
 from tfrecorder_component.manifest.format_spec import ManifestFormat
-from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem, resolve_uri,
-                                                split_of_folder)
+from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem,
+                                                resolve_uri, short, split_of_folder)
 
 _IMAGE_KEYS = ('image', 'imagefilename')
 _ANNOTATION_KEYS = ('annotations', 'annotation')
@@ -118,8 +118,7 @@ def _box(annotation: object) -> Union[_Box, str]:
 
 
 def _short(value: object) -> str:
-  text = json.dumps(value) if not isinstance(value, str) else repr(value)
-  return text if len(text) <= 80 else text[:77] + '...'
+  return short(value, text=json.dumps(value) if not isinstance(value, str) else None)
 
 
 def _sniff(head: str) -> bool:

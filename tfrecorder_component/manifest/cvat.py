@@ -54,6 +54,9 @@ undeclared label, an image without a `name` or an element that is not read fail 
 image (`bad_row`, naming the image element, the shape and the reason). A file that is
 not XML or whose root is not `<annotations>`, and CVAT for video (`<track>`
 elements), are a ManifestError.
+
+Length: one format's two XML layouts (images and video tracks) and their shapes (boxes,
+polygons, masks, points).
 """
 from __future__ import annotations
 
@@ -72,7 +75,9 @@ from tfrecorder_component.manifest.pascal_voc import XML_ERRORS, xml_bytes
 from tfrecorder_component.manifest.shapes import (bitmap_mask, bounds, convex_hull, ellipse_bounds,
                                                   ellipse_polygon, rotated_corners)
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
-                                                ParsedItem, resolve_uri, split_for_ml_use)
+                                                ParsedItem, resolve_uri, short,
+                                                split_for_ml_use)
+from tfrecorder_component import files
 
 _SHAPES = ('box', 'polygon', 'polyline', 'points', 'ellipse', 'cuboid', 'mask')
 _CUBOID = tuple(f'{c}{k}{i}' for i in (1, 2) for k in ('tl', 'bl', 'tr', 'br')
@@ -161,7 +166,6 @@ class _Images:
   def resolve(self, name: str, subset: str) -> str:
     if self._root or _SCHEME.match(name) or name.startswith('/'):
       return resolve_uri(name, self._path, self._root)
-    from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
     if self._folder is None:
       self._folder = resolve_uri('images', self._path)
       if files.is_local(self._folder):
@@ -418,7 +422,7 @@ def _mask(reader: _Reader, element: ET.Element, image: ET.Element) -> Read:
   runs = (element.get('rle') or '').split(',')
   if not all(re.fullmatch(r'\d{1,12}', r.strip()) for r in runs):
     return ('"rle" must be run lengths (whole numbers, zeros first) separated by commas, '
-            f'got {_short(element.get("rle"))}')
+            f'got {short(element.get("rle"))}')
   runs = [int(r) for r in runs]
   if width * height > _MAX_MASK_PIXELS:
     return (f'a {width} x {height} <mask> is larger than the {_MAX_MASK_PIXELS:,} pixels an '
@@ -503,17 +507,12 @@ def _points(element: ET.Element, least: int
   for part in (text or '').split(';'):
     xy = [parse_number(v) for v in part.split(',')]
     if len(xy) != 2 or None in xy:
-      return f'"points" must be "x1,y1;x2,y2;..." in pixels, got {_short(text)}'
+      return f'"points" must be "x1,y1;x2,y2;..." in pixels, got {short(text)}'
     pairs.append((xy[0], xy[1]))
   if len(pairs) < least:
     return (f'a <{element.tag}> needs at least {least} point{"s" * (least > 1)}, got '
             f'{len(pairs)}')
   return tuple(pairs)
-
-
-def _short(value: object) -> str:
-  text = repr(value)
-  return text if len(text) <= 80 else text[:77] + '...'
 
 
 def _listed(labels: Mapping[str, int]) -> str:

@@ -17,6 +17,10 @@ Layouts read as they are (the formats guide lists them, and what is refused):
   parts; class folders of images (`<label>/<image>`, `<split>/<label>/<image>`).
 Folders named as another layout's parts (KITTI's image_2/, DOTA's labelTxt/, YOLO's
 images/ and labels/ without a data.yaml, ...) are refused in one line naming the layout.
+
+Length: every dataset layout a source path is recognised as (VOC, COCO, Datumaro YOLO,
+class folders) and the refusals of those it does not read, one look at the folder for
+all.
 """
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.rows import (FeatureValue, InstanceMask, ManifestRow,
-                                                ObjectBox, ParsedItem, resolve_uri,
+                                                ObjectBox, ParsedItem, resolve_uri, short,
                                                 split_of_folder)
 
 _BOX_TYPES = ('rectanglelabels', 'rectangle')
@@ -383,8 +383,8 @@ def _short(value: object) -> str:
   try:
     text = json.dumps(value)
   except (TypeError, ValueError):
-    text = repr(value)
-  return text if len(text) <= 100 else text[:97] + '...'
+    text = None  # its repr
+  return short(value, 100, text)
 
 
 def _sniff(head: str) -> bool:

@@ -51,7 +51,7 @@ from tfrecorder_component.manifest.features import as_number
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.shapes import bitmap_mask, bounds, ellipse_polygon
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
-                                                ParsedItem, resolve_uri)
+                                                ParsedItem, resolve_uri, short)
 
 # Shapes with no area: the object is dropped by the record step, with this reason.
 _NO_AREA = {'point': ('point_shape', 1), 'points': ('points_shape', 1),
@@ -89,7 +89,7 @@ def _parse(path: str, text: str, image_root: Optional[str], masks: bool) -> Pars
 
   shapes = data['shapes'] or []
   if not isinstance(shapes, list):
-    return error(f'"shapes" must be a list of shapes, got {_short(shapes)}')
+    return error(f'"shapes" must be a list of shapes, got {short(shapes)}')
   features = _flags(data.get('flags'))
   if isinstance(features, str):
     return error(f'"flags": {features}')
@@ -123,13 +123,13 @@ class _Part:
 
 def _shape(shape: object, masks: bool, size: Tuple[object, object]) -> Union[_Part, str]:
   if not isinstance(shape, dict):
-    return f'a shape is an object, got {_short(shape)}'
+    return f'a shape is an object, got {short(shape)}'
   label = shape.get('label')
   if not isinstance(label, str) or not label.strip():
-    return f'"label" must be a non-empty string, got {_short(label)}'
+    return f'"label" must be a non-empty string, got {short(label)}'
   kind = shape.get('shape_type') or 'polygon'
   if kind not in _SHAPE_TYPES:
-    return f'unknown "shape_type" {_short(kind)}; LabelMe has {", ".join(_SHAPE_TYPES)}'
+    return f'unknown "shape_type" {short(kind)}; LabelMe has {", ".join(_SHAPE_TYPES)}'
   points = _points(shape.get('points'))
   if isinstance(points, str):
     return points
@@ -137,14 +137,14 @@ def _shape(shape: object, masks: bool, size: Tuple[object, object]) -> Union[_Pa
   if group is not None and (isinstance(group, bool) or as_number(group) is None
                             or not as_number(group).is_integer()
                             or abs(as_number(group)) >= 2**63):
-    return f'"group_id" must be a whole number or null, got {_short(group)}'
+    return f'"group_id" must be a whole number or null, got {short(group)}'
   group = int(as_number(group)) if group is not None else None
   flags = _flags(shape.get('flags'))
   if isinstance(flags, str):
     return f'"flags": {flags}'
   difficult = shape.get('difficult', False)
   if difficult not in (True, False, 0, 1, None):
-    return f'"difficult" must be true or false, got {_short(difficult)}'
+    return f'"difficult" must be true or false, got {short(difficult)}'
   read = _geometry(kind, points, shape, masks, size)
   if isinstance(read, str):
     return read
@@ -207,7 +207,7 @@ def _mask_shape(shape: dict, corners: Tuple[float, float, float, float], masks: 
   height, width = size
   if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**31 for v in size):
     return ('a mask shape is placed in an image of "imageHeight" x "imageWidth", which must '
-            f'be whole numbers of pixels, got {_short(height)} x {_short(width)}')
+            f'be whole numbers of pixels, got {short(height)} x {short(width)}')
   from PIL import Image  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   try:
@@ -258,12 +258,12 @@ def _join(first: ObjectBox, other: ObjectBox) -> Union[ObjectBox, str]:
 def _points(value: object) -> Union[Points, str]:
   """`points` ([[x, y], ...] in pixels) as pairs of floats, or what is wrong with them."""
   if not isinstance(value, list):
-    return f'"points" must be a list of [x, y] pairs in pixels, got {_short(value)}'
+    return f'"points" must be a list of [x, y] pairs in pixels, got {short(value)}'
   pairs = []
   for point in value:
     xy = [as_number(v) for v in point] if isinstance(point, list) else []
     if len(xy) != 2 or None in xy:
-      return f'"points" must be [x, y] pairs of numbers, got {_short(point)}'
+      return f'"points" must be [x, y] pairs of numbers, got {short(point)}'
     pairs.append((xy[0], xy[1]))
   return tuple(pairs)
 
@@ -274,13 +274,8 @@ def _flags(value: object) -> Union[Tuple[Tuple[str, int], ...], str]:
     return ()
   if not isinstance(value, dict) or not all(
       isinstance(v, bool) and k.strip() for k, v in value.items()):
-    return f'flags are {{name: true or false}}, got {_short(value)}'
+    return f'flags are {{name: true or false}}, got {short(value)}'
   return tuple(sorted((k.strip(), int(v)) for k, v in value.items()))
-
-
-def _short(value: object) -> str:
-  text = repr(value)
-  return text if len(text) <= 80 else text[:77] + '...'
 
 
 def _sniff(head: str) -> bool:

@@ -40,6 +40,9 @@ then yielding each image as its last line is read; any other file's lines are so
 by ImageID on local temporary disk (`steps.sort.ExternalSort`). Either way images come in
 ImageID order (of IDs of one length, as Open Images' are, text order). A line that
 cannot be read fails its image, naming the line and why.
+
+Length: one format's three files (boxes, image-level labels, class descriptions) and
+their external join by image id.
 """
 from __future__ import annotations
 
@@ -59,6 +62,8 @@ from tfrecorder_component.steps import sort
 from tfrecorder_component.manifest.features import parse_number
 from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem,
                                                 resolve_uri, split_for_ml_use)
+from tfrecorder_component import files
+from tfrecorder_component.manifest import coco
 
 _LOG = logging.getLogger(__name__)
 
@@ -240,7 +245,6 @@ def _image_id(fields: List[str], layout: _Layout) -> str:
 
 def _sorted_rows(path: str, text: Any, layout: _Layout, scratch: str) -> Iterator[Any]:
   """As `_rows`, sorted by ImageID, then line (RowErrors first, as they are read)."""
-  from tfrecorder_component.manifest import coco  # pylint: disable=g-import-not-at-top
   budget = sort.SortBudget(coco.MEMORY_BYTES)
   lines = sort.ExternalSort(scratch, budget)
   for entry in _rows(path, text, layout):
@@ -374,7 +378,6 @@ class _ClassNames:
 def _class_names(path: str) -> Optional[_ClassNames]:
   """The class names of the first of CLASS_DESCRIPTION_FILES beside `path`; None (and a
   warning) where there is none."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   folder = posixpath.dirname(path)
   tried = []
   for name in CLASS_DESCRIPTION_FILES:
@@ -453,7 +456,6 @@ def _image_folders(path: str, split_word: Optional[str],
 def _image_folder(path: str, image_root: Optional[str], split_word: Optional[str],
                   first_ids: List[str]) -> str:
   """The folder (relative, '' for the base itself) the file's images are read from."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   folders = _image_folders(path, split_word, image_root)
   if not first_ids or len(folders) == 1:
     return folders[0]

@@ -13,6 +13,7 @@ from tfrecorder_component.manifest.class_map import ClassMap, apply_class_map
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_types
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem
+from tfrecorder_component import files
 
 _SNIFF_CHARS = 65536  # characters (bytes, for a file) that decide the format
 
@@ -128,7 +129,6 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
   if whole:
     lines, text = sniffed.count('\n') + 1, sniffed
   else:
-    from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
     size = files.size(path)
     lines = -(-size * (head.count(b'\n') + 1) // len(head))
     text = (_streamed_text(path) if spec.streamed else
@@ -140,7 +140,6 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
 
 def _read(path: str, size: int = -1) -> bytes:
   """The first `size` bytes of a manifest file (all of it by default)."""
-  from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
   try:
     with files.open_file(path) as f:
       return f.read(size)
@@ -156,7 +155,6 @@ class _streamed_text:  # pylint: disable=invalid-name
     self._path = path
 
   def __iter__(self):
-    from tfrecorder_component import files  # pylint: disable=g-import-not-at-top
     with files.open_file(self._path) as f:
       with io.TextIOWrapper(f, encoding='utf-8-sig', errors='surrogateescape',
                             newline='') as lines:

@@ -186,3 +186,10 @@ def resolve_uri(image_uri: str, manifest_path: str, image_root: Optional[str] = 
 
 
 ParsedItem = Union[ManifestRow, RowError]
+
+
+def short(value: object, limit: int = 80, text: Optional[str] = None) -> str:
+  """A value as an error message quotes it: `text` (default its repr), cut to `limit`
+  characters with '...'."""
+  text = repr(value) if text is None else text
+  return text if len(text) <= limit else text[:limit - 3] + '...'

@@ -11,6 +11,9 @@ from tfrecorder_component import layout
 from tfrecorder_component import report_html
 from tfrecorder_component.record import RecordStat
 from tfrecorder_component.manifest.class_map import DROPPED
+from tfrecorder_component import splits as splits_lib
+from tfrecorder_component.policy import one_line
+from tfrecorder_component.manifest import automl_csv
 
 FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
 
@@ -260,8 +263,6 @@ def _multi_label_warning(source) -> Optional[str]:
   """The warning of a headerless AutoML CSV that is single-label but for a few rows
   with several labels (`automl_csv.label_counts`), naming the first; None otherwise."""
   import io  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.manifest import automl_csv  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.policy import one_line  # pylint: disable=g-import-not-at-top
   if _format_of(source).name != automl_csv.FORMAT.name:
     return None
   with files.open_file(source.path) as f:
@@ -333,7 +334,6 @@ def empty_split_warning(summary: Dict[str, Any], buckets) -> Optional[str]:
   (their folders are empty); None for the default buckets, which rows that bring their
   own split (ML_USE, a split folder) leave empty as a matter of course, or a run
   without records."""
-  from tfrecorder_component import splits as splits_lib  # pylint: disable=g-import-not-at-top
   buckets = tuple((str(name), int(n)) for name, n in buckets or ())
   if not buckets or buckets == splits_lib.DEFAULT_BUCKETS or not summary['records_written']:
     return None

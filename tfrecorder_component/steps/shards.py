@@ -9,17 +9,18 @@ uncompressed images (BMP) where it pays.
 from __future__ import annotations
 
 import gzip
+import io
 import itertools
 import struct
 import zlib
-from typing import BinaryIO, Dict, Iterable, Iterator, List, Mapping, Tuple
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import google_crc32c
 
 from tfrecorder_component import files
 from tfrecorder_component import layout
+from tfrecorder_component.option_table import DEFAULT_COMPRESSION_LEVEL  # pylint: disable=unused-import
 
-DEFAULT_COMPRESSION_LEVEL = 0
 # When shards are planned (`num_shards`, `shard_size_mb`), each bundle's records go to a
 # temporary file first, a new one every this many bytes (so a final shard seldom reads
 # far into a file to reach its first record).
@@ -45,6 +46,37 @@ def _frame_parts(record: bytes) -> Tuple[bytes, bytes, bytes, bytes]:
 def tfrecord_frames(records) -> bytes:
   """Records in the TFRecord format, one after the other (each record copied once)."""
   return b''.join([part for record in records for part in _frame_parts(record)])
+
+
+def read_frames(f: BinaryIO, path: str, first: int = 0, limit: Optional[int] = None,
+            keep: Callable[[int], bool] = lambda j: True) -> Iterator[bytes]:
+  """The records of an open TFRecord stream from where it stands (record `first` of its
+  file), `limit` of them at most; a record `keep` refuses (by its number in the file)
+  is skipped. ValueError naming the file and record for a CRC mismatch or a cut."""
+  j = first
+  while limit is None or j < first + limit:
+    header = f.read(12)
+    if not header:
+      if limit is not None:
+        raise ValueError(f'{path} ends before its index says it does')
+      return
+    if len(header) < 12:
+      raise ValueError(f'{path} is truncated: a record header has {len(header)} bytes')
+    if header[8:] != masked_crc32c(header[:8]):
+      raise ValueError(f'{path}: record {j} has a corrupt length (CRC mismatch)')
+    length, = struct.unpack('<Q', header[:8])
+    if not keep(j):  # another reader's: skipped, its data unchecked
+      f.seek(length + 4, io.SEEK_CUR)
+      j += 1
+      continue
+    data = f.read(length)
+    crc = f.read(4)
+    if len(data) < length or len(crc) < 4:
+      raise ValueError(f'{path} is truncated in record {j}')
+    if crc != masked_crc32c(data):
+      raise ValueError(f'{path}: record {j} is corrupt (CRC mismatch)')
+    yield data
+    j += 1
 
 
 _READ_BYTES = 1 << 20  # compressed bytes read at a time

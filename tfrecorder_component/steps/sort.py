@@ -12,6 +12,8 @@ import sys
 import uuid
 from typing import Any, Callable, Iterator, List, Tuple
 
+from tfrecorder_component.steps import runs
+
 MAX_OPEN_RUNS = 64  # runs merged at once; more are merged into longer runs first
 
 
@@ -69,7 +71,6 @@ class ExternalSort:
 
   def __init__(self, folder: str, budget: SortBudget):
     # runs imports files, which imports the manifest formats, which import this module
-    from tfrecorder_component.steps import runs  # pylint: disable=g-import-not-at-top
     self._folder = folder
     self._budget = budget
     self._spiller = runs.RunSpiller(folder, sys.maxsize, self._write)
@@ -131,7 +132,6 @@ class ExternalSort:
 
   @classmethod
   def _entries(cls, path: str) -> Iterator[bytes]:
-    from tfrecorder_component.steps import runs  # pylint: disable=g-import-not-at-top
     with open(path, 'rb') as f:
       yield from runs.read_entries(f, cls._size, cls._LENGTH.size, path)
 

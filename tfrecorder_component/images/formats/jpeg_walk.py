@@ -35,6 +35,9 @@ image with no marker after its data, whose data ends in FF (whether the decoder'
 look-ahead reaches the end depends on the Huffman data), and a progressive image whose
 DC predictors could overflow (only with more than 65,535 blocks of a component
 between restarts).
+
+Length: one walk over a JPEG's markers and entropy-coded data, following libjpeg-turbo's
+decoder step by step; its steps share the decoder's state.
 """
 from __future__ import annotations
 

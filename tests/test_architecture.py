@@ -1,0 +1,137 @@
+"""The package's shape, checked from its source: imports point one way (no cycle among
+the modules of `tfrecorder_component/` or of `benchmarks/`, counting the imports made
+inside functions, so none of those exists to break a cycle), and a module over
+MAX_LINES lines says in its docstring why it is one module (a `Length:` line).
+"""
+import ast
+import os
+import sys
+from typing import Dict, List, Set
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ('tfrecorder_component', 'benchmarks')
+MAX_LINES = 400
+
+
+def _modules(package: str) -> Dict[str, str]:
+  """{dotted module name: path} of every module of `package` (a package's own module is
+  its __init__.py)."""
+  found = {}
+  for folder, _, names in os.walk(os.path.join(ROOT, package)):
+    for name in names:
+      if name.endswith('.py'):
+        path = os.path.join(folder, name)
+        dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, '.')
+        found[dotted[:-len('.__init__')] if dotted.endswith('.__init__') else dotted] = path
+  return found
+
+
+def _imports(name: str, path: str, modules: Dict[str, str]) -> Set[str]:
+  """The modules of `modules` that module `name` imports anywhere in its source (at the
+  top, in functions, in classes), with the packages an import runs on the way (importing
+  `a.b.c` runs `a.b`'s __init__ first, unless `name` is inside `a.b` already)."""
+  def resolve(dotted: str):
+    parts = dotted.split('.')
+    for end in range(len(parts), 0, -1):
+      if '.'.join(parts[:end]) in modules:
+        return '.'.join(parts[:end])
+    return None
+
+  package = name if path.endswith('__init__.py') else name.rpartition('.')[0]
+  targets = set()
+  for node in ast.walk(ast.parse(open(path, encoding='utf-8').read())):
+    if isinstance(node, ast.Import):
+      targets.update(a.name for a in node.names)
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ''
+      if node.level:
+        up = package.split('.')
+        base = '.'.join(up[:len(up) - node.level + 1] + ([base] if base else []))
+      # `from a import b`: the module a.b where b is one, else a.
+      targets.update(f'{base}.{a.name}' if f'{base}.{a.name}' in modules else base
+                     for a in node.names)
+  found = set()
+  for target in targets:
+    module = resolve(target)
+    if module is None or module == name:
+      continue
+    found.add(module)
+    parts = module.split('.')
+    for end in range(1, len(parts)):
+      parent = '.'.join(parts[:end])
+      if parent in modules and not name.startswith(parent + '.'):
+        found.add(parent)
+  return found
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+  """The strongly connected components of more than one module (Tarjan's algorithm)."""
+  index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+  def visit(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on_stack.add(v)
+    for w in graph.get(v, ()):
+      if w not in index:
+        visit(w)
+        low[v] = min(low[v], low[w])
+      elif w in on_stack:
+        low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+      component = []
+      while True:
+        w = stack.pop()
+        on_stack.discard(w)
+        component.append(w)
+        if w == v:
+          break
+      if len(component) > 1:
+        found.append(sorted(component))
+
+  for v in sorted(graph):
+    if v not in index:
+      visit(v)
+  return found
+
+
+@pytest.mark.parametrize('package', PACKAGES)
+def test_no_import_cycle_counting_imports_inside_functions(package):
+  modules = _modules(package)
+  graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+  cycles = _cycles(graph)
+  described = []
+  for cycle in cycles:
+    edges = [f'{a} -> {b}' for a in cycle for b in sorted(graph[a]) if b in cycle]
+    described.append(', '.join(edges))
+  assert not cycles, '\n'.join(described)
+
+
+def test_the_cycle_finder_finds_a_cycle_made_inside_a_function(tmp_path, monkeypatch):
+  """The check above can fail: two modules that import each other, one of them inside a
+  function, make a cycle here."""
+  folder = tmp_path / 'pkg'
+  folder.mkdir()
+  (folder / '__init__.py').write_text('')
+  (folder / 'a.py').write_text('from pkg import b\n')
+  (folder / 'b.py').write_text('def f():\n  from pkg import a\n  return a\n')
+  monkeypatch.setattr(sys.modules[__name__], 'ROOT', str(tmp_path))
+  modules = _modules('pkg')
+  graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+  assert _cycles(graph) == [['pkg.a', 'pkg.b']]
+
+
+def test_a_long_module_says_why_it_is_one():
+  long = []
+  for name, path in sorted(_modules('tfrecorder_component').items()):
+    source = open(path, encoding='utf-8').read()
+    lines = source.count('\n')
+    if lines <= MAX_LINES:
+      continue
+    doc = ast.get_docstring(ast.parse(source)) or ''
+    if not any(line.startswith('Length: ') and len(line) > 20 for line in doc.splitlines()):
+      long.append(f'{name} ({lines} lines)')
+  assert not long, 'over %d lines without a "Length: <why>" line in the docstring: %s' % (
+      MAX_LINES, ', '.join(long))

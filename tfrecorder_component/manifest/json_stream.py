@@ -1,0 +1,172 @@
+"""A JSON text read a value at a time, in bounded memory, with `json`'s own decoder: the
+members of its top-level object one by one (`members`), an array's values one by one
+(`items`), any other value read past (`skip`). COCO's reader (`coco`) reads a file of
+any size this way, an image or an annotation at a time; every value is what
+`json.loads` makes of it, and every error names the line, column and character that
+`json.loads` would name.
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from typing import Any, BinaryIO, Iterator, Optional
+
+from tfrecorder_component import files
+
+READ_BYTES = 2**20  # read from the file at a time
+
+
+class NotAnObject(Exception):
+  """The file holds JSON, but not an object."""
+
+
+class Text:
+  """A JSON text read a value at a time with `json`'s own decoder (`raw_decode`), so
+  that values are exactly what `json.loads` makes of them (NaN, lone surrogates, huge
+  numbers...): the whole of a str, or a file read READ_BYTES at a time and decoded as
+  the reader decodes a manifest (UTF-8, a BOM dropped, bad bytes kept as surrogates).
+  `buffer[at:]` is what is left to read; errors name the line, column and character of
+  the whole text, as `json.loads`' do."""
+
+  _SPACE = re.compile(r'[ \t\n\r]*')
+  _ENOUGH = 16  # characters past a value that show it has ended (a number, NaN...)
+
+  def __init__(self, text: str, file: Optional[BinaryIO] = None):
+    self.buffer = text
+    self.at = 0
+    self._file = file
+    self._decoder = codecs.getincrementaldecoder('utf-8-sig')('surrogateescape')
+    self._start = 0  # where the buffer starts in the whole text
+    self._lines = 0  # line breaks before it
+    self._last_line_break = -1  # where the last of those is
+    self.ended = file is None
+
+  @classmethod
+  def open(cls, path: str, text: Any) -> 'Text':
+    if isinstance(text, str):
+      return cls(text)
+    return cls('', files.open_file(path))
+
+  def __enter__(self) -> 'Text':
+    return self
+
+  def __exit__(self, *exc_info) -> None:
+    if self._file is not None:
+      self._file.close()
+
+  def _more(self) -> None:
+    """Reads on: at least READ_BYTES, and at least as much again as is held (so that a
+    long value is read in a few steps); drops what has been read."""
+    cut, buffer = self.at, self.buffer
+    if cut:
+      breaks = buffer.count('\n', 0, cut)
+      if breaks:
+        self._lines += breaks
+        self._last_line_break = self._start + buffer.rindex('\n', 0, cut)
+      self._start += cut
+    block = self._file.read(max(READ_BYTES, len(buffer) - cut))
+    self.buffer = buffer[cut:] + self._decoder.decode(block, final=not block)
+    self.at = 0
+    self.ended = not block
+
+  def next(self) -> str:
+    """The next character that is not white space ('' at the end), skipping to it."""
+    while True:
+      self.at = self._SPACE.match(self.buffer, self.at).end()
+      if self.at < len(self.buffer):
+        return self.buffer[self.at]
+      if self.ended:
+        return ''
+      self._more()
+
+  def value(self, decoder: json.JSONDecoder) -> Any:
+    """The JSON value that starts here (after `next`), read past."""
+    while True:
+      try:
+        value, end = decoder.raw_decode(self.buffer, self.at)
+      except json.JSONDecodeError as e:
+        if not self.ended and (e.pos >= len(self.buffer) - self._ENOUGH or
+                               e.msg.startswith('Unterminated string')):
+          self._more()  # cut short by the buffer's end, perhaps: read on, and again
+          continue
+        raise self.error(e.msg, e.pos) from None
+      if end > len(self.buffer) - self._ENOUGH and not self.ended:
+        self._more()  # a number or a literal may go on past the buffer
+        continue
+      self.at = end
+      return value
+
+  def expect(self, character: str, message: str) -> None:
+    if self.next() != character:
+      raise self.error(message, self.at)
+    self.at += 1
+
+  def error(self, message: str, at: int) -> ValueError:
+    """`json.JSONDecodeError`'s message for `message` at `buffer[at]`."""
+    position = self._start + at
+    breaks = self.buffer.count('\n', 0, at)
+    last = (self._start + self.buffer.rindex('\n', 0, at) if breaks else
+            self._last_line_break)
+    return ValueError(f'{message}: line {self._lines + breaks + 1} column '
+                      f'{position - last} (char {position})')
+
+
+def members(stream: Text, decoder: json.JSONDecoder) -> Iterator[str]:
+  """The names of the members of the object the text holds, each yielded with the
+  stream at its value, which the caller reads (or skips) before the next; then checks
+  that nothing follows. Raises NotAnObject (after reading it through, so that a text
+  that is not JSON is told as such) for any other value."""
+  if stream.buffer.startswith('\ufeff'):
+    raise stream.error('Unexpected UTF-8 BOM (decode using utf-8-sig)', 0)
+  if stream.next() != '{':
+    skip(stream, decoder)
+    _end(stream)
+    raise NotAnObject()
+  stream.at += 1
+  following = stream.next()
+  if following == '}':
+    stream.at += 1
+  while following != '}':
+    if stream.next() != '"':
+      raise stream.error('Expecting property name enclosed in double quotes', stream.at)
+    name = stream.value(decoder)
+    stream.expect(':', "Expecting ':' delimiter")
+    stream.next()
+    yield name
+    following = stream.next()
+    if following not in ('}', ','):
+      raise stream.error("Expecting ',' delimiter", stream.at)
+    stream.at += 1
+  _end(stream)
+
+
+def _end(stream: Text) -> None:
+  if stream.next():
+    raise stream.error('Extra data', stream.at)
+
+
+def items(stream: Text, decoder: json.JSONDecoder) -> Iterator[Any]:
+  """The values of the array the stream is at, one at a time."""
+  stream.at += 1  # [
+  if stream.next() == ']':
+    stream.at += 1
+    return
+  while True:
+    stream.next()
+    yield stream.value(decoder)
+    following = stream.next()
+    if following not in (']', ','):
+      raise stream.error("Expecting ',' delimiter", stream.at)
+    stream.at += 1
+    if following == ']':
+      return
+
+
+def skip(stream: Text, decoder: json.JSONDecoder) -> None:
+  """Reads past the value the stream is at (an array a value at a time)."""
+  if stream.next() == '[':
+    for _ in items(stream, decoder):
+      pass
+  else:
+    stream.value(decoder)

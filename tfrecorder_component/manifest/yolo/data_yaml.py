@@ -1,0 +1,244 @@
+"""Ultralytics' data.yaml: its classes, its splits' images, and each image's row with the
+objects of its label file (`parse`, `parse_obb`)."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import (AbstractSet, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
+
+from tfrecorder_component import files
+from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem, short
+from tfrecorder_component.manifest.yolo.lines import LineRules, whole_number
+from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, Listings, absolute_path,
+                                                      folder_path, img2label_path,
+                                                      join_path, listed_images,
+                                                      parent_path, path_kind,
+                                                      relative_path, walk_files)
+
+_LOG = logging.getLogger(__name__)
+
+
+# data.yaml keys of each split, the first present one read (Ultralytics renames
+# `validation` to `val`; Roboflow's folder is `valid`).
+_SPLIT_KEYS = {'train': ('train',), 'eval': ('val', 'validation', 'valid'),
+               'test': ('test',)}
+
+
+def parse(path: str, text: str, *, image_root: Optional[str] = None,
+          feature_types: Optional[Mapping[str, str]] = None,
+          annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+  """A detection, segmentation or pose dataset's data.yaml: its images, split by split."""
+  del feature_types  # YOLO has no extra columns
+  yield from _parse(path, text, image_root, annotations, 'yolo')
+
+
+def parse_obb(path: str, text: str, *, image_root: Optional[str] = None,
+              feature_types: Optional[Mapping[str, str]] = None,
+              annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+  """An oriented-box dataset's data.yaml: lines `class x1 y1 x2 y2 x3 y3 x4 y4`."""
+  del feature_types
+  yield from _parse(path, text, image_root, annotations, 'obb')
+
+
+def _parse(path: str, text: str, image_root: Optional[str], annotations: AbstractSet[str],
+           kind: str) -> Iterator[ParsedItem]:
+  data = load_yaml(path, text)
+  names = _names(path, data)
+  base = folder_path(image_root) if image_root else parent_path(absolute_path(path))
+  root = dataset_root(path, data, base)
+  lines = LineRules(path, data, names, annotations, kind)
+  listed: Listings = {}
+  row = 0
+  for split, key in yaml_splits(data):
+    images, folders = split_images(path, key, data[key], root, listed)
+    _refuse_dota_labels(path, key, images)
+    labels_seen = set()
+    for image in images:
+      row += 1
+      if isinstance(image, RowError):
+        yield RowError(image.reason, image.message, source=path, row=row,
+                       uri=relative_path(image.uri, base))
+        continue
+      label_path = img2label_path(image)
+      labels_seen.add(label_path)
+      yield image_row(path, row, image, (label_path,), relative_path(image, base), split, lines)
+    _warn_unread_labels(path, key, folders, labels_seen, listed)
+
+
+def _refuse_dota_labels(path: str, key: str, images: Sequence[Union[str, RowError]]) -> None:
+  """Raises ManifestError when a split's images have no labels/ folder but a labelTxt/
+  beside their images/ folder: DOTA's layout (as Roboflow's YOLO OBB export writes it),
+  whose lines are pixel corners and class names, which no image would read here (each
+  would be an image without objects)."""
+  image = next((i for i in images if isinstance(i, str)), None)
+  if image is None or '/images/' not in image or not files.is_local(image):
+    return
+  labels = parent_path(img2label_path(image))
+  if os.path.isdir(labels):
+    return
+  parts = labels.split('/')  # the last labels/ of the path made labelTxt/
+  at = len(parts) - 1 - parts[::-1].index('labels')
+  dota = '/'.join(parts[:at] + ['labelTxt'] + parts[at + 1:])
+  if os.path.isdir(dota):
+    raise ManifestError(f'{path}: the {key} images\' labels are in {dota} (DOTA\'s layout: '
+                        'pixel corners and class names), not in the labels/ folder '
+                        'Ultralytics reads; DOTA labels are not read: convert them to YOLO '
+                        'OBB lines in labels/')
+
+
+def load_yaml(path: str, text: str) -> dict:
+  import yaml  # pylint: disable=g-import-not-at-top
+  try:
+    data = yaml.load(text.lstrip('\ufeff'), Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
+  except (yaml.YAMLError, ValueError, RecursionError) as e:
+    raise ManifestError(f'{path}: not a valid YAML file: {e}') from e
+  if not isinstance(data, dict):
+    raise ManifestError(f'{path}: a YOLO data.yaml is a mapping with `names` (or `nc`) and '
+                        f'`train`, `val`, `test` image folders; got {type(data).__name__}')
+  return data
+
+
+def _names(path: str, data: dict) -> Dict[int, str]:
+  """{class id: name} from `names` (a list or a dict) or `nc` (class_0, class_1, ...)."""
+  names, count = data.get('names'), data.get('nc')
+  if count is not None and (isinstance(count, bool) or not isinstance(count, int) or
+                            count < 0):
+    raise ManifestError(f'{path}: `nc` must be the number of classes, got {count!r}')
+  if names is None:
+    if count is None:
+      raise ManifestError(f'{path}: no `names` (the class names, a list or a '
+                          '{id: name} mapping) and no `nc`; add `names`')
+    return {i: f'class_{i}' for i in range(count)}
+  if isinstance(names, list):
+    names = dict(enumerate(names))
+  if not isinstance(names, dict):
+    raise ManifestError(f'{path}: `names` must be a list of class names or a '
+                        f'{{class id: name}} mapping, got {short(names)}')
+  out = {}
+  for key, name in names.items():
+    index = whole_number(key) if isinstance(key, (int, str)) and not isinstance(key, bool) else None
+    if index is None or index < 0:
+      raise ManifestError(f'{path}: `names` key {key!r} is not a class id (0, 1, ...)')
+    if isinstance(name, (dict, list)) or name is None or not str(name).strip():
+      raise ManifestError(f'{path}: `names` gives class {index} the name {name!r}; give it '
+                          'a non-empty name')
+    out[index] = str(name).strip()
+  if count is not None and count != len(out):
+    raise ManifestError(f'{path}: `names` has {len(out)} classes but `nc` is {count}; '
+                        'make them agree')
+  return out
+
+
+def dataset_root(path: str, data: dict, base: str) -> str:
+  """The dataset root: `path` (relative to `base`), or `base`."""
+  given = data.get('path')
+  if given is None or (isinstance(given, str) and not given.strip()):
+    return base
+  if not isinstance(given, str):
+    raise ManifestError(f'{path}: `path` must be the dataset folder, got {given!r}')
+  root = join_path(base, given.strip())
+  if files.is_local(root) and not os.path.isdir(root):
+    _LOG.warning('%s: path: %s names %s, which is not a folder; reading the dataset from '
+                 'the yaml\'s folder %s instead', path, given, root, base)
+    return base
+  return root
+
+
+def yaml_splits(data: dict) -> List[Tuple[str, str]]:
+  """(split, key) of each split the yaml gives, in the yaml's order."""
+  found = {}
+  for split, keys in _SPLIT_KEYS.items():
+    key = next((k for k in keys if k in data), None)
+    value = data.get(key) if key else None
+    if key and value not in (None, '', []):
+      found[key] = split
+  return [(split, key) for key, split in ((k, found[k]) for k in data if k in found)]
+
+
+def split_images(path: str, key: str, value: object, root: str, listed: 'Listings'
+                  ) -> Tuple[List[Union[str, RowError]], List[str]]:
+  """A split's images (full paths, sorted; a RowError for a listed name that is no
+  image) and the folders they were found in."""
+  entries = value if isinstance(value, list) else [value]
+  images: List[Tuple[str, Union[str, RowError]]] = []
+  folders = []
+  for entry in entries:
+    if not isinstance(entry, str) or not entry.strip():
+      raise ManifestError(f'{path}: `{key}` must be a folder, a .txt list of images, or a '
+                          f'list of them; got {short(value)}')
+    target, kind = _locate(path, key, entry.strip(), root, listed)
+    if kind == 'folder':
+      folders.append(target)
+      images.extend((p, p) for p in walk_files(target, IMG_FORMATS, listed))
+    elif target.lower().endswith(IMG_FORMATS):
+      images.append((target, target))
+    else:
+      images.extend(listed_images(target))
+  images.sort(key=lambda pair: pair[0])
+  return [image for _, image in images], folders
+
+
+def _locate(path: str, key: str, entry: str, root: str, listed: 'Listings'
+            ) -> Tuple[str, str]:
+  """(full path, 'folder' or 'file') of a split entry; a missing `../x` is retried as
+  `x` under the root, as Ultralytics does."""
+  tried = [join_path(root, entry)]
+  if entry.startswith('../'):
+    tried.append(join_path(root, entry[3:]))
+  for target in tried:
+    kind = path_kind(target, listed)
+    if kind:
+      return target, kind
+  raise ManifestError(f'{path}: `{key}: {entry}` names {" or ".join(tried)}, which does '
+                      'not exist; fix the path (relative paths are relative to the dataset '
+                      f'root {root})')
+
+
+def _warn_unread_labels(path: str, key: str, folders: Sequence[str],
+                        labels_seen: AbstractSet[str], listed: Listings) -> None:
+  """Logs the label files under the split's label folders that no image of it has."""
+  unread = []
+  for folder in dict.fromkeys(folders):
+    label_folder = '/labels/'.join((folder.rstrip('/') + '/').rsplit('/images/', 1))
+    for label in walk_files(label_folder, ('.txt',), listed):
+      if label not in labels_seen:
+        unread.append(label)
+  if unread:
+    _LOG.warning('%s: %d label file(s) of `%s` have no image and are not read (Ultralytics '
+                 'ignores them too), e.g. %s', path, len(unread), key, sorted(unread)[0])
+
+
+def image_row(path: str, row: int, image: str, label_paths: Sequence[str], uri: str,
+               split: str, lines: 'LineRules') -> ParsedItem:
+  """The image's row, its objects read from the first of `label_paths` that exists
+  (none: no objects)."""
+  where = dict(source=path, row=row, uri=uri)
+  raw, label_path = b'', label_paths[0]
+  for label_path in label_paths:
+    try:
+      with files.open_file(label_path) as f:
+        raw = f.read()
+      break
+    except Exception as e:  # pylint: disable=broad-except
+      reason = files.classify(e)
+      if reason != 'missing':
+        return RowError('unreadable' if reason == 'not_a_file' else reason,
+                        f'cannot read the label file {label_path}: {e}', **where)
+  try:
+    text = raw.decode('utf-8-sig')
+  except UnicodeDecodeError as e:
+    return RowError('bad_row', f'{label_path}: the label file is not UTF-8 text ({e})',
+                    **where)
+  objects = lines.objects(label_path, text)
+  if isinstance(objects, str):
+    return RowError('bad_row', objects, **where)
+  return ManifestRow(source=path, row=row, image_uri=uri, resolved_uri=image,
+                     labels=tuple(dict.fromkeys(o.label for o in objects)), objects=objects,
+                     split=split)
+
+
+def sniff(head: str) -> bool:
+  return re.search(r'^names\s*:', head, re.M) is not None

@@ -1,0 +1,132 @@
+"""YOLO datasets' paths: split folders and image lists found and listed (local ones with
+os.walk, gs:// and s3:// ones with one listing a folder), Ultralytics' images -> labels
+rule, and the path arithmetic the readers share."""
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import Dict, Iterator, List, Optional, Tuple, Union
+
+from tfrecorder_component import files
+from tfrecorder_component.errors import ManifestError, RowError
+
+
+# Ultralytics' IMG_FORMATS: the extensions a split folder's images are found by.
+IMG_FORMATS = ('.bmp', '.dng', '.jpeg', '.jpg', '.mpo', '.png', '.tif', '.tiff', '.webp',
+               '.pfm', '.heic')
+
+
+# The objects under each gs:// or s3:// folder listed while one file is parsed, relative
+# to it: each folder is listed once.
+Listings = Dict[str, List[str]]
+
+
+def _list_objects(folder: str, listed: Listings) -> List[str]:
+  prefix = folder.rstrip('/')
+  if prefix not in listed:
+    listed[prefix] = files.list_objects(prefix)
+  return listed[prefix]
+
+
+def path_kind(target: str, listed: Listings) -> Optional[str]:
+  """'folder', 'file' or None (nothing there)."""
+  if files.is_local(target):
+    return 'folder' if os.path.isdir(target) else 'file' if os.path.isfile(target) else None
+  if files.exists(target):
+    return 'file'
+  return 'folder' if _list_objects(target, listed) else None
+
+
+def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> Iterator[str]:
+  """The files under `folder`, at any depth, whose names end with `extensions`: full
+  paths; hidden files and folders skipped (as Ultralytics' glob skips them)."""
+  if files.is_local(folder):
+    for top, dirs, names in os.walk(folder, followlinks=True):
+      dirs[:] = [d for d in dirs if not d.startswith('.')]
+      for name in names:
+        if not name.startswith('.') and name.lower().endswith(extensions):
+          yield os.path.join(top, name)
+    return
+  prefix = folder.rstrip('/')
+  for relative in _list_objects(prefix, listed):
+    if relative.lower().endswith(extensions) and not any(
+        part.startswith('.') for part in relative.split('/')):
+      yield f'{prefix}/{relative}'
+
+
+def listed_images(list_path: str) -> List[Tuple[str, Union[str, RowError]]]:
+  """The images a .txt list names, one a line, relative ones relative to its folder; a
+  line naming no image is a RowError."""
+  text = read_text(list_path)
+  if text is None:
+    raise ManifestError(f'{list_path}: the image list is not UTF-8 text')
+  folder = parent_path(list_path)
+  out: List[Tuple[str, Union[str, RowError]]] = []
+  for number, line in enumerate(text.split('\n'), start=1):
+    name = line.strip()
+    if not name:
+      continue
+    out.append(list_entry(list_path, number, name, join_path(folder, name)))
+  return out
+
+
+def list_entry(list_path: str, number: int, entry: str, image: str
+                ) -> Tuple[str, Union[str, RowError]]:
+  """(image, image) for an image list's line naming an image, else (image, its
+  RowError)."""
+  if image.lower().endswith(IMG_FORMATS):
+    return image, image
+  return image, RowError(
+      'bad_row', f'{list_path} line {number}: {entry!r} is not an image file name (one '
+      f'of {", ".join(IMG_FORMATS)}); list only images', uri=image)
+
+
+def img2label_path(image: str) -> str:
+  """Ultralytics' img2label_paths: the last `/images/` made `/labels/`, the extension
+  `.txt`."""
+  labelled = '/labels/'.join(image.rsplit('/images/', 1))
+  return labelled.rsplit('.', 1)[0] + '.txt'
+
+
+def absolute_path(path: str) -> str:
+  if path.startswith('file://'):
+    path = path[len('file://'):]
+  return os.path.abspath(path) if files.is_local(path) else path
+
+
+def folder_path(folder: str) -> str:
+  return absolute_path(folder).rstrip('/') or '/'
+
+
+def parent_path(path: str) -> str:
+  return path.rsplit('/', 1)[0] if '/' in path.rstrip('/') else '.'
+
+
+def join_path(base: str, relative: str) -> str:
+  """`relative` under `base`, `..` resolved; an absolute path or URI as it is."""
+  if relative.startswith('file://'):
+    return absolute_path(relative)
+  if '://' in relative:
+    scheme, rest = relative.split('://', 1)
+    return f'{scheme}://{posixpath.normpath(rest)}'
+  if relative.startswith('/'):
+    return posixpath.normpath(relative)
+  if '://' in base:
+    scheme, rest = base.split('://', 1)
+    return f'{scheme}://{posixpath.normpath(posixpath.join(rest, relative))}'
+  return posixpath.normpath(posixpath.join(base, relative))
+
+
+def relative_path(image: str, base: str) -> str:
+  """The image's path relative to `base` when it is under it, else its full path."""
+  prefix = base.rstrip('/') + '/'
+  return image[len(prefix):] if image.startswith(prefix) else image
+
+
+def read_text(path: str) -> Optional[str]:
+  with files.open_file(path) as f:
+    raw = f.read()
+  try:
+    return raw.decode('utf-8-sig')
+  except UnicodeDecodeError:
+    return None
