@@ -348,8 +348,10 @@ def test_ctrl_c_and_sigterm_exit_in_one_line_and_leave_nothing(tmp_path, workers
   marker = str(tmp_path / 'reading')
   mode = (['--beam-arg=--direct_running_mode=multi_processing',
            f'--beam-arg=--direct_num_workers={workers}'] if workers else [])
-  proc = start('convert', manifest, str(out), *mode, SLOW_FS_SECONDS='3',
-               SLOW_FS_MARKER=marker)
+  # No progress line (every 10 s where stderr is no terminal) before the signal, however
+  # long a loaded machine takes to start Beam's workers: stderr is the one error line.
+  proc = start('convert', manifest, str(out), *mode, '--progress-every', '600',
+               SLOW_FS_SECONDS='3', SLOW_FS_MARKER=marker)
   wait_for(marker, proc)
   time.sleep(0.5)
   # A terminal's Ctrl-C reaches every process of the foreground group: the command's
