@@ -29,9 +29,12 @@ import tensorflow as tf
 from tfrecorder_component import layout
 from tfrecorder_component import labels as labels_lib
 from tfrecorder_component.layouts import index
+from tfrecorder_component.feature_keys import (BBOX_XMAX, BBOX_XMIN, BBOX_YMAX, BBOX_YMIN,
+                                               CLASS_LABEL, IMAGE_ENCODED,
+                                               OBJECT_CLASS_LABEL)
 
-IMAGE_KEY = 'image/encoded'
-LABEL_KEY = 'image/class/label'
+IMAGE_KEY = IMAGE_ENCODED
+LABEL_KEY = CLASS_LABEL
 
 
 def shard_patterns(examples: Union[str, Sequence[str]], split: Optional[str]) -> list:
@@ -64,9 +67,9 @@ def decode_images(encoded: tf.Tensor, image_size: Tuple[int, int], channels: int
 
 
 LABEL_MODES = ('auto', 'id', 'multi_hot', 'ragged', 'boxes')
-BOX_KEYS = ('image/object/bbox/ymin', 'image/object/bbox/xmin', 'image/object/bbox/ymax',
-            'image/object/bbox/xmax')
-OBJECT_LABEL_KEY = 'image/object/class/label'
+BOX_KEYS = (BBOX_YMIN, BBOX_XMIN, BBOX_YMAX,
+            BBOX_XMAX)
+OBJECT_LABEL_KEY = OBJECT_CLASS_LABEL
 _SNIFF_RECORDS = 1000
 
 

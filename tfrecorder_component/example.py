@@ -18,6 +18,17 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 from tfrecorder_component import example_proto as tf_example
 from tfrecorder_component.images.probe import ImageInfo
 from tfrecorder_component.manifest import ManifestRow, Task
+from tfrecorder_component.feature_keys import (CLASS_LABEL, CLASS_TEXT, CORNER_X, CORNER_Y,
+                                               IMAGE_CHANNELS, IMAGE_ENCODED,
+                                               IMAGE_FILENAME, IMAGE_FORMAT, IMAGE_HEIGHT,
+                                               IMAGE_SHA256, IMAGE_SOURCE_ID, IMAGE_WIDTH,
+                                               KEYPOINT_NUM, KEYPOINT_TEXT,
+                                               KEYPOINT_VISIBILITY, KEYPOINT_X, KEYPOINT_Y,
+                                               OBJECT_AREA, OBJECT_CLASS_LABEL,
+                                               OBJECT_CLASS_TEXT, OBJECT_DIFFICULT,
+                                               OBJECT_IS_CROWD, OBJECT_MASK,
+                                               OBJECT_TRUNCATED, SEGMENTATION_ENCODED,
+                                               SEGMENTATION_FORMAT)
 
 
 class DetectedObject(NamedTuple):
@@ -51,33 +62,33 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
   """
   example = tf_example.Example()
   feature = example.features.feature
-  feature['image/encoded'].bytes_list.value.append(data)
-  feature['image/format'].bytes_list.value.append(info.format.encode())
-  feature['image/height'].int64_list.value.append(info.height)
-  feature['image/width'].int64_list.value.append(info.width)
-  feature['image/channels'].int64_list.value.append(info.channels)
-  feature['image/filename'].bytes_list.value.append(
+  feature[IMAGE_ENCODED].bytes_list.value.append(data)
+  feature[IMAGE_FORMAT].bytes_list.value.append(info.format.encode())
+  feature[IMAGE_HEIGHT].int64_list.value.append(info.height)
+  feature[IMAGE_WIDTH].int64_list.value.append(info.width)
+  feature[IMAGE_CHANNELS].int64_list.value.append(info.channels)
+  feature[IMAGE_FILENAME].bytes_list.value.append(
       posixpath.basename(row.image_uri).encode('utf-8'))
-  feature['image/source_id'].bytes_list.value.append(row.image_uri.encode('utf-8'))
-  feature['image/key/sha256'].bytes_list.value.append(hashlib.sha256(data).hexdigest().encode())
+  feature[IMAGE_SOURCE_ID].bytes_list.value.append(row.image_uri.encode('utf-8'))
+  feature[IMAGE_SHA256].bytes_list.value.append(hashlib.sha256(data).hexdigest().encode())
   if row.task is Task.CLASSIFICATION:
-    _int64s(feature, 'image/class/label', row.label_ids)
-    _bytes(feature, 'image/class/text', [l.encode('utf-8') for l in row.labels])
+    _int64s(feature, CLASS_LABEL, row.label_ids)
+    _bytes(feature, CLASS_TEXT, [l.encode('utf-8') for l in row.labels])
   elif row.task is Task.SEGMENTATION:
-    feature['image/segmentation/class/encoded'].bytes_list.value.append(class_mask)
-    feature['image/segmentation/class/format'].bytes_list.value.append(b'png')
+    feature[SEGMENTATION_ENCODED].bytes_list.value.append(class_mask)
+    feature[SEGMENTATION_FORMAT].bytes_list.value.append(b'png')
   else:
     objects = objects or ()
     for i, key in enumerate(('xmin', 'ymin', 'xmax', 'ymax')):
       _floats(feature, f'image/object/bbox/{key}', [o.box[i] for o in objects])
-    _bytes(feature, 'image/object/class/text', [o.label.encode('utf-8') for o in objects])
-    _int64s(feature, 'image/object/class/label', [o.class_id for o in objects])
-    _int64s(feature, 'image/object/is_crowd', [int(o.is_crowd) for o in objects])
-    _floats(feature, 'image/object/area', [o.area for o in objects])
-    _int64s(feature, 'image/object/difficult', [int(o.difficult) for o in objects])
-    _int64s(feature, 'image/object/truncated', [int(o.truncated) for o in objects])
+    _bytes(feature, OBJECT_CLASS_TEXT, [o.label.encode('utf-8') for o in objects])
+    _int64s(feature, OBJECT_CLASS_LABEL, [o.class_id for o in objects])
+    _int64s(feature, OBJECT_IS_CROWD, [int(o.is_crowd) for o in objects])
+    _floats(feature, OBJECT_AREA, [o.area for o in objects])
+    _int64s(feature, OBJECT_DIFFICULT, [int(o.difficult) for o in objects])
+    _int64s(feature, OBJECT_TRUNCATED, [int(o.truncated) for o in objects])
     if masks:
-      _bytes(feature, 'image/object/mask', [o.mask for o in objects])
+      _bytes(feature, OBJECT_MASK, [o.mask for o in objects])
     if keypoints:
       _keypoints(feature, objects)
     if any(o.corners for o in objects):
@@ -98,12 +109,12 @@ def _keypoints(feature, objects: Sequence[DetectedObject]) -> None:
   """The Object Detection API's keypoint keys: every object's keypoints in turn, `num`
   the count of each object's labelled ones."""
   points = [p for o in objects for p in o.keypoints]
-  _floats(feature, 'image/object/keypoint/x', [x for x, _, _ in points])
-  _floats(feature, 'image/object/keypoint/y', [y for _, y, _ in points])
-  _int64s(feature, 'image/object/keypoint/visibility', [v for _, _, v in points])
-  _int64s(feature, 'image/object/keypoint/num',
+  _floats(feature, KEYPOINT_X, [x for x, _, _ in points])
+  _floats(feature, KEYPOINT_Y, [y for _, y, _ in points])
+  _int64s(feature, KEYPOINT_VISIBILITY, [v for _, _, v in points])
+  _int64s(feature, KEYPOINT_NUM,
           [sum(1 for _, _, v in o.keypoints if v) for o in objects])
-  _bytes(feature, 'image/object/keypoint/text',
+  _bytes(feature, KEYPOINT_TEXT,
          [n.encode('utf-8') for o in objects for n in o.keypoint_names])
 
 
@@ -112,8 +123,8 @@ def _corners(feature, objects: Sequence[DetectedObject]) -> None:
   (an object without corners: its box's, clockwise from the top left)."""
   corners = [p for o in objects for p in (o.corners or (
       (o.box[0], o.box[1]), (o.box[2], o.box[1]), (o.box[2], o.box[3]), (o.box[0], o.box[3])))]
-  _floats(feature, 'image/object/corner/x', [x for x, _ in corners])
-  _floats(feature, 'image/object/corner/y', [y for _, y in corners])
+  _floats(feature, CORNER_X, [x for x, _ in corners])
+  _floats(feature, CORNER_Y, [y for _, y in corners])
 
 
 # An attribute's value where an object lacks it, by the type of the values others give.

@@ -17,6 +17,9 @@ from tfrecorder_component import storage
 from tfrecorder_component.steps.shards import read_shard
 from tfrecorder_component.example_proto import Example
 from tfrecorder_component.images.thumbnail import draw_boxes, tint_masks
+from tfrecorder_component.feature_keys import (CLASS_TEXT, IMAGE_ENCODED,
+                                               OBJECT_CLASS_TEXT, OBJECT_MASK,
+                                               SEGMENTATION_ENCODED)
 
 TILE = 96
 LABEL_WIDTH = 140
@@ -78,14 +81,14 @@ def _values(example, key: str) -> list:
 
 def _boxes(example) -> List[Tuple[str, Tuple[float, float, float, float]]]:
   """(class name, normalised xmin, ymin, xmax, ymax) of a detection record's objects."""
-  names = [t.decode('utf-8', 'replace') for t in _values(example, 'image/object/class/text')]
+  names = [t.decode('utf-8', 'replace') for t in _values(example, OBJECT_CLASS_TEXT)]
   coordinates = [_values(example, f'image/object/bbox/{k}')
                  for k in ('xmin', 'ymin', 'xmax', 'ymax')]
   return [(name, box) for name, box in zip(names, zip(*coordinates))]
 
 
 def _label(example) -> str:
-  texts = _values(example, 'image/class/text') or _values(example, 'image/object/class/text')
+  texts = _values(example, CLASS_TEXT) or _values(example, OBJECT_CLASS_TEXT)
   return ', '.join(sorted({t.decode('utf-8', 'replace') for t in texts})) or '(none)'
 
 
@@ -109,7 +112,7 @@ def inspect_examples(examples_dir: str, records: int = 3,
         shown.append({'split': name, **{
             key: [v.decode('utf-8', 'replace') if isinstance(v, bytes) else v
                   for v in _values(example, key)]
-            for key in sorted(example.features.feature) if key != 'image/encoded'}})
+            for key in sorted(example.features.feature) if key != IMAGE_ENCODED}})
   return {'records_per_split': per_split,
           'labels_per_split': {s: dict(sorted(c.items())) for s, c in labels.items()},
           'records': shown}
@@ -127,15 +130,15 @@ def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
       example = Example.FromString(data)
       boxes = _boxes(example)
       labels = ([b[0] for b in boxes] if boxes else
-                [t.decode('utf-8', 'replace') for t in _values(example, 'image/class/text')])
+                [t.decode('utf-8', 'replace') for t in _values(example, CLASS_TEXT)])
       wanted = [l for l in dict.fromkeys(labels or ['(none)'])
                 if len(tiles.get(l, [])) < per_label]
       if not wanted:
         continue
-      image = Image.open(io.BytesIO(_values(example, 'image/encoded')[0])).convert('RGB')
+      image = Image.open(io.BytesIO(_values(example, IMAGE_ENCODED)[0])).convert('RGB')
       image.thumbnail((TILE, TILE))
-      tint_masks(image, list(zip((b[0] for b in boxes), _values(example, 'image/object/mask'))),
-                 next(iter(_values(example, 'image/segmentation/class/encoded')), None))
+      tint_masks(image, list(zip((b[0] for b in boxes), _values(example, OBJECT_MASK))),
+                 next(iter(_values(example, SEGMENTATION_ENCODED)), None))
       draw_boxes(image, boxes)
       for label in wanted:  # an image shows under each of its labels
         tiles.setdefault(label, []).append(image)

@@ -59,12 +59,14 @@ from tfrecorder_component import files
 from tfrecorder_component import layout as layout_lib
 from tfrecorder_component.layouts import index as index_lib
 from tfrecorder_component.steps import shards as shards_lib
+from tfrecorder_component.feature_keys import (BBOX_XMAX, BBOX_XMIN, BBOX_YMAX, BBOX_YMIN,
+                                               IMAGE_ENCODED, OBJECT_PREFIX)
 
-IMAGE_KEY = 'image/encoded'
+IMAGE_KEY = IMAGE_ENCODED
 DECODED_IMAGE_KEY = 'image'
-BOX_KEYS_XYXY = ('image/object/bbox/xmin', 'image/object/bbox/ymin',
-                 'image/object/bbox/xmax', 'image/object/bbox/ymax')
-OBJECT_PREFIX = 'image/object/'
+BOX_KEYS_XYXY = (BBOX_XMIN, BBOX_YMIN,
+                 BBOX_XMAX, BBOX_YMAX)
+OBJECT_PREFIX = OBJECT_PREFIX
 LAYOUTS = ('auto', 'tfrecord', 'tfx')
 _DTYPES = {'int64': np.int64, 'float': np.float32}
 _KINDS = {'int64_list': np.int64, 'float_list': np.float32}

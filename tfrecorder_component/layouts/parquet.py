@@ -36,6 +36,8 @@ from tfrecorder_component import extras, files
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.layouts.base import split_files
 from tfrecorder_component import example_proto
+from tfrecorder_component.feature_keys import (CLASS_LABEL, IMAGE_ENCODED, OBJECT_MASK,
+                                               SEGMENTATION_ENCODED)
 
 FOLDER = 'parquet'
 REQUIRES = ()
@@ -48,8 +50,7 @@ ROW_GROUP_BYTES = 32 * 2**20
 # fills (a third of the run's time at 20,000 JPEGs); 32 images keep pages near Arrow's
 # 1 MB and the layout's cost a quarter of that.
 WRITE_BATCH_SIZE = 32
-IMAGE_COLUMNS = ('image/encoded', 'image/segmentation/class/encoded', 'image/object/mask')
-CLASS_LABEL = 'image/class/label'
+IMAGE_COLUMNS = (IMAGE_ENCODED, SEGMENTATION_ENCODED, OBJECT_MASK)
 _KINDS = {'bytes': 'bytes_list', 'int64': 'int64_list', 'float': 'float_list'}
 _HF_DTYPES = {'bytes': 'binary', 'int64': 'int64', 'float': 'float32'}
 

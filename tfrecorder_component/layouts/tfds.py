@@ -52,6 +52,16 @@ from tfrecorder_component import files
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.layouts.base import DATASET_NAME, split_files
 from tfrecorder_component.steps.shards import tfrecord_frame
+from tfrecorder_component.feature_keys import (CLASS_LABEL, CLASS_TEXT, CORNER_PREFIX,
+                                               IMAGE_CHANNELS, IMAGE_ENCODED,
+                                               IMAGE_FILENAME, IMAGE_FORMAT, IMAGE_HEIGHT,
+                                               IMAGE_SHA256, IMAGE_SOURCE_ID, IMAGE_WIDTH,
+                                               KEYPOINT_PREFIX, OBJECT_AREA,
+                                               OBJECT_CLASS_LABEL, OBJECT_CLASS_TEXT,
+                                               OBJECT_DIFFICULT, OBJECT_IS_CROWD,
+                                               OBJECT_MASK, OBJECT_PREFIX,
+                                               OBJECT_TRUNCATED, SEGMENTATION_ENCODED,
+                                               SEGMENTATION_FORMAT)
 
 FOLDER = 'tfds'
 REQUIRES = ()
@@ -60,20 +70,20 @@ STATS_SUFFIX = '.stats.json'
 SUFFIXES = ('', STATS_SUFFIX)
 
 # Keys example.py writes that the TFDS example holds under other names, or not at all.
-_COMMON = ('image/encoded', 'image/format', 'image/height', 'image/width', 'image/channels',
-           'image/filename', 'image/source_id', 'image/key/sha256')
-_CLASSIFICATION = ('image/class/label', 'image/class/text')
-_SEGMENTATION = ('image/segmentation/class/encoded', 'image/segmentation/class/format')
+_COMMON = (IMAGE_ENCODED, IMAGE_FORMAT, IMAGE_HEIGHT, IMAGE_WIDTH, IMAGE_CHANNELS,
+           IMAGE_FILENAME, IMAGE_SOURCE_ID, IMAGE_SHA256)
+_CLASSIFICATION = (CLASS_LABEL, CLASS_TEXT)
+_SEGMENTATION = (SEGMENTATION_ENCODED, SEGMENTATION_FORMAT)
 _BOX = tuple(f'image/object/bbox/{k}' for k in ('ymin', 'xmin', 'ymax', 'xmax'))
 # Per-object keys copied as they are: {record key: TFDS name inside `objects`}.
-_OBJECT_COPIES = {'image/object/is_crowd': 'is_crowd', 'image/object/area': 'area',
-                  'image/object/difficult': 'is_difficult',
-                  'image/object/truncated': 'is_truncated', 'image/object/mask': 'mask'}
-_DETECTION = (*_BOX, 'image/object/class/label', 'image/object/class/text', *_OBJECT_COPIES)
+_OBJECT_COPIES = {OBJECT_IS_CROWD: 'is_crowd', OBJECT_AREA: 'area',
+                  OBJECT_DIFFICULT: 'is_difficult',
+                  OBJECT_TRUNCATED: 'is_truncated', OBJECT_MASK: 'mask'}
+_DETECTION = (*_BOX, OBJECT_CLASS_LABEL, OBJECT_CLASS_TEXT, *_OBJECT_COPIES)
 _STANDARD = frozenset(_COMMON + _CLASSIFICATION + _SEGMENTATION + _DETECTION)
 # Per-image lists (not one value an object) kept under their own names.
-_FLAT_OBJECT_KEYS = ('image/object/keypoint/', 'image/object/corner/')
-_TOP_NAMES = ('image', 'image/filename', 'image/source_id', 'label', 'labels', 'objects',
+_FLAT_OBJECT_KEYS = (KEYPOINT_PREFIX, CORNER_PREFIX)
+_TOP_NAMES = ('image', IMAGE_FILENAME, IMAGE_SOURCE_ID, 'label', 'labels', 'objects',
               'segmentation_mask')
 _OBJECT_NAMES = ('bbox', 'label', *_OBJECT_COPIES.values())
 # An object attribute's value where a record lacks it (example._MISSING).
@@ -103,7 +113,7 @@ class _Plan:
   def __init__(self, ctx):
     self.task = ctx.task
     features = ctx.features
-    self.masks = self.task == 'detection' and 'image/object/mask' in features
+    self.masks = self.task == 'detection' and OBJECT_MASK in features
     # (record key, name inside `objects`, type) of each per-object attribute.
     self.attributes: List[Tuple[str, str, str]] = []
     # (record key, type, scalar) of each key kept under its own name.
@@ -116,9 +126,9 @@ class _Plan:
       kind = info['type']
       if kind not in _LIST_FIELD:
         self.left_out.append(key)
-      elif (self.task == 'detection' and key.startswith('image/object/')
+      elif (self.task == 'detection' and key.startswith(OBJECT_PREFIX)
             and not key.startswith(_FLAT_OBJECT_KEYS)):
-        name = key[len('image/object/'):]
+        name = key[len(OBJECT_PREFIX):]
         if name in taken:
           name = f'attribute/{name}'
         if name in taken:
@@ -150,22 +160,22 @@ def tfds_example(record: bytes, plan: _Plan) -> Tuple[bytes, str, int, int]:
   src = example_proto.Example.FromString(record).features.feature
   out = example_proto.Example()
   dst = out.features.feature
-  data = src['image/encoded'].bytes_list.value[0]
-  fmt = src['image/format'].bytes_list.value[0].decode()
-  channels = src['image/channels'].int64_list.value[0]
+  data = src[IMAGE_ENCODED].bytes_list.value[0]
+  fmt = src[IMAGE_FORMAT].bytes_list.value[0].decode()
+  channels = src[IMAGE_CHANNELS].int64_list.value[0]
   if fmt == 'gif':
     data, fmt, channels = _first_frame_png(data), 'png', 3
   dst['image'].bytes_list.value.append(data)
-  dst['image/filename'].CopyFrom(src['image/filename'])
-  dst['image/source_id'].CopyFrom(src['image/source_id'])
+  dst[IMAGE_FILENAME].CopyFrom(src[IMAGE_FILENAME])
+  dst[IMAGE_SOURCE_ID].CopyFrom(src[IMAGE_SOURCE_ID])
   labels = 0
   if plan.task == 'classification':
-    ids = src['image/class/label']
+    ids = src[CLASS_LABEL]
     labels = len(ids.int64_list.value)
     dst['label'].int64_list.value.append(ids.int64_list.value[0] if labels == 1 else -1)
     dst['labels'].CopyFrom(ids)
   elif plan.task == 'segmentation':
-    dst['segmentation_mask'].CopyFrom(src['image/segmentation/class/encoded'])
+    dst['segmentation_mask'].CopyFrom(src[SEGMENTATION_ENCODED])
   else:
     _objects(src, dst, plan)
   for key, kind, _ in plan.others:
@@ -181,7 +191,7 @@ def _objects(src, dst, plan: _Plan) -> None:
   box.value.extend([v for b in zip(ymin, xmin, ymax, xmax) for v in b])
   label = dst['objects/label'].int64_list
   label.SetInParent()
-  label.value.extend([i - 1 for i in src['image/object/class/label'].int64_list.value])
+  label.value.extend([i - 1 for i in src[OBJECT_CLASS_LABEL].int64_list.value])
   for key, name in _OBJECT_COPIES.items():
     if key in src:  # every one but the masks, which only include_masks writes
       dst[f'objects/{name}'].CopyFrom(src[key])
@@ -264,8 +274,8 @@ def features_dict(ctx, records: Records = Records()):
   spec: Dict[str, Any] = {
       'image': f.Image(shape=(None, None, records.channels),
                        encoding_format=records.encoding),
-      'image/filename': f.Text(),
-      'image/source_id': f.Text(),
+      IMAGE_FILENAME: f.Text(),
+      IMAGE_SOURCE_ID: f.Text(),
   }
   if ctx.task == 'classification':
     if records.multi_label:

@@ -11,9 +11,10 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.rows import FeatureValue, ManifestRow, ParsedItem
+from tfrecorder_component.feature_keys import RESERVED_PREFIX
 
 FEATURE_TYPES = ('int', 'float', 'string')
-RESERVED_FEATURE_PREFIX = 'image/'
+RESERVED_FEATURE_PREFIX = RESERVED_PREFIX
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _INT64_DIGITS = 19  # more digits than this is out of int64's range: not even converted
 FLOAT32_MAX = 3.4028234663852886e38  # a finite float beyond it would be written as inf
