@@ -135,3 +135,29 @@ def test_a_long_module_says_why_it_is_one():
       long.append(f'{name} ({lines} lines)')
   assert not long, 'over %d lines without a "Length: <why>" line in the docstring: %s' % (
       MAX_LINES, ', '.join(long))
+
+
+def test_each_public_function_and_class_documents_each_argument():
+  """The public API (`tfrecorder_component.__all__`) documents every argument in an
+  `Args:` section (a dataclass's fields in `Attributes:`), as Beam's and TFX's do."""
+  import inspect  # pylint: disable=g-import-not-at-top
+  import re  # pylint: disable=g-import-not-at-top
+  import tfrecorder_component  # pylint: disable=g-import-not-at-top
+  undocumented = []
+  for name in tfrecorder_component.__all__:
+    obj = getattr(tfrecorder_component, name)
+    if inspect.isclass(obj):
+      if '__init__' not in obj.__dict__:
+        continue  # an artifact type: TFX's own constructor
+      docs = (inspect.getdoc(obj) or '') + '\n' + (inspect.getdoc(obj.__init__) or '')
+      signature = inspect.signature(obj.__init__)
+    else:
+      docs, signature = inspect.getdoc(obj) or '', inspect.signature(obj)
+    sections = re.findall(r'^(?:Args|Attributes):\n((?:[ \t]+.*\n?|\n)*)', docs, re.M)
+    documented = set(re.findall(r'^\s{2,4}\**(\w+):', '\n'.join(sections), re.M))
+    for parameter in signature.parameters.values():
+      if parameter.name in ('self', 'cls', 'args', 'kwargs'):
+        continue
+      if parameter.name not in documented:
+        undocumented.append(f'{name}({parameter.name})')
+  assert not undocumented, ', '.join(undocumented)

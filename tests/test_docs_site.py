@@ -423,13 +423,10 @@ def _convert_options_table() -> Dict[str, str]:
 
 def test_the_python_guide_tables_every_option_of_convert_with_its_default():
   import ast  # pylint: disable=g-import-not-at-top
-  import inspect  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component import conversion  # pylint: disable=g-import-not-at-top
-  # convert() takes max_error_ratio and overwrite itself and hands **options to _conversion.
-  taken = {**{n: p.default for n, p in inspect.signature(conversion.convert).parameters.items()
-              if p.kind == p.KEYWORD_ONLY},
-           **{n: p.default for n, p in inspect.signature(conversion._conversion).parameters.items()  # pylint: disable=protected-access
-              if p.kind == p.KEYWORD_ONLY}}
+  from tfrecorder_component import option_table  # pylint: disable=g-import-not-at-top
+  # What convert() takes, with the defaults it gives (tests/test_options.py checks that
+  # convert() defaults as the option table says).
+  taken = option_table.defaults(option_table.API)
   table = _convert_options_table()
   assert sorted(table) == sorted(taken), set(table) ^ set(taken)
   for name, cell in table.items():

@@ -153,19 +153,3 @@ def test_a_misspelt_option_is_refused_naming_the_closest(tmp_path):
   assert not os.path.exists(tmp_path / 'out')
   with pytest.raises(TypeError, match="'num_shards'"):  # validate writes no shards
     conversion.validate(str(tmp_path / 'm.csv'), str(tmp_path / 'report'), num_shards=2)
-
-
-def test_the_python_guides_options_table_lists_each_option_with_its_default():
-  """docs/guides/python.md's table of `convert()`'s options: one row an option, the
-  default the table declares."""
-  import ast  # pylint: disable=g-import-not-at-top
-  import re  # pylint: disable=g-import-not-at-top
-  page = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs',
-                      'guides', 'python.md')
-  rows = re.findall(r'^\| `(\w+)` \| `([^`]*)` \|', open(page, encoding='utf-8').read(), re.M)
-  documented = dict(rows)
-  assert sorted(documented) == sorted(o.name for o in option_table.taken_by(option_table.API))
-  for option in option_table.taken_by(option_table.API):
-    default = ast.literal_eval(documented[option.name])
-    expected = dict(option.default) if option.name == 'splits' else option.default
-    assert default == expected, option.name

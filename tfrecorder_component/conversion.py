@@ -34,7 +34,20 @@ from tfrecorder_component.progress import Progress
 
 @dataclasses.dataclass(frozen=True)
 class ConversionResult:
-  """What `convert` wrote: counts from the report and where everything is."""
+  """What `convert` wrote: counts from the report and where everything is.
+
+  Attributes:
+    output_dir: The output folder.
+    split_dirs: {split: its folder of shards}.
+    records_per_split: {split: records written}.
+    records_per_label: {label: records holding it}.
+    rows_read: Manifest rows read.
+    rows_failed: Rows that failed (listed in `report_dir`'s errors.jsonl).
+    errors_per_reason: {reason: failed rows}.
+    report_dir: The report's folder (summary.json, errors.jsonl, report.html).
+    manifests: The manifest files read.
+    summary: summary.json's contents.
+  """
   output_dir: str
   split_dirs: Dict[str, str]
   records_per_split: Dict[str, int]
@@ -103,43 +116,56 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
             **options) -> ConversionResult:
   """Converts `source` into split TFRecords of tf.train.Example under `output_dir`.
 
-  `source`: a pandas DataFrame in AutoML columns (`split`, `image_uri`, `label`, extra
-  columns as features), a manifest file of any supported format, a folder of manifests,
-  or an image folder laid out as `<split>/<label>/<image>` or `<label>/<image>`.
+  The output folder is locked, written into a staging folder inside it, and its files
+  moved in only when the run succeeds, `_SUCCESS` last: it never holds two runs' files,
+  and what is not finished has no `_SUCCESS`. What a killed run left there is removed
+  by the next run. Failed rows are in `<output_dir>/report/errors.jsonl`.
 
-  `output_dir` must be new or empty unless `overwrite=True`, which replaces an earlier
-  output of this tool and only that (files of yours in it stay; a folder that is no
-  output is refused); it may not be, hold or lie inside an input (the manifest, the
-  image folder or `image_root`, a label or class map file). A mount point, a symbolic
-  link or a folder in a parent you cannot write are fine. The run locks it, writes
-  into a staging folder inside it and moves its files in only when it succeeds, then
-  writes `_SUCCESS` last: the folder never holds two runs' files, and what is not
-  finished has no `_SUCCESS`. What a killed run left there is removed by the next run.
+  Args:
+    source: A pandas DataFrame in AutoML columns (`split`, `image_uri`, `label`, extra
+      columns as features), a manifest file of any supported format, a folder of
+      manifests, a dataset folder as an annotation tool exports it (a VOC or COCO root,
+      a YOLO data.yaml), or an image folder laid out as `<split>/<label>/<image>` or
+      `<label>/<image>`.
+    output_dir: The folder to write: new or empty unless `overwrite`. It may not be,
+      hold or lie inside an input (the manifest, the image folder or `image_root`, a
+      label or class map file). A mount point, a symbolic link or a folder in a parent
+      you cannot write are fine.
+    max_error_ratio: Fraction of the rows that may fail; more raise
+      `TooManyFailedRows`, naming the first failed rows and where the report was kept,
+      and leave no records. Default 0: any failed row does.
+    overwrite: Replace an earlier output of this tool in `output_dir`, and only that:
+      files of yours in it stay, a folder that is no output is refused, and the old
+      output stays until the new one is complete.
+    **options: The conversion's options, each a keyword
+      ([the Python guide](../guides/python.md#options) has them in a table;
+      `option_table.OPTIONS` declares them): `splits` (hash buckets for rows without a
+      split, default train 8, eval 1, test 1, as a dict or pairs), ImageExampleGen's
+      `manifest_format`, `image_root`, `feature_types`, `image_transform`,
+      `verify_decode`, `convert_unsupported`, `compression_level`, `max_pixels`,
+      `max_bytes`, `num_shards`, `shard_size_mb`, `include_masks`,
+      `include_keypoints`, `concurrent_reads`, `label_map` (ids to keep: a
+      label_map.pbtxt or labels.txt path, an earlier output folder, a {label: id} dict
+      or a list of labels in id order), `append_new_labels`, `class_map` (classes to
+      keep, drop, rename or merge; see
+      [class mapping](../guides/output.md#class-mapping)), `layouts` ('tfrecord',
+      'tfds', 'array_record', 'parquet'); Beam's `runner` (default DirectRunner: on
+      local files and with no `beam_args`, the run goes without Beam, a worker process
+      per 1,000 rows up to one a core), `project`, `region`, `temp_location`,
+      `beam_args`; and `progress_every_s` (the run's progress on stderr: a live bar in
+      a terminal, else a line every this many seconds; None: only `logging` INFO
+      lines).
 
-  Options (all keyword; [the Python guide](../guides/python.md#options) has them in a
-  table): `splits` (hash buckets for rows without a split, default train 8, eval 1, test 1,
-  as a dict or pairs), and ImageExampleGen's `manifest_format`, `image_root`,
-  `feature_types`, `image_transform`, `verify_decode`, `convert_unsupported`,
-  `compression_level`, `max_pixels`, `max_bytes`, `num_shards`, `shard_size_mb`,
-  `include_masks`, `include_keypoints`, `concurrent_reads` (reads in flight per worker for
-  images on gs://, s3:// and other remote storage, default 64), `label_map` (ids to keep: a
-  label_map.pbtxt or labels.txt path, an earlier output folder, a {label: id} dict or a list
-  of labels in id order; a label it lacks fails its rows unless `append_new_labels=True`
-  gives it the next free id); `class_map` (classes to keep, drop, rename or merge: {"car":
-  "vehicle", "blurry": None, "*": None to drop every class not listed}, or a .json / .yaml
-  file of one; see [class mapping](../guides/output.md#class-mapping)); `layouts` (extra
-  output layouts written beside TFX's GZIP shards, from them: 'tfrecord', 'tfds',
-  'array_record', 'parquet'; see `tfrecorder_component.layouts`); Beam's `runner` (default
-  DirectRunner: on local files and with no `beam_args`, the run goes without Beam, a worker
-  process per 1,000 rows up to one a core), `project`, `region`, `temp_location` and extra
-  `beam_args`; `progress_every_s` to show the run's progress on stderr (rows done of the
-  total, rate, ETA, failed rows, the stage): a live bar where stderr is a terminal, else a
-  line every `progress_every_s` seconds; None (the default): only `logging` INFO lines
-  (`tfrecorder_component.progress`).
+  Returns:
+    A ConversionResult: the counts of the report and where the splits and the report
+    are.
 
-  Failed rows are in `<output_dir>/report/errors.jsonl`; more than `max_error_ratio` of
-  them (default 0: any) raise, naming the first ones and where the report was kept (no
-  records are left then).
+  Raises:
+    TypeError: An option that is none of these (the closest one is named).
+    UsageError: An option value or an output folder that cannot be used (a ValueError).
+    ManifestError: A manifest that cannot be read as given.
+    TooManyFailedRows: More failed rows than `max_error_ratio` allows.
+    MissingExtra: A path that needs an extra that is not installed (an ImportError).
   """
   check_names(options)
   output_dir = output_folder(os.fspath(output_dir))
@@ -194,8 +220,17 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
 
 def validate(source, report_dir: str, **options) -> Dict[str, Any]:
   """Reads every row of `source` and probes (by default decodes) every image, exactly as
-  `convert` does, writing no records: `summary.json` and `errors.jsonl` go to
-  `report_dir`. Returns the summary; it never raises for failed rows."""
+  `convert` does, writing no records.
+
+  Args:
+    source: What `convert` takes.
+    report_dir: Where `summary.json`, `errors.jsonl` and `report.html` go.
+    **options: `convert`'s options but those of writing records (`num_shards`,
+      `shard_size_mb`, `layouts`, `compression_level`).
+
+  Returns:
+    The run's summary (`summary.json`'s contents); failed rows never raise.
+  """
   report_dir = local_folder(report_dir)
   _, conversion_options, beam_args, sources = _conversion(source, report_dir, writes=False,
                                                           **options)

@@ -157,6 +157,14 @@ def feature_spec(examples: Union[str, Sequence[str], Dict[str, Any]],
   dtypes: bytes tf.string, int64 tf.int64, float tf.float32. A key written with two
   types (see `read_features`) has no single dtype: left out, with a warning, unless
   asked for in `keys`, which is then a ValueError.
+
+  Args:
+    examples: An output folder, an Examples artifact URI, a list of shard patterns or
+      split folders, or the `features` of an examples.json already read.
+    keys: The keys to give (default: all).
+
+  Returns:
+    {key: FixedLenFeature or RaggedFeature} for `tf.io.parse_example`.
   """
   features = read_features(examples)
   wanted = list(features) if keys is None else list(keys)
@@ -198,6 +206,13 @@ def parse_fn(examples: Union[str, Sequence[str], Dict[str, Any]],
       parse = parse_fn('/tmp/out')
       files = tf.io.gfile.glob('/tmp/out/Split-train/*')
       ds = tf.data.TFRecordDataset(files, 'GZIP').batch(32).map(parse)
+
+  Args:
+    examples: What `feature_spec` takes.
+    keys: The keys to parse (default: all).
+
+  Returns:
+    A function of serialized records (a batch, or one) to {key: tensor}.
   """
   spec = feature_spec(examples, keys)
   return lambda serialized: parse_examples(serialized, spec)
@@ -246,6 +261,25 @@ def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'tr
   `shuffle_buffer` > 0 shuffles shards and records; `cache` keeps the decoded records
   in memory after the first pass (shuffled again on each pass when `shuffle_buffer` >
   0); `repeat` repeats forever.
+
+  Args:
+    examples: An output folder of `convert`, an Examples artifact URI, or a list of
+      shard patterns or split folders.
+    split: The split to read (with an output folder or artifact URI).
+    batch_size: Records a batch.
+    image_size: (height, width) the images are resized to.
+    channels: Channels of the decoded images (1, 3 or 4).
+    label_key: The key the class labels are read from.
+    labels: 'auto', 'id', 'multi_hot', 'ragged' or 'boxes' (above).
+    num_classes: With 'multi_hot': the length of the vectors (default: the label map's
+      size).
+    shuffle_buffer: Records shuffled through a buffer of this many (0: in order).
+    cache: Keep the decoded records in memory after the first pass.
+    repeat: Repeat forever.
+    drop_remainder: Drop a last batch smaller than `batch_size`.
+
+  Returns:
+    A `tf.data.Dataset` of (image, label part) batches, prefetched.
   """
   if labels not in LABEL_MODES:
     raise ValueError(f'labels must be one of {", ".join(LABEL_MODES)}, got {labels!r}')

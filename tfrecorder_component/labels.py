@@ -288,8 +288,14 @@ def label_notes(summary: Mapping[str, object]) -> List[str]:
 
 
 def read_label_map(examples_uri: str) -> Dict[str, int]:
-  """Returns {label: id} for an Examples artifact URI (or any folder holding
-  label_map.pbtxt), with the ids the records hold. Also accepts a `tfx.types.Artifact`.
+  """The label map of an output: {label: id}, with the ids the records hold.
+
+  Args:
+    examples_uri: An Examples artifact URI, a `convert` output folder or any folder
+      holding label_map.pbtxt (local, gs://, s3://), or a `tfx.types.Artifact`.
+
+  Returns:
+    {label: id}.
   """
   uri = getattr(examples_uri, 'uri', examples_uri)
   path = files.join(os.fspath(uri), LABEL_MAP_FILE)

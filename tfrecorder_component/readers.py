@@ -348,6 +348,21 @@ class RecordDataset:
   reproducible and every record still comes once. `transform`: a function of each
   record whose result is yielded instead (resizing, augmenting: in the DataLoader
   workers); it must pickle where workers are spawned (a module-level function).
+
+  Args:
+    output_dir: An output folder of `convert` or an Examples artifact URI.
+    split: The split to read.
+    rank: This process's rank of `world_size` (default: torch.distributed's, else 0).
+    world_size: The ranks reading the split (default: torch.distributed's, else 1).
+    worker: This DataLoader worker of `num_workers` (default: PyTorch's, else 0).
+    num_workers: The DataLoader's workers (default: PyTorch's, else 1).
+    keys: The keys to give (default: all).
+    decode_images: Add `image`, the pixels of `image/encoded`.
+    channels: Channels of the decoded images (default: as stored).
+    layout: 'auto', 'tfrecord' or 'tfx': which shards to read.
+    shuffle_buffer: Records shuffled through a buffer of this many (0: in order).
+    seed: The shuffle's seed, with the epoch and the reader.
+    transform: A function of each record, whose result is yielded instead.
   """
 
   def __new__(cls, *args, **kwargs):  # pylint: disable=unused-argument
@@ -441,9 +456,16 @@ def _shuffled(items: Iterator[Record], size: int, rng: np.random.Generator
 
 
 def iter_records(output_dir: str, split: str, **options) -> Iterator[Record]:
-  """The records of one split as {key: numpy value} dicts: `RecordDataset`'s options
-  (rank, world_size, worker, num_workers, keys, decode_images, channels, layout,
-  shuffle_buffer, seed, transform)."""
+  """The records of one split as {key: numpy value} dicts.
+
+  Args:
+    output_dir: An output folder of `convert` or an Examples artifact URI.
+    split: The split to read.
+    **options: `RecordDataset`'s options (rank, world_size, worker, num_workers, keys,
+      decode_images, channels, layout, shuffle_buffer, seed, transform).
+
+  Returns:
+    An iterator of the records, as `RecordDataset` gives them."""
   return iter(_PlainRecordDataset(output_dir, split, **options))
 
 
@@ -506,7 +528,14 @@ def collate_detection(batch: Sequence[Record], tensors: bool = False) -> Dict[st
   is added: a float32 [objects, 4] array per record as (xmin, ymin, xmax, ymax),
   normalised (torchvision's order; times width and height for pixels).
   `tensors=True` gives torch tensors for the arrays
-  (`functools.partial(collate_detection, tensors=True)`)."""
+  (`functools.partial(collate_detection, tensors=True)`).
+
+  Args:
+    batch: The records of a batch, as `RecordDataset` gives them.
+    tensors: Give torch tensors instead of numpy arrays.
+
+  Returns:
+    {key: stacked array, or a list with an item a record}, and `boxes` for detection."""
   if not batch:
     return {}
   out: Dict[str, Any] = {}

@@ -59,6 +59,10 @@ class ConversionReportPage(base_component.BaseComponent):
   EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
   def __init__(self, report: channel.BaseChannel):
-    """Args: report: ImageExampleGen's `report` output."""
+    """Constructs a ConversionReportPage.
+
+    Args:
+      report: ImageExampleGen's `report` output.
+    """
     super().__init__(spec=ConversionReportPageSpec(
         report=report, page=channel.Channel(type=HTML)))
