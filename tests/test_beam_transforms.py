@@ -22,7 +22,7 @@ from tfrecorder_component import record as record_lib
 from tfrecorder_component.steps import duplicates
 from tfrecorder_component.beam import jsonl
 from tfrecorder_component.beam import report
-from tfrecorder_component.steps import runs
+from tfrecorder_component.steps import sorted_runs
 from tfrecorder_component.steps import shards
 from tfrecorder_component.steps.chunks import pack_chunk, unpack_chunk
 from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
@@ -387,7 +387,7 @@ def test_duplicate_counts_keep_the_first_groups_by_uri_not_every_group():
 
 def test_a_run_file_lists_its_buckets_and_reads_any_slice_across_blocks(tmp_path,
                                                                        monkeypatch):
-  monkeypatch.setattr(runs, 'BLOCK_BYTES', 50)  # entries straddle the blocks
+  monkeypatch.setattr(sorted_runs, 'BLOCK_BYTES', 50)  # entries straddle the blocks
   entries = [duplicates.entry(stat('train', [], f'{b:02x}' + f'{k:02x}' * 31, f'u{b}-{k}.jpg'))
              for b in (0, 0, 7, 200, 255) for k in range(2)]
   path = str(tmp_path / 'run')

@@ -62,7 +62,7 @@ from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, mer
 from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter,
                                                 VocabularyBuilder)
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, OBJECTS, RECORDS, SAMPLES, STATS
-from tfrecorder_component.steps.runs import RunSpiller
+from tfrecorder_component.steps.sorted_runs import RunSpiller
 from tfrecorder_component.steps.sort import ExternalSort, SortBudget, unpacked_value
 
 __all__ = ['convert_locally']

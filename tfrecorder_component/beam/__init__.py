@@ -6,7 +6,7 @@
     report.py    Summarize, WriteReport
     duplicates.py  FindDuplicates: the duplicate index, an external sort
     jsonl.py     WriteSortedJsonLines: the report's JSON-lines files, an external sort
-    runs.py      reading an external sort's run files a block at a time
+    sorted_runs.py  reading an external sort's run files a block at a time
     pipeline.py  ConvertManifests: the steps above wired into one transform
     sink.py      the gzipped TFRecord sink
 

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Tuple
 import apache_beam as beam
 
 from tfrecorder_component import files
-from tfrecorder_component.beam.runs import SpillRuns
+from tfrecorder_component.beam.sorted_runs import SpillRuns
 from tfrecorder_component.steps import duplicates
 
 __all__ = ['FindDuplicates']

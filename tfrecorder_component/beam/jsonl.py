@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict
 
 import apache_beam as beam
 
-from tfrecorder_component.beam.runs import SpillRuns
+from tfrecorder_component.beam.sorted_runs import SpillRuns
 from tfrecorder_component.steps import jsonl
 from tfrecorder_component.steps.jsonl import RUN_LINES, row_key
 

@@ -15,7 +15,7 @@ import struct
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 from tfrecorder_component import files
-from tfrecorder_component.steps import runs
+from tfrecorder_component.steps import sorted_runs
 
 __all__ = ['RUN_LINES', 'entry', 'merge_runs', 'row_key', 'write_run']
 
@@ -63,7 +63,7 @@ def write_run(path: str, entries: List[bytes]) -> str:
 
 def _read_run(path: str) -> Iterator[bytes]:
   with files.open_file(path) as f:
-    yield from runs.read_entries(f, _entry_size, _LENGTHS.size, path)
+    yield from sorted_runs.read_entries(f, _entry_size, _LENGTHS.size, path)
 
 
 def merge_runs(run_paths: List[str], path: str, scratch_dir: str) -> str:

@@ -1,7 +1,7 @@
 """An external sort of keyed entries in bounded memory, for annotation files of any size
 (COCO's join of images and annotations, Open Images' grouping by image): entries are
-held until a shared budget is spent, written as sorted runs (`runs.RunSpiller`) and
-merged back a block of each run at a time (`runs.read_entries`)."""
+held until a shared budget is spent, written as sorted runs (`sorted_runs.RunSpiller`) and
+merged back a block of each run at a time (`sorted_runs.read_entries`)."""
 from __future__ import annotations
 
 import heapq
@@ -12,7 +12,7 @@ import sys
 import uuid
 from typing import Any, Callable, Iterator, List, Tuple
 
-from tfrecorder_component.steps import runs
+from tfrecorder_component.steps import sorted_runs
 
 MAX_OPEN_RUNS = 64  # runs merged at once; more are merged into longer runs first
 
@@ -59,8 +59,8 @@ def unpacked_value(data: bytes) -> Any:
 
 class ExternalSort:
   """An external sort of entries (a key, a pickled value), gathered in memory until the
-  budget is spent, then written as a sorted run (`steps.runs.RunSpiller`); read back
-  merged, a block of each run at a time (`steps.runs.read_entries`).
+  budget is spent, then written as a sorted run (`steps.sorted_runs.RunSpiller`); read back
+  merged, a block of each run at a time (`steps.sorted_runs.read_entries`).
 
   An entry is its key's length, the key, its value's length and the value, compared
   as bytes: entries sort by key length, then key. Keys must be distinct. Runs are files
@@ -70,10 +70,9 @@ class ExternalSort:
   _OVERHEAD = 64  # bytes Python spends on an entry held in memory beyond its own
 
   def __init__(self, folder: str, budget: SortBudget):
-    # runs imports files, which imports the manifest formats, which import this module
     self._folder = folder
     self._budget = budget
-    self._spiller = runs.RunSpiller(folder, sys.maxsize, self._write)
+    self._spiller = sorted_runs.RunSpiller(folder, sys.maxsize, self._write)
     budget.sorters.append(self)
 
   def add(self, key: bytes, value: object) -> None:
@@ -123,7 +122,7 @@ class ExternalSort:
   @classmethod
   def _size(cls, buffer: bytes, at: int) -> int:
     """The size of the entry at `buffer[at]`, or more than is there while its value's
-    length is not (`steps.runs.read_entries`)."""
+    length is not (`steps.sorted_runs.read_entries`)."""
     size = cls._LENGTH.size
     key_end = at + size + cls._LENGTH.unpack_from(buffer, at)[0]
     if len(buffer) < key_end + size:
@@ -133,7 +132,7 @@ class ExternalSort:
   @classmethod
   def _entries(cls, path: str) -> Iterator[bytes]:
     with open(path, 'rb') as f:
-      yield from runs.read_entries(f, cls._size, cls._LENGTH.size, path)
+      yield from sorted_runs.read_entries(f, cls._size, cls._LENGTH.size, path)
 
   @staticmethod
   def _write(path: str, entries: List[bytes]) -> str:

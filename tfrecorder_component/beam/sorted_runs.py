@@ -1,6 +1,6 @@
 """Spilling a bundle's entries into the sorted run files of an external sort (the
-duplicate index, the JSON-lines report files): `steps.runs.RunSpiller` per bundle;
-`steps.runs` reads them back."""
+duplicate index, the JSON-lines report files): `steps.sorted_runs.RunSpiller` per bundle;
+`steps.sorted_runs` reads them back."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List
@@ -10,7 +10,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from tfrecorder_component.steps.runs import RunSpiller
+from tfrecorder_component.steps.sorted_runs import RunSpiller
 
 
 class SpillRuns(beam.DoFn):

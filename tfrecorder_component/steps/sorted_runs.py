@@ -42,7 +42,7 @@ class RunSpiller:
   """Entries (bytes) gathered until there are `run_entries`, then `write(path, entries)`
   writes them, sorted, as a new run file in `folder`; `runs` holds what each `write`
   returned. So one process holds at most one run's entries (a Beam bundle's in
-  `beam.runs.SpillRuns`, a local worker's in `local.py`)."""
+  `beam.sorted_runs.SpillRuns`, a local worker's in `local.py`)."""
 
   def __init__(self, folder: str, run_entries: int, write: Callable[[str, List[bytes]], Any]):
     self._folder = folder
