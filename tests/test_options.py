@@ -153,3 +153,11 @@ def test_a_misspelt_option_is_refused_naming_the_closest(tmp_path):
   assert not os.path.exists(tmp_path / 'out')
   with pytest.raises(TypeError, match="'num_shards'"):  # validate writes no shards
     conversion.validate(str(tmp_path / 'm.csv'), str(tmp_path / 'report'), num_shards=2)
+
+
+def test_a_value_of_another_type_is_refused_by_the_spec_not_coerced():
+  # A label map as a dict is convert()'s; the component takes a path, and says so.
+  with pytest.raises(TypeError, match="Expected type <class 'str'> for parameter 'label_map'"):
+    _component(label_map={'cat': 0})
+  with pytest.raises(TypeError, match="parameter 'max_pixels'"):
+    _component(max_pixels='many')

@@ -3,6 +3,7 @@ execution properties: written by the component's constructor, read back by its
 executor. A property is an int, a float or a string, as KFP and ML Metadata keep them:
 flags are 0 or 1, maps and transforms JSON, lists comma-separated."""
 import json
+import numbers
 from typing import Any, Dict, Mapping
 
 from tfrecorder_component.images import transform as transform_lib
@@ -29,7 +30,13 @@ def to_property(option: Option, value: Any) -> Any:
     return value.to_json()
   if kind == 'list':
     return ','.join([value] if isinstance(value, str) else value)
-  return option.exec_type(value)
+  if option.exec_type is float and isinstance(value, numbers.Real) and not isinstance(
+      value, bool):
+    return float(value)
+  if option.exec_type is int and isinstance(value, numbers.Integral) and not isinstance(
+      value, bool):
+    return int(value)  # numpy's too
+  return value  # as given: the spec's type check names a value of another type
 
 
 def from_property(option: Option, prop: Any) -> Any:
