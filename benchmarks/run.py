@@ -95,11 +95,7 @@ def main(argv=None) -> int:
   # name stops the run before any part starts, even when throughput is not among them.
   throughput = _part('throughput')
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--sizes', default='10000,20000',
-                      help='N values; the steady rate is taken between the two largest')
-  parser.add_argument('--repeats', type=int, default=3)
-  parser.add_argument('--methods', default=','.join(throughput.DEFAULT_METHODS),
-                      help=f'any of {",".join(throughput.METHODS)}')
+  throughput.add_arguments(parser)
   parser.add_argument('--parts', default=','.join(DEFAULT_PARTS),
                       help=f'any of {",".join(PARTS)} (peers and formats only when named)')
   image_sets.add_arguments(parser)

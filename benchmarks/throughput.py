@@ -136,13 +136,19 @@ def rewrite(results: str) -> None:
   report.write(saved['runs'], METHODS, saved['machine'], results, saved.get('images'))
 
 
-def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser) -> None:
+  """This part's own options: `--sizes`, `--repeats`, `--methods` (`benchmarks.run` takes
+  them too, and hands them on)."""
   parser.add_argument('--sizes', default='10000,20000',
                       help='N values; the steady rate is taken between the two largest')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--methods', default=','.join(DEFAULT_METHODS),
                       help=f'any of {",".join(METHODS)}')
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  add_arguments(parser)
   image_sets.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'scratch'))
   parser.add_argument('--results', default=os.path.join(HERE, 'results'))
