@@ -38,7 +38,7 @@ KINDS = ('without Beam', 'Beam')
 
 
 def _command(kind: str, manifest: str, out: str, cores: int) -> List[str]:
-  cmd = procs.python('-m', 'tfrecorder_component.cli', 'convert', '-q', manifest, out)
+  cmd = procs.python('-m', 'tfrecorder_component.adapters.cli', 'convert', '-q', manifest, out)
   if kind == 'Beam':
     cmd += ['--beam-arg=--direct_running_mode=multi_processing',
             f'--beam-arg=--direct_num_workers={cores}']

@@ -25,6 +25,9 @@ with each other: the same images, the same classes and boxes (within 1e-4, norma
 and the same splits (YOLO); whether the stored image bytes are the source file's is
 checked on both. The table says whether they matched. Writes benchmarks/results/formats.md
 (and every run's figures to benchmarks/out/formats.json, which --report-only reads).
+
+Length: one comparison end to end (the datasets laid out, both tools run, both outputs
+read back and compared, the table), whose parts share the datasets' layout.
 """
 from __future__ import annotations
 
@@ -197,7 +200,7 @@ def _values(example, key: str) -> list:
 def read_records(files: List[str], split_of_file) -> Dict[str, Any]:
   """Records as tests/oracles/read.py prints images (key: the file name's stem), with
   each image's stored bytes' SHA-256."""
-  from tfrecorder_component.example_proto import Example  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.record.example_proto import Example  # pylint: disable=g-import-not-at-top
   images = {}
   for path in files:
     for record in frames(path):

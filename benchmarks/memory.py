@@ -111,7 +111,7 @@ WARM_IMPORTS = '''
 import tfrecorder_component as trc
 from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
 from apache_beam.runners.worker import sdk_worker_main
-from tfrecorder_component.beam import pipeline
+from tfrecorder_component.engines.beam import pipeline
 '''
 
 

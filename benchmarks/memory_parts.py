@@ -40,12 +40,12 @@ def _part(part: str, manifest: str, out: str) -> dict:
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
   # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
-  from tfrecorder_component.beam.outputs import STATS
-  from tfrecorder_component.beam.pipeline import ConvertManifests
-  from tfrecorder_component.beam.read import ReadManifestRows
-  from tfrecorder_component.beam.report import FindDuplicates
-  from tfrecorder_component.beam.write import WriteSplits
+  from tfrecorder_component.engines.beam.convert import ConvertBatches, LabelVocabulary
+  from tfrecorder_component.steps.outputs import STATS
+  from tfrecorder_component.engines.beam.pipeline import ConvertManifests
+  from tfrecorder_component.engines.beam.read import ReadManifestRows
+  from tfrecorder_component.engines.beam.duplicates import FindDuplicates
+  from tfrecorder_component.engines.beam.write import WriteSplits
   from tfrecorder_component.options import ConversionOptions, ManifestSource
   # pylint: enable=g-import-not-at-top
   peaks, stop = {}, threading.Event()

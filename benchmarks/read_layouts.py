@@ -71,7 +71,7 @@ def tfrecord_package(out, decode):
 
 
 def ours(out, decode):
-  from tfrecorder_component.readers import iter_records  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.readers.records import iter_records  # pylint: disable=g-import-not-at-top
   for r in iter_records(out, 'train', keys=[IMAGE, LABEL], decode_images=decode):
     yield (r['image'] if decode else r[IMAGE]), r[LABEL]
 
@@ -87,7 +87,7 @@ def tfds_builder(out, decode):
 
 def grain_array_record(out, decode):
   import grain.python as grain  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component import example_proto  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.record import example_proto  # pylint: disable=g-import-not-at-top
   source = grain.ArrayRecordDataSource(_files(out, 'array_record', 'train.array_record-*'))
   for i in range(len(source)):
     feature = example_proto.Example.FromString(source[i]).features.feature

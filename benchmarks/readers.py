@@ -18,7 +18,7 @@ Reading: the all-layouts output's `train` split read by each loader in a fresh p
 (benchmarks/read_layouts.py, in the loader's own environment): tf.data over the GZIP
 shards (what TFX reads) and over the uncompressed `tfrecord` layout, the PyTorch
 `tfrecord` package with the `.idx` files, this project's framework-free iterator
-(`tfrecorder_component.readers`), TFDS (`builder_from_directory`), Grain's
+(`tfrecorder_component.readers.records`), TFDS (`builder_from_directory`), Grain's
 `ArrayRecordDataSource` (random access, in order), pyarrow over the Parquet files,
 Hugging Face `datasets.load_dataset` of the Parquet folder (scripts/oracles-env) and
 NVIDIA DALI's `fn.readers.tfrecord` on the CPU (scripts/dali-env). The first `--limit`
@@ -80,7 +80,7 @@ def _tfx_digest(out: str) -> str:
   """A digest of the TFX records of each split, whatever their order: with several worker
   processes, which shard a record lands in varies from run to run, with or without
   layouts (tests/test_layouts.py compares whole shards byte for byte on one worker)."""
-  from tfrecorder_component.steps.shards import read_shard  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.io.tfrecord import read_shard  # pylint: disable=g-import-not-at-top
   h = hashlib.sha256()
   for split in sorted(glob.glob(os.path.join(out, 'Split-*'))):
     records = sorted(hashlib.sha256(r).digest()

@@ -17,9 +17,10 @@ or the synthetic 256x256 ones) go up as <store>://bkt/images/..., with an AutoML
 the first N of each size at the bucket's root naming them relatively (as the local CSV
 names the local copies), so the records of `local` and `all` must be byte-identical; the
 `images` run's local CSV names the same objects by their full URIs (records that differ
-in their paths and hash splits), so its images and labels must be those of `local`. Clients reach each
-server through the module's HTTP proxy (STORAGE_EMULATOR_HOST, AWS_ENDPOINT_URL), which
-adds the latency to every request and counts the requests it forwards.
+in their paths and hash splits), so its images and labels must be those of `local`.
+Clients reach each server through the module's HTTP proxy (STORAGE_EMULATOR_HOST,
+AWS_ENDPOINT_URL), which adds the latency to every request and counts the requests it
+forwards.
 
 Each run is a fresh `tfrecorder-component convert MANIFEST OUT` process with default
 settings, pinned to core 0 (`taskset -c 0`: one core, so the CLI runs one worker),
@@ -33,6 +34,9 @@ start-up cancels out; the fixed cost is what remains at N = 0. Each figure is th
 over repeats with its range; ratios are taken within each repeat. Once, at the first
 latency's N2 runs, the outputs are compared with tests/tfrecord_digest.py. Writes
 benchmarks/results/remote.md.
+
+Length: one measurement end to end (the buckets filled, the runs interleaved, the outputs
+compared, the table), whose parts share the stores, the proxies and the pinning.
 """
 from __future__ import annotations
 
@@ -70,7 +74,7 @@ def _convert(manifest: str, out: str, n: int, env: Dict[str, str], what: str) ->
   if files_local(out):
     shutil.rmtree(out, ignore_errors=True)
   cmd = [*_pin(CONVERTER_CORE),
-         *procs.python('-m', 'tfrecorder_component.cli', 'convert', manifest, out)]
+         *procs.python('-m', 'tfrecorder_component.adapters.cli', 'convert', manifest, out)]
   try:
     r = procs.run(cmd, env=env)
   except RuntimeError as e:  # procs.run raises with the CLI's stderr
@@ -146,7 +150,7 @@ def _uri_manifest(local_manifest: str, scheme: str, scratch: str) -> str:
 
 def _drop(env: Dict[str, str], uri: str) -> None:
   """Removes a run's output from the store (the servers keep objects in memory)."""
-  from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.io import storage  # pylint: disable=g-import-not-at-top
   with storage_servers.environment(env):
     try:
       storage._forget_clients()  # pylint: disable=protected-access  (this store's endpoint)
@@ -157,7 +161,7 @@ def _drop(env: Dict[str, str], uri: str) -> None:
 
 def _pairs(output_dir: str) -> List[Tuple[bytes, bytes]]:
   """(image bytes, label text) of every record of an output, sorted."""
-  from tfrecorder_component import example_proto  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.record import example_proto  # pylint: disable=g-import-not-at-top
   import tfrecord_digest  # pylint: disable=g-import-not-at-top
   out = []
   for split in sorted(os.listdir(output_dir)):

@@ -23,8 +23,8 @@ def measure(n: int, root: str, image_set: str = 'photo'):
   from apache_beam.io import tfrecordio  # pylint: disable=g-import-not-at-top
   from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
   data = image_sets.image_set(image_set)
-  from tfrecorder_component.steps.shards import tfrecord_frame  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.example import build_example  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.io.tfrecord import tfrecord_frame  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.record.example import build_example  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.images.probe import probe_image  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.manifest import ManifestRow  # pylint: disable=g-import-not-at-top
 

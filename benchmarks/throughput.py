@@ -70,16 +70,16 @@ def _worker(method: str, manifest: str, output: str) -> Dict[str, float]:
   else:
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-    from tfrecorder_component import layout  # pylint: disable=g-import-not-at-top
-    from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+    from tfrecorder_component.output import paths as output_paths  # pylint: disable=g-import-not-at-top
+    from tfrecorder_component.engines.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
     from tfrecorder_component.options import ConversionOptions, ManifestSource  # pylint: disable=g-import-not-at-top
     t1 = time.perf_counter()
-    splits = layout.split_dirs(output, ('train', 'eval', 'test'))
+    splits = output_paths.split_dirs(output, ('train', 'eval', 'test'))
     options = ConversionOptions(verify_decode=not method.endswith('noverify'))
-    report_dir = os.path.join(output, layout.REPORT_DIR)
+    report_dir = os.path.join(output, output_paths.REPORT_DIR)
     with beam.Pipeline(options=PipelineOptions(BEAM_ARGS[method])) as p:
       _ = p | ConvertManifests([ManifestSource(manifest)], splits, output, report_dir, options)
-    n = layout.read_summary(report_dir)['records_written']
+    n = output_paths.read_summary(report_dir)['records_written']
   t2 = time.perf_counter()
   return {'import_s': t1 - t0, 'run_s': t2 - t1, 'records': n}
 

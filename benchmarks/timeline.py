@@ -34,7 +34,7 @@ _CHILD = r'''
 import json, logging, sys, time
 marks = [time.time()]
 sys.argv[0] = 'tfrecorder-component'  # imports as the command's own script does
-from tfrecorder_component import cli
+from tfrecorder_component.adapters import cli
 marks.append(time.time())
 class Marks(logging.Handler):
   def emit(self, record):

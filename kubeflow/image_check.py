@@ -18,7 +18,7 @@ def main() -> int:
   # Google's client libraries warn about the interpreter's age on import; not our news.
   warnings.filterwarnings('ignore', category=FutureWarning)
   import tfrecorder_component  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.component import executor, report_page, types  # pylint: disable=g-import-not-at-top,unused-import
+  from tfrecorder_component.adapters.component import executor, report_page, types  # pylint: disable=g-import-not-at-top,unused-import
   import pipelines.trainer_module  # pylint: disable=g-import-not-at-top,unused-import
   package_dir = os.path.dirname(os.path.realpath(tfrecorder_component.__file__))
   site_packages = os.path.realpath(sysconfig.get_paths()['purelib'])

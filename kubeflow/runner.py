@@ -26,7 +26,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
-from tfrecorder_component import run
+from tfrecorder_component.engines import run
 
 PIPELINE_NAME = 'tfrecorder-demo'
 # Where the Dockerfile puts the package's source inside the pipeline image.
@@ -40,7 +40,7 @@ CONTAINER_BEAM_ARGS = ['--direct_running_mode=multi_processing', '--direct_num_w
 def dataflow_args(project: str, region: str, temp_location: str, *,
                   worker_image: Optional[str] = None, setup_file: str = IMAGE_SETUP_FILE,
                   **options) -> List[str]:
-  """`tfrecorder_component.run.dataflow_args` for the pipeline image: without a
+  """`tfrecorder_component.engines.run.dataflow_args` for the pipeline image: without a
   `worker_image`, workers build the package from the image's own setup.py."""
   return run.dataflow_args(project, region, temp_location, worker_image=worker_image,
                            setup_file=setup_file, **options)

@@ -33,7 +33,7 @@ def evaluation_accuracy(evaluation_uri: str) -> float:
 
 def eval_accuracy(connection_config, pipeline_name: str) -> float:
   """SparseCategoricalAccuracy on the eval split, from Evaluator's newest evaluation."""
-  from tfrecorder_component.component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters.component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
   return evaluation_accuracy(
       latest_output(connection_config, pipeline_name, 'Evaluator', 'evaluation').uri)
 
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
   try:
     from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
     from pipelines import demo_data, pipeline  # pylint: disable=g-import-not-at-top
-    from tfrecorder_component.component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
+    from tfrecorder_component.adapters.component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
 
     manifest = demo_data.write_digits(os.path.join(home, 'data', 'digits'))
     root = os.path.join(home, 'pipelines', PIPELINE_NAME)

@@ -13,8 +13,8 @@ import tensorflow as tf
 from tensorflow import keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from tfrecorder_component import dataset as dataset_lib
-from tfrecorder_component.dataset import load_dataset
+from tfrecorder_component.readers import dataset as dataset_lib
+from tfrecorder_component.readers.dataset import load_dataset
 
 IMAGE_SIZE = 32
 NUM_CLASSES = 10

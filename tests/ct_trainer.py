@@ -6,7 +6,7 @@ import os
 
 import tensorflow as tf
 
-from tfrecorder_component import dataset
+from tfrecorder_component.readers import dataset
 
 
 def run_fn(fn_args):

@@ -1,7 +1,8 @@
 """The package's shape, checked from its source: imports point one way (no cycle among
 the modules of `tfrecorder_component/` or of `benchmarks/`, counting the imports made
-inside functions, so none of those exists to break a cycle), and a module over
-MAX_LINES lines says in its docstring why it is one module (a `Length:` line).
+inside functions, so none of those exists to break a cycle), a module imports only from
+its own layer of the package or those below it (LAYERS), and a module over MAX_LINES
+lines says in its docstring why it is one module (a `Length:` line).
 """
 import ast
 import os
@@ -13,6 +14,23 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ('tfrecorder_component', 'benchmarks')
 MAX_LINES = 400
+
+# The layers of `tfrecorder_component/`, bottom first, by the top-level module or folder
+# (docs/development.md describes each): a module imports from its own layer and those
+# below, never above. The package's __init__ (the public API) sits above them all.
+LAYERS = (
+    ('errors', 'extras', 'option_table', 'feature_keys', '_moved'),
+    ('io',),
+    ('manifest',),
+    ('images',),
+    ('record',),
+    ('output',),
+    ('options',),
+    ('steps',),
+    ('engines',),
+    ('readers',),
+    ('adapters',),
+)
 
 
 def _modules(package: str) -> Dict[str, str]:
@@ -123,9 +141,51 @@ def test_the_cycle_finder_finds_a_cycle_made_inside_a_function(tmp_path, monkeyp
   assert _cycles(graph) == [['pkg.a', 'pkg.b']]
 
 
-def test_a_long_module_says_why_it_is_one():
+def _upward_imports(package: str, layers) -> List[str]:
+  """'a -> b' for each import of `package` from a module to one in a higher layer, and
+  'a: in no layer' for a top-level module or folder that `layers` does not place."""
+  rank = {name: i for i, names in enumerate(layers) for name in names}
+  modules = _modules(package)
+  found = []
+
+  def layer(module):
+    return module.split('.')[1] if '.' in module else None  # None: the package's __init__
+
+  for name in sorted(modules):
+    top = layer(name)
+    if top is None:
+      continue
+    if top not in rank:
+      found.append(f'{name}: in no layer')
+      continue
+    for target in sorted(_imports(name, modules[name], modules)):
+      other = layer(target)
+      if other is not None and other in rank and rank[other] > rank[top]:
+        found.append(f'{name} -> {target}')
+  return found
+
+
+def test_each_module_imports_from_its_own_layer_or_below():
+  upward = _upward_imports('tfrecorder_component', LAYERS)
+  assert not upward, '\n'.join(upward)
+
+
+def test_the_layer_check_finds_an_upward_import_and_an_unplaced_module(tmp_path, monkeypatch):
+  folder = tmp_path / 'pkg'
+  (folder / 'low').mkdir(parents=True)
+  (folder / 'high').mkdir()
+  for path in ('__init__.py', 'low/__init__.py', 'high/__init__.py', 'high/b.py', 'stray.py'):
+    (folder / path).write_text('')
+  (folder / 'low' / 'a.py').write_text('def f():\n  from pkg.high import b\n  return b\n')
+  monkeypatch.setattr(sys.modules[__name__], 'ROOT', str(tmp_path))
+  assert _upward_imports('pkg', (('low',), ('high',))) == [
+      'pkg.low.a -> pkg.high', 'pkg.low.a -> pkg.high.b', 'pkg.stray: in no layer']
+
+
+@pytest.mark.parametrize('package', PACKAGES)
+def test_a_long_module_says_why_it_is_one(package):
   long = []
-  for name, path in sorted(_modules('tfrecorder_component').items()):
+  for name, path in sorted(_modules(package).items()):
     source = open(path, encoding='utf-8').read()
     lines = source.count('\n')
     if lines <= MAX_LINES:

@@ -190,7 +190,7 @@ def test_coco_area_and_iscrowd_are_checked_and_objects_keep_annotation_order(tmp
   result = trc.convert(manifest, str(tmp_path / 'out'))
   assert result.summary['box_issues'] == {'dropped:bad_area': 4, 'dropped:bad_iscrowd': 2}
   from tfrecord_digest import read_records  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component import example_proto  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.record import example_proto  # pylint: disable=g-import-not-at-top
   (record,) = [r for split in ('train', 'eval', 'test')
                for r in read_records(os.path.join(result.output_dir, f'Split-{split}'))]
   feature = example_proto.Example.FromString(record).features.feature

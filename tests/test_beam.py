@@ -9,10 +9,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from images import write_image, write_text
 from records import by_source_id, feature
-from tfrecorder_component.beam.pipeline import ConvertManifests
+from tfrecorder_component.engines.beam.pipeline import ConvertManifests
 from tfrecorder_component.options import ConversionOptions, ManifestSource
-from tfrecorder_component.labels import read_label_map
-from tfrecorder_component.splits import hash_split
+from tfrecorder_component.record.labels import read_label_map
+from tfrecorder_component.record.splits import hash_split
 
 SPLITS = ['train', 'eval', 'test']
 

@@ -1,8 +1,8 @@
 """Unit tests of the Beam transforms, one transform a test, on real manifests and images.
 
-Each test feeds one transform of `tfrecorder_component.beam` small real inputs written
+Each test feeds one transform of `tfrecorder_component.engines.beam` small real inputs written
 into tmp_path and checks its outputs inside the pipeline with Beam's `assert_that`, as
-TFX tests its ExampleGen executors; the last tests run `record.convert_row` without Beam.
+TFX tests its ExampleGen executors; the last tests run `steps.row.convert_row` without Beam.
 """
 import hashlib
 import json
@@ -16,29 +16,29 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
 from images import write_image, write_text
-from tfrecorder_component import example_proto
-from tfrecorder_component import labels as labels_lib
-from tfrecorder_component import record as record_lib
+from tfrecorder_component.record import example_proto
+from tfrecorder_component.record import labels as labels_lib
+from tfrecorder_component.steps import row as row_lib
 from tfrecorder_component.steps import duplicates
-from tfrecorder_component.beam import jsonl
-from tfrecorder_component.beam import report
-from tfrecorder_component.steps import sorted_runs
-from tfrecorder_component.steps import shards
+from tfrecorder_component.engines.beam import jsonl
+from tfrecorder_component.engines.beam import report
+from tfrecorder_component.io import sorted_runs
+from tfrecorder_component.io import tfrecord
 from tfrecorder_component.steps.chunks import pack_chunk, unpack_chunk
-from tfrecorder_component.beam.convert import ConvertBatches, LabelVocabulary
-from tfrecorder_component.beam.duplicates import FindDuplicates
-from tfrecorder_component.beam.read import ReadManifestRows
-from tfrecorder_component.beam.report import Summarize
-from tfrecorder_component.beam import write as write_lib
-from tfrecorder_component.beam.write import WriteLabelFiles, WriteSplits
+from tfrecorder_component.engines.beam.convert import ConvertBatches, LabelVocabulary
+from tfrecorder_component.engines.beam.duplicates import FindDuplicates
+from tfrecorder_component.engines.beam.read import ReadManifestRows
+from tfrecorder_component.engines.beam.report import Summarize
+from tfrecorder_component.engines.beam import write as write_lib
+from tfrecorder_component.engines.beam.write import WriteLabelFiles, WriteSplits
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.steps.shards import plan_shards
 from tfrecorder_component.images.boxes import BoxIssue
 from tfrecorder_component.manifest import ManifestRow, ObjectBox
 from tfrecorder_component.options import ConversionOptions, ManifestSource
-from tfrecorder_component.record import RecordStat
-from tfrecorder_component.report_html import size_bucket
-from tfrecorder_component.splits import hash_split
+from tfrecorder_component.steps.row import RecordStat
+from tfrecorder_component.output.report_html import size_bucket
+from tfrecorder_component.record.splits import hash_split
 
 OPTIONS = ConversionOptions()
 SPLIT_NAMES = ('train', 'eval', 'test')
@@ -403,7 +403,7 @@ def test_a_run_file_lists_its_buckets_and_reads_any_slice_across_blocks(tmp_path
 
 def classification_record(d, name, label, label_id, seed):
   write_image(os.path.join(d, name), seed=seed)
-  return record_lib.convert_row(row(d, name, [label]), {label: label_id}, OPTIONS).record
+  return row_lib.convert_row(row(d, name, [label]), {label: label_id}, OPTIONS).record
 
 
 def write_splits(tmp_path, records):
@@ -415,7 +415,7 @@ def write_splits(tmp_path, records):
 
   with BeamTestPipeline() as p:
     assert_that(p | beam.Create(records) | WriteSplits(split_dirs), exist)
-  return {s: [r for path in sorted(os.listdir(d)) for r in shards.read_shard(os.path.join(d, path))]
+  return {s: [r for path in sorted(os.listdir(d)) for r in tfrecord.read_shard(os.path.join(d, path))]
           for s, d in split_dirs.items()}, split_dirs
 
 
@@ -448,11 +448,11 @@ def test_write_splits_with_num_shards_spreads_records_and_leaves_no_temporary_fi
                | WriteSplits(split_dirs, num_shards=3))
     assert_that(written | beam.Map(os.path.basename), equal_to(
         [f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)] * 3))
-  counts = {s: [len(list(shards.read_shard(os.path.join(d, n)))) for n in sorted(os.listdir(d))]
+  counts = {s: [len(list(tfrecord.read_shard(os.path.join(d, n)))) for n in sorted(os.listdir(d))]
             for s, d in split_dirs.items()}
   assert counts == {'train': [2, 2, 3], 'eval': [0, 0, 0], 'test': [0, 0, 1]}
   train = [r for n in sorted(os.listdir(split_dirs['train']))
-           for r in shards.read_shard(os.path.join(split_dirs['train'], n))]
+           for r in tfrecord.read_shard(os.path.join(split_dirs['train'], n))]
   assert sorted(train) == sorted(records)
   assert sorted(os.listdir(tmp_path / 'out')) == [f'Split-{s}' for s in sorted(SPLIT_NAMES)]
 
@@ -473,7 +473,7 @@ def test_write_label_files_writes_the_vocabulary_one_line_per_id(tmp_path):
 def test_convert_row_classification(tmp_path):
   d = str(tmp_path)
   data = write_image(os.path.join(d, 'a.jpg'), height=12, width=16)
-  out = record_lib.convert_row(row(d, 'a.jpg', ['dog'], 'eval'), {'cat': 0, 'dog': 1}, OPTIONS)
+  out = row_lib.convert_row(row(d, 'a.jpg', ['dog'], 'eval'), {'cat': 0, 'dog': 1}, OPTIONS)
   assert out.split == 'eval' and out.box_issues == [] and out.objects is None
   assert out.stat == RecordStat('eval', ('dog',), hashlib.sha256(data).hexdigest(), 'a.jpg', (),
                                 'jpeg', size_bucket(16, 12), '\n'.join([
@@ -490,7 +490,7 @@ def test_convert_row_detection_drops_a_zero_width_box(tmp_path):
   d = str(tmp_path)
   write_image(os.path.join(d, 'a.jpg'))
   objects = (ObjectBox('cat', 0.3, 0.1, 0.3, 0.9), ObjectBox('dog', 0.1, 0.2, 0.5, 0.6))
-  out = record_lib.convert_row(row(d, 'a.jpg', ['cat', 'dog'], objects=objects),
+  out = row_lib.convert_row(row(d, 'a.jpg', ['cat', 'dog'], objects=objects),
                                {'cat': 1, 'dog': 2}, OPTIONS)
   assert out.box_issues == [BoxIssue(0, 'cat', (0.3, 0.1, 0.3, 0.9), 'dropped', 'empty')]
   assert [(o.label, o.class_id) for o in out.objects] == [('dog', 2)]
@@ -501,7 +501,7 @@ def test_convert_row_detection_drops_a_zero_width_box(tmp_path):
 
 def test_convert_row_missing_image_raises_row_error(tmp_path):
   with pytest.raises(RowError) as e:
-    record_lib.convert_row(row(str(tmp_path), 'gone.jpg', ['cat']), {'cat': 0}, OPTIONS)
+    row_lib.convert_row(row(str(tmp_path), 'gone.jpg', ['cat']), {'cat': 0}, OPTIONS)
   assert e.value.reason == 'missing'
 
 
@@ -514,7 +514,7 @@ def test_write_splits_spreads_records_over_many_temporary_files(tmp_path, monkey
   with BeamTestPipeline() as p:
     _ = (p | beam.Create([('train', records[i:i + 2]) for i in range(0, 7, 2)])
          | WriteSplits(split_dirs, num_shards=3))
-  train = [list(shards.read_shard(os.path.join(split_dirs['train'], n)))
+  train = [list(tfrecord.read_shard(os.path.join(split_dirs['train'], n)))
            for n in sorted(os.listdir(split_dirs['train']))]
   assert [len(s) for s in train] == [2, 2, 3]
   assert sorted(r for s in train for r in s) == sorted(records)

@@ -10,7 +10,7 @@ import pytest
 from images import write_image, write_text
 from records import feature, read_split
 from tfrecorder_component import convert
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest.class_map import parse_class_map
 

@@ -22,7 +22,7 @@ import pytest
 
 from images import write_image, write_text
 from terminal import read_terminal
-from tfrecorder_component import cli
+from tfrecorder_component.adapters import cli
 
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -66,7 +66,7 @@ def test_version_prints_the_installed_version_without_loading_tensorflow_or_beam
   expected = importlib.metadata.version('tfrecorder-component')
   assert (done.returncode, done.stdout, done.stderr) == (
       0, f'tfrecorder-component {expected}\n', '')
-  done = python('import sys\nfrom tfrecorder_component import cli\n'
+  done = python('import sys\nfrom tfrecorder_component.adapters import cli\n'
                 'try:\n  cli.main(["--version"])\nexcept SystemExit as e:\n  print(e.code)\n'
                 f'print({HEAVY})')
   assert done.stdout.splitlines()[-2:] == ['0', '[]'], done.stderr
@@ -172,7 +172,7 @@ def test_inspect_split_applies_to_the_printed_records_and_counts(output):
 
 def test_inspect_of_a_local_output_does_not_import_beam(output, tmp_path):
   sheet = str(tmp_path / 'sheet.png')
-  done = python('import sys\nfrom tfrecorder_component import cli\n'
+  done = python('import sys\nfrom tfrecorder_component.adapters import cli\n'
                 'code = cli.main(sys.argv[1:])\n'
                 'print(code, "apache_beam" in sys.modules)',
                 'inspect', output, '--split', 'train', '--contact-sheet', sheet)
@@ -207,7 +207,7 @@ def test_convert_from_python_keeps_the_programs_own_logging(tmp_path):
   coco = _coco_without_objects(str(tmp_path / 'coco'))
   done = python('import logging, sys\nlogging.basicConfig()\n'
                 'import tfrecorder_component as trc\n'
-                'from tfrecorder_component import cli\n'
+                'from tfrecorder_component.adapters import cli\n'
                 'trc.convert(sys.argv[1], sys.argv[2])', coco, str(tmp_path / 'out'))
   assert done.returncode == 0, done.stderr[-3000:]
   assert re.search(r'^WARNING:[\w.]+:No object in any of the 2', done.stderr, re.M), done.stderr
@@ -285,7 +285,7 @@ def test_after_ctrl_c_the_error_line_starts_a_line_of_its_own(tmp_path, quiet):
 
 def test_validate_lists_no_option_that_only_writing_uses(capsys):
   """validate writes no shard: its help has no --compression-level, convert's has."""
-  from tfrecorder_component import cli as cli_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters import cli as cli_lib  # pylint: disable=g-import-not-at-top
   helps = {}
   for command in ('validate', 'convert'):
     with pytest.raises(SystemExit):

@@ -14,7 +14,7 @@ from tfrecord_digest import digest
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import coco, json_stream
-from tfrecorder_component.steps import sort
+from tfrecorder_component.io import sort
 from tfrecorder_component.manifest.reader import read_manifest_file
 
 CATEGORIES = [{'id': 3, 'name': 'cat', 'supercategory': 'animal'},

@@ -18,9 +18,9 @@ from tfx.utils import proto_utils
 from images import encode, make_image, write_image, write_text
 from records import by_source_id, feature
 from tfrecorder_component import HTML, ConversionReportPage, ImageExampleGen, ImageManifest
-from tfrecorder_component.steps.shards import read_shard
-from tfrecorder_component.component import executor, spec
-from tfrecorder_component.component.types import ConversionReport
+from tfrecorder_component.io.tfrecord import read_shard
+from tfrecorder_component.adapters.component import executor, spec
+from tfrecorder_component.adapters.component.types import ConversionReport
 from tfrecorder_component.images.transform import ImageTransform
 
 
@@ -67,6 +67,8 @@ def test_input_base_makes_a_file_based_example_gen_with_the_same_identity():
   for gen in (by_input_base, positional):
     assert isinstance(gen, FileBasedExampleGen) and isinstance(gen, ImageExampleGen)
     assert gen.id == by_manifest.id == 'ImageExampleGen'
+    # The type ML Metadata knows its executions by, the same as before the package's
+    # layers (the class path it had then).
     assert gen.type == by_manifest.type == 'tfrecorder_component.component.component.ImageExampleGen'
     assert gen.executor_spec.executor_class is executor.Executor
     assert gen.spec.__class__ is by_manifest.spec.__class__

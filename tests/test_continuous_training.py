@@ -11,8 +11,8 @@ from tfx import v1 as tfx
 from images import write_image, write_text
 from test_local_run import compile_with_defaults, only, run_spec
 import tfrecorder_component as trc
-from tfrecorder_component import dataset
-from tfrecorder_component.component import mlmd as mlmd_helpers
+from tfrecorder_component.readers import dataset
+from tfrecorder_component.adapters.component import mlmd as mlmd_helpers
 from pipelines import continuous
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ct_trainer.py')

@@ -17,8 +17,8 @@ from images import write_image, write_text
 from records import by_source_id, feature, read_split
 import tfrecord_digest
 import tfrecorder_component as trc
-from tfrecorder_component import run
-from tfrecorder_component.steps.shards import read_shard
+from tfrecorder_component.engines import run
+from tfrecorder_component.io.tfrecord import read_shard
 from tfrecorder_component.images import thumbnail
 
 COLOURS = {'cat': (220, 30, 30), 'dog': (30, 30, 220)}

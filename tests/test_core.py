@@ -9,7 +9,7 @@ import sys
 
 from images import write_image, write_text
 from tfrecord_digest import read_records
-from tfrecorder_component import example_proto
+from tfrecorder_component.record import example_proto
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
@@ -58,7 +58,7 @@ def test_decode_check_needs_no_tensorflow_and_decides_alike_on_every_stack():
 
 
 def test_cli_help_and_convert_load_neither_tfx_nor_tensorflow(tmp_path):
-  done = python('import sys\nfrom tfrecorder_component import cli\n'
+  done = python('import sys\nfrom tfrecorder_component.adapters import cli\n'
                 'try:\n  cli.main(["--help"])\nexcept SystemExit as e:\n  assert e.code == 0\n'
                 f'print({HEAVY})')
   assert done.returncode == 0, done.stderr
@@ -72,7 +72,7 @@ def test_cli_help_and_convert_load_neither_tfx_nor_tensorflow(tmp_path):
       f'{("TRAIN", "VALIDATION", "TEST")[i % 3]},{u},{("cat", "dog")[i % 2]}\n'
       for i, u in enumerate(uris)))
   out = tmp_path / 'out'
-  done = python('import sys\nfrom tfrecorder_component import cli\n'
+  done = python('import sys\nfrom tfrecorder_component.adapters import cli\n'
                 'code = cli.main(sys.argv[1:])\n'
                 f'print(code, {HEAVY})', 'convert', manifest, str(out))
   assert done.returncode == 0, done.stderr[-3000:]
@@ -89,7 +89,7 @@ def test_cli_help_and_convert_load_neither_tfx_nor_tensorflow(tmp_path):
   assert seen == {u: (('train', 'eval', 'test')[i % 3], data[u], ('cat', 'dog')[i % 2], 5 + i)
                   for i, u in enumerate(uris)}
 
-  done = python('import sys\nfrom tfrecorder_component import cli\n'
+  done = python('import sys\nfrom tfrecorder_component.adapters import cli\n'
                 'code = cli.main(sys.argv[1:])\n'
                 f'print(code, {HEAVY})', 'inspect', str(out), '--contact-sheet',
                 str(tmp_path / 'sheet.png'))
@@ -144,7 +144,7 @@ def test_masks_and_class_masks_need_neither_tfx_nor_tensorflow(tmp_path):
   classes[5:15, 10:20], classes[0, :] = 3, 255
   Image.fromarray(classes, 'L').save(tmp_path / 'a_mask.png')
   csv = write_text(str(tmp_path / 'seg.csv'), 'image_uri,mask_uri\na.png,a_mask.png\n')
-  run = ('import sys\nfrom tfrecorder_component import cli\n'
+  run = ('import sys\nfrom tfrecorder_component.adapters import cli\n'
          'code = cli.main(sys.argv[1:])\n'
          f'print(code, {HEAVY})')
   written = {}

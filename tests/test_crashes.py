@@ -15,9 +15,9 @@ import pytest
 from images import lossless_jpeg, write_image, write_text
 from tfrecord_digest import digest
 import tfrecorder_component as trc
-from tfrecorder_component import local
-from tfrecorder_component import record as record_lib
-from tfrecorder_component import run
+from tfrecorder_component.engines import local_pool
+from tfrecorder_component.steps import row as row_lib
+from tfrecorder_component.engines import run
 
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 GOOD = 50
@@ -92,7 +92,7 @@ def crashing_convert_row(monkeypatch):
   """convert_row, in this process and the workers forked from it, ending its process as
   a native crash does when a row's image is named abort*.jpg (SIGABRT, as glibc's heap
   checks end it) or segv*.jpg (SIGSEGV)."""
-  convert_row = record_lib.convert_row
+  convert_row = row_lib.convert_row
 
   def crashing(row, *args, **kwargs):
     name = os.path.basename(row.image_uri)
@@ -101,7 +101,7 @@ def crashing_convert_row(monkeypatch):
     if name.startswith('segv'):
       os.kill(os.getpid(), signal.SIGSEGV)
     return convert_row(row, *args, **kwargs)
-  monkeypatch.setattr(record_lib, 'convert_row', crashing)
+  monkeypatch.setattr(row_lib, 'convert_row', crashing)
 
 
 @pytest.mark.parametrize('workers', [1, 2])
@@ -119,7 +119,7 @@ def test_rows_that_kill_their_worker_fail_alone(tmp_path, monkeypatch, workers):
                              and bad[1][0] not in l and bad[2][0] not in l))
   crashing_convert_row(monkeypatch)
   monkeypatch.setenv(run.LOCAL_WORKERS_ENV, str(workers))
-  monkeypatch.setattr(local, 'CHUNK_ROWS', 8)  # 7 chunks: the workers share them
+  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 8)  # 7 chunks: the workers share them
   out = str(tmp_path / 'out')
   result = trc.convert(manifest, out, max_error_ratio=0.1)
   assert (result.rows_read, result.records_written) == (GOOD + 3, GOOD)
@@ -149,9 +149,9 @@ def test_crashes_with_layouts_and_the_progress_counts(tmp_path, monkeypatch):
   manifest = dataset(str(tmp_path / 'data'), [('abort1.jpg', b'x'), ('abort2.jpg', b'y')])
   crashing_convert_row(monkeypatch)
   monkeypatch.setenv(run.LOCAL_WORKERS_ENV, '2')
-  monkeypatch.setattr(local, 'CHUNK_ROWS', 8)
+  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 8)
   updates = []
-  from tfrecorder_component import progress as progress_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output import progress as progress_lib  # pylint: disable=g-import-not-at-top
   update = progress_lib.Progress.update
   monkeypatch.setattr(progress_lib.Progress, 'update',
                       lambda self, done, failed=0: updates.append((done, failed)) or update(
@@ -163,7 +163,7 @@ def test_crashes_with_layouts_and_the_progress_counts(tmp_path, monkeypatch):
   assert updates[-1] == (GOOD + 2, 2)
   names = sorted(os.listdir(os.path.join(out, 'tfrecord')))
   assert not [n for n in names if n.startswith('.part-')]
-  from tfrecorder_component import readers  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.readers import records as readers  # pylint: disable=g-import-not-at-top
   assert sum(1 for _ in readers.iter_records(out, 'train', layout='tfrecord',
                                              decode_images=False)) == GOOD
 
@@ -172,8 +172,9 @@ SCRIPT = '''
 import os, signal, sys
 sys.path.insert(0, {tests!r})
 import tfrecorder_component as trc
-from tfrecorder_component import local, record as record_lib
-convert_row = record_lib.convert_row
+from tfrecorder_component.engines import local_pool
+from tfrecorder_component.steps import row as row_lib
+convert_row = row_lib.convert_row
 class Unpicklable(Exception):
   def __reduce__(self):
     raise TypeError('cannot be pickled')
@@ -184,8 +185,8 @@ def crashing(row, *args, **kwargs):
   if name.startswith('odd'):
     raise Unpicklable('an exception no pipe can carry')
   return convert_row(row, *args, **kwargs)
-record_lib.convert_row = crashing
-local.CHUNK_ROWS = 1
+row_lib.convert_row = crashing
+local_pool.CHUNK_ROWS = 1
 try:
   result = trc.convert({manifest!r}, {out!r}, max_error_ratio=0.5)
   print('records', result.records_written, result.errors_per_reason)

@@ -9,7 +9,7 @@ from tfx.orchestration.portable.mlmd import execution_lib
 
 from mlmd_queries import INPUT, OUTPUT, artifact_ids, node_executions, output_of_type
 from pipelines import demo_data, local_runner, pipeline
-from tfrecorder_component.component.mlmd import latest_output
+from tfrecorder_component.adapters.component.mlmd import latest_output
 
 NAME = 'demo_test'
 

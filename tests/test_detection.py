@@ -15,7 +15,7 @@ from PIL import Image
 from test_beam import SPLITS, convert
 from records import by_source_id, feature
 from tfrecorder_component.options import ConversionOptions, ManifestSource
-from tfrecorder_component.labels import read_label_map
+from tfrecorder_component.record.labels import read_label_map
 from tfrecorder_component.images.transform import ImageTransform
 
 PHOTOS = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
@@ -304,7 +304,7 @@ def test_coco_folder_through_tfx_with_a_transform(tmp_path, photos):
   from test_pipeline import run
   from tfrecorder_component import ImageExampleGen
   from tensorflow_metadata.proto.v0 import schema_pb2
-  from tfrecorder_component.component.mlmd import latest_output
+  from tfrecorder_component.adapters.component.mlmd import latest_output
 
   (tmp_path / 'annotations').mkdir()
   write_coco(tmp_path / 'annotations' / 'instances.json')

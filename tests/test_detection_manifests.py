@@ -10,10 +10,9 @@ from hypothesis import strategies as st
 
 from images import write_text
 from tfrecorder_component.errors import ManifestError, RowError, error_record
-from tfrecorder_component.policy import format_error
-from tfrecorder_component.manifest import (MANIFEST_FORMATS, ManifestRow, ObjectBox,
-                                           detect_format, parse_manifest_text,
-                                           read_manifest_file)
+from tfrecorder_component.steps.policy import format_error
+from tfrecorder_component.manifest import (MANIFEST_FORMATS, ManifestRow, ObjectBox, detect_format,
+                                           parse_manifest_text, read_manifest_file)
 
 
 def rows_of(items):

@@ -154,17 +154,17 @@ def test_chromium_shows_the_api_reference_rendered_from_the_docstrings(site, tmp
   for entry in NAV:
     assert entry in dom.nav, (entry, dom.nav)
   # Each public name has its heading, the anchor other pages link to.
-  for name in ('conversion.convert', 'conversion.ConversionResult',
-               'component.component.ImageExampleGen', 'dataset.load_dataset',
-               'readers.RecordDataset', 'readers.iter_records',
-               'component.importer.examples_importer'):
+  for name in ('adapters.conversion.convert', 'adapters.conversion.ConversionResult',
+               'adapters.component.component.ImageExampleGen', 'readers.dataset.load_dataset',
+               'readers.records.RecordDataset', 'readers.records.iter_records',
+               'adapters.component.importer.examples_importer'):
     assert f'tfrecorder_component.{name}' in dom.ids, name
   # convert's signature, as the source has it, and its docstring.
   [convert] = [s for s in dom.blocks['doc-signature'] if s.startswith('convert(')]
   assert re.fullmatch(r'convert\( source, output_dir: str, \*, max_error_ratio: float = 0\.0, '
                       r'overwrite: bool = False, \*\*options, ?\) -> ConversionResult',
                       convert), convert
-  from tfrecorder_component import conversion  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters import conversion  # pylint: disable=g-import-not-at-top
   summary = conversion.convert.__doc__.splitlines()[0].replace('`', '')
   assert any(block.startswith(summary) for block in dom.blocks['doc-contents']), summary
   # A Google-style docstring's Args: become a parameter table.
@@ -335,7 +335,7 @@ def test_repository_files_outside_docs_are_linked_by_their_github_paths(tmp_path
 
 def _cli_parsers():
   """{'': the command's parser, 'convert': convert's, ...}, as the command builds them."""
-  from tfrecorder_component import cli  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters import cli  # pylint: disable=g-import-not-at-top
   built = cli.build_parser()
   parser, commands = built if isinstance(built, tuple) else (built, None)
   if commands is None:
@@ -437,7 +437,7 @@ def test_the_python_guide_tables_every_option_of_convert_with_its_default():
 
 
 def test_convert_links_the_guides_it_names_and_the_links_resolve(site):
-  from tfrecorder_component import conversion  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters import conversion  # pylint: disable=g-import-not-at-top
   doc = conversion.convert.__doc__
   assert 'docs/guides/' not in doc  # a guide is a link, not a path
   assert '](../guides/python.md#options)' in doc

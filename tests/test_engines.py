@@ -1,5 +1,5 @@
 """The two ways a conversion runs write the same bytes: without Beam on this machine's
-cores (`local.convert_locally`, what a local run takes) and as Beam's `ConvertManifests`
+cores (`local_pool.convert_locally`, what a local run takes) and as Beam's `ConvertManifests`
 (what Dataflow, and any run with Beam arguments, takes). Real files, real Beam runs,
 real worker processes."""
 import os
@@ -13,9 +13,9 @@ import digests
 from images import write_image, write_text
 from tfrecord_digest import digest
 import tfrecorder_component as trc
-from tfrecorder_component import local
-from tfrecorder_component import run
-from tfrecorder_component.steps import shards
+from tfrecorder_component.engines import local_pool
+from tfrecorder_component.engines import run
+from tfrecorder_component.io import tfrecord
 
 
 def test_every_format_writes_the_same_records_and_report_without_beam_as_with_it(
@@ -27,22 +27,22 @@ def test_every_format_writes_the_same_records_and_report_without_beam_as_with_it
   box rows of detection manifests through an external sort that writes a run to disk for
   every row (each image's rows merged back from many runs), as Beam's GroupByKey groups
   them."""
-  monkeypatch.setattr(local, 'OBJECT_ROWS_BYTES', 1)
+  monkeypatch.setattr(local_pool, 'OBJECT_ROWS_BYTES', 1)
   runs_merged = []
 
-  class CountingSort(local.ExternalSort):
+  class CountingSort(local_pool.ExternalSort):
     def entries(self):
       self.spill()
       runs_merged.append(len(self._spiller.runs))  # pylint: disable=protected-access
       return super().entries()
 
-  monkeypatch.setattr(local, 'ExternalSort', CountingSort)
+  monkeypatch.setattr(local_pool, 'ExternalSort', CountingSort)
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 1)
   monkeypatch.setattr(run, 'cores', lambda: 2)
-  monkeypatch.setattr(local, 'CHUNK_ROWS', 2)  # every run's rows spread over 2 workers
+  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 2)  # every run's rows spread over 2 workers
   forked = []
-  start = local._convert_chunks  # pylint: disable=protected-access
-  monkeypatch.setattr(local, '_convert_chunks', lambda chunks, make, workers, *a: forked.append(
+  start = local_pool._convert_chunks  # pylint: disable=protected-access
+  monkeypatch.setattr(local_pool, '_convert_chunks', lambda chunks, make, workers, *a: forked.append(
       min(workers, len(chunks))) or start(chunks, make, workers, *a))
   without_beam = digests.digests(str(tmp_path / 'work'))
   assert forked.count(2) >= 6, forked  # the runs of more than one chunk
@@ -76,12 +76,12 @@ def _rows(tmp_path, n):
 def test_num_shards_spreads_the_records_of_every_worker_over_exactly_that_many(tmp_path,
                                                                                monkeypatch):
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 5)
-  monkeypatch.setattr(local, 'CHUNK_ROWS', 4)
+  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 4)
   result = trc.convert(_rows(tmp_path, 40), str(tmp_path / 'out'), num_shards=3)
   for split, count in (('train', 20), ('test', 20), ('eval', 0)):
     names = sorted(os.listdir(tmp_path / 'out' / f'Split-{split}'))
     assert names == [f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)]
-    sizes = [len(list(shards.read_shard(str(tmp_path / 'out' / f'Split-{split}' / n))))
+    sizes = [len(list(tfrecord.read_shard(str(tmp_path / 'out' / f'Split-{split}' / n))))
              for n in names]
     assert sum(sizes) == count and max(sizes) - min(sizes) <= 1
   assert result.records_written == 40
@@ -93,8 +93,8 @@ def test_a_worker_that_fails_fails_the_run_and_leaves_nothing(tmp_path, monkeypa
   with that error, from the worker process that met it; the other worker is stopped,
   and the output folder is left as it was: no records, no staging folder, no scratch."""
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 5)
-  monkeypatch.setattr(local, 'CHUNK_ROWS', 4)
-  frames = shards.tfrecord_frames
+  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 4)
+  frames = tfrecord.tfrecord_frames
   written = []
 
   def failing(records):
@@ -103,7 +103,7 @@ def test_a_worker_that_fails_fails_the_run_and_leaves_nothing(tmp_path, monkeypa
       raise OSError(28, 'No space left on device')
     return frames(records)
 
-  monkeypatch.setattr(shards, 'tfrecord_frames', failing)
+  monkeypatch.setattr(tfrecord, 'tfrecord_frames', failing)
   out = tmp_path / 'out'
   with pytest.raises(OSError, match='No space left on device'):
     trc.convert(_rows(tmp_path, 40), str(out))
@@ -158,13 +158,13 @@ def test_the_command_loads_neither_beam_nor_pandas(tmp_path):
   pandas (the command takes no DataFrame; 0.3 s), yet the records are written."""
   manifest = _rows(tmp_path, 4)
   script = ('import sys\nsys.argv[0] = "tfrecorder-component"\n'
-            'from tfrecorder_component import cli\n'
+            'from tfrecorder_component.adapters import cli\n'
             'code = cli.main(["convert", sys.argv[1], sys.argv[2]])\n'
             'print(code, sorted(m for m in ("apache_beam", "pandas") if m in sys.modules))\n')
   done = subprocess.run([sys.executable, '-c', script, manifest, str(tmp_path / 'out')],
                         capture_output=True, text=True, check=True)
   assert done.stdout.splitlines()[-1] == '0 []'
-  assert len(list(shards.read_shard(str(
+  assert len(list(tfrecord.read_shard(str(
       tmp_path / 'out' / 'Split-train' / 'data_tfrecord-00000-of-00001.gz')))) == 2
 
 
@@ -245,8 +245,8 @@ def test_manifest_and_output_on_object_storage_write_the_same_bytes_both_ways(
   source = f'{scheme}://{BUCKET}/data/{manifest}'
   prefix = f'{tmp_path.name}-{scheme}'
   calls = []
-  convert_locally = local.convert_locally
-  monkeypatch.setattr(local, 'convert_locally', lambda *a, **k: calls.append(a[3]) or
+  convert_locally = local_pool.convert_locally
+  monkeypatch.setattr(local_pool, 'convert_locally', lambda *a, **k: calls.append(a[3]) or
                       convert_locally(*a, **k))
   without_beam = trc.convert(source, f'{scheme}://{BUCKET}/{prefix}/local', **options)
   # It ran without Beam, into a local stand-in of the remote report folder.
@@ -271,7 +271,7 @@ def test_an_object_appears_only_once_its_writer_closes(stores, scheme, monkeypat
   pieces (as a layout writes a frame a record) and in one piece larger than its queue
   arrive whole and in order, only once it closes; a writer left by an error leaves no
   object."""
-  from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.io import storage  # pylint: disable=g-import-not-at-top
   _, servers, env = stores
   for key, value in env.items():
     monkeypatch.setenv(key, value)
@@ -311,10 +311,10 @@ def test_workers_write_their_shards_on_object_storage_under_their_final_names(
   for key, value in env.items():
     monkeypatch.setenv(key, value)
   monkeypatch.setenv(run.LOCAL_WORKERS_ENV, '3')
-  monkeypatch.setattr(local, 'CHUNK_ROWS', 2)
+  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 2)
   renamed = []
-  rename = local.files.rename
-  monkeypatch.setattr(local.files, 'rename', lambda a, b: renamed.append(a) or rename(a, b))
+  rename = local_pool.files.rename
+  monkeypatch.setattr(local_pool.files, 'rename', lambda a, b: renamed.append(a) or rename(a, b))
   prefix = f'{tmp_path.name}-{scheme}'
   trc.convert(f'{scheme}://{BUCKET}/data/cls.csv', f'{scheme}://{BUCKET}/{prefix}',
               max_error_ratio=0.2, splits={'train': 1})

@@ -15,11 +15,11 @@ from images import write_text
 from mlmd_queries import OUTPUT, artifact_ids, node_executions
 from test_pipeline import run
 from tfrecorder_component import ImageExampleGen, ImageManifest
-from tfrecorder_component.component import executor as executor_lib
-from tfrecorder_component.component.component import default_output_config
-from tfrecorder_component.component.types import ConversionReport
+from tfrecorder_component.adapters.component import executor as executor_lib
+from tfrecorder_component.adapters.component.component import default_output_config
+from tfrecorder_component.adapters.component.types import ConversionReport
 from tfrecorder_component.errors import ManifestError
-from tfrecorder_component.component.mlmd import latest_output
+from tfrecorder_component.adapters.component.mlmd import latest_output
 from tfx.components.example_gen import utils as example_gen_utils
 
 MAX_BYTES = 50_000
@@ -102,7 +102,7 @@ def test_missing_manifest_is_an_error(tmp_path):
 
 
 def test_failed_rows_are_shown_in_manifest_and_row_order(tmp_path):
-  from tfrecorder_component import policy  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.steps import policy  # pylint: disable=g-import-not-at-top
   rows = [('b.csv', 2), ('a.csv', 10), ('a.csv', 2), ('b.csv', 1), ('a.csv', 3)]
   path = write_text(str(tmp_path / 'errors.jsonl'), ''.join(
       json.dumps({'source': s, 'row': r, 'uri': f'{r}.jpg', 'reason': 'missing',

@@ -2,7 +2,7 @@
 import tensorflow as tf
 
 from images import encode, make_image
-from tfrecorder_component.example import build_example
+from tfrecorder_component.record.example import build_example
 from tfrecorder_component.images.probe import probe_image
 from tfrecorder_component.manifest import ManifestRow
 
@@ -36,7 +36,7 @@ def test_an_object_attribute_never_adds_to_a_key_the_record_already_has():
   """An attribute named as a key the record writes (a Label Studio control named
   `truncated`) goes under image/object/attribute/, so each list keeps one value an
   object."""
-  from tfrecorder_component.example import DetectedObject, build_example  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.record.example import DetectedObject, build_example  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.images.probe import ImageInfo  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.manifest import ManifestRow  # pylint: disable=g-import-not-at-top
   row = ManifestRow('m.json', 1, 'a.jpg', 'a.jpg', objects=())

@@ -14,8 +14,8 @@ from tfx.types import artifact_utils
 from images import write_image
 from test_pipeline import run  # LocalDagRunner on SQLite, as the other pipeline tests
 import tfrecorder_component as trc
-from tfrecorder_component.component.importer import examples_importer
-from tfrecorder_component.component.mlmd import latest_output
+from tfrecorder_component.adapters.component.importer import examples_importer
+from tfrecorder_component.adapters.component.mlmd import latest_output
 
 SPLITS = ['train', 'eval', 'test']  # convert's splits: test is empty here
 

@@ -12,7 +12,7 @@ import pytest
 
 from images import write_image, write_text
 import tfrecorder_component as trc
-from tfrecorder_component import sources
+from tfrecorder_component.manifest import sources
 from tfrecorder_component.errors import ManifestError
 
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
@@ -193,7 +193,7 @@ def test_class_folders_still_read_as_before(tmp_path):
 
 def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, s3_bucket):
   """The same rules on an S3 prefix (moto's S3 server), from one listing."""
-  from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.io import storage  # pylint: disable=g-import-not-at-top
   good = ['cat/a.jpg', 'cat/notes.txt', 'dog/b.png']
   _tree(tmp_path / 'good', good)
   for name in ('voc_devkit', 'nested_class', 'annotation_folder', 'yolo_by_split'):

@@ -13,7 +13,7 @@ from images import write_image, write_text
 from records import feature, read_split
 from test_detection_manifests import FORMAT_SAMPLES, JSON_SCALARS, SETTINGS, check_items
 from tfrecorder_component import convert
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import ManifestRow
 from tfrecorder_component.manifest.reader import parse_manifest_text, read_manifest_file

@@ -21,9 +21,9 @@ from pycocotools import mask as coco_mask
 from images import write_image, write_text
 from records import feature, read_split
 import tfrecorder_component as trc
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.labels import read_label_map
+from tfrecorder_component.record.labels import read_label_map
 from tfrecorder_component.manifest import ManifestRow, detect_format
 from tfrecorder_component.manifest.reader import (iter_manifest_file, parse_manifest_text,
                                                   read_manifest_file)
@@ -795,7 +795,7 @@ def convert_every_row(path, fmt, annotations, outcomes):
   """Reads `path` as a run does; each row converts (masks, keypoints) or fails with a
   RowError; a refused file is a ManifestError naming it. Counts what became of each in
   `outcomes`."""
-  from tfrecorder_component import record as record_lib
+  from tfrecorder_component.steps import row as row_lib
   from tfrecorder_component.options import ConversionOptions
   options = ConversionOptions(include_masks='masks' in annotations,
                               include_keypoints='keypoints' in annotations)
@@ -814,7 +814,7 @@ def convert_every_row(path, fmt, annotations, outcomes):
     ids = {label: i for i, label in enumerate(
         dict.fromkeys((*item.labels, *(o.label for o in item.objects))), start=1)}
     try:
-      out = record_lib.convert_row(item, ids, options)
+      out = row_lib.convert_row(item, ids, options)
       assert out.record
       outcomes['record'] += 1
       outcomes['objects'] += len(feature(tf.train.Example.FromString(out.record),

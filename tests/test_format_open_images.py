@@ -10,8 +10,8 @@ import pytest
 from images import write_image, write_text
 from tfrecord_digest import read_records
 import tfrecorder_component as trc
-from tfrecorder_component import example_proto
-from tfrecorder_component.cli import main
+from tfrecorder_component.record import example_proto
+from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import coco, open_images
 from tfrecorder_component.manifest import detect_format, read_manifest_file

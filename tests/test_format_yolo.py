@@ -17,9 +17,9 @@ from images import write_image, write_text
 from records import by_source_id, feature
 from test_detection_manifests import FORMAT_SAMPLES, check_items
 import tfrecorder_component as trc
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.labels import read_label_map
+from tfrecorder_component.record.labels import read_label_map
 from tfrecorder_component.manifest import ManifestRow, read_manifest_file, yolo
 from tfrecorder_component.manifest.registry import MANIFEST_FORMATS, detect_format
 
@@ -560,7 +560,7 @@ def test_an_ultralytics_classification_folder_converts_with_its_splits(tmp_path)
 def test_a_dataset_on_s3_reads_as_it_does_from_disk(tmp_path, caplog, s3_bucket):
   """Listed with one object listing a folder, label files read through Beam's S3 file
   system (moto's S3 server on loopback)."""
-  from tfrecorder_component import storage  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.io import storage  # pylint: disable=g-import-not-at-top
   path = write_e2e_dataset(tmp_path)
   write_text(str(tmp_path / 'labels/train/orphan.txt'), '0 .5 .5 .1 .1\n')
   local = read(path)

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from images import write_image, write_text
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 
 W, H = 40, 20  # a.jpg's size; b.jpg is never written
 CLIPPED = (30, 5, 50, 15)   # reaches past the right edge

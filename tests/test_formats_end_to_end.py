@@ -10,7 +10,7 @@ import pytest
 
 import format_datasets as fd
 from tfrecorder_component import convert
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 
 WRITERS = {'yolo': fd.write_yolo, 'labelme': fd.write_labelme, 'cvat': fd.write_cvat}
 
@@ -37,7 +37,7 @@ def test_image_example_gen_on_local_dag_runner_reads_all_three(tmp_path):
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from tfx.proto import example_gen_pb2  # pylint: disable=g-import-not-at-top
   from tfrecorder_component import ImageExampleGen  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters.component.mlmd import latest_output  # pylint: disable=g-import-not-at-top
   roots = {fmt: str(tmp_path / fmt) for fmt in WRITERS}
   for fmt, root in roots.items():
     WRITERS[fmt](root)

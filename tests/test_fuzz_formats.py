@@ -2,7 +2,7 @@
 line breaks, control characters, lone surrogates, huge or non-finite numbers, wrong
 types, deep nesting, hostile polygons and keypoints) are read and converted as a run
 reads and converts them (`iter_manifest_file`, detection rows merged per image,
-`record.convert_row` with masks and keypoints).
+`steps.row.convert_row` with masks and keypoints).
 
 For every variant: a fault of one row never stops the file (only a file-level fault,
 raised as the project's ManifestError naming the file), every line / image / file is
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from images import write_image
-from tfrecorder_component import record as record_lib
+from tfrecorder_component.steps import row as row_lib
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import ManifestRow, Task
 from tfrecorder_component.manifest.reader import iter_manifest_file
@@ -163,7 +163,7 @@ def run_as_a_run_does(outcomes: collections.Counter, path: str, fmt: str, expect
       for label in (*row.labels, *(o.label for o in row.objects or ())):
         ids.setdefault(label, len(ids) + 1)
       try:
-        out = record_lib.convert_row(row, ids, OPTIONS if annotations else PLAIN)
+        out = row_lib.convert_row(row, ids, OPTIONS if annotations else PLAIN)
       except RowError as e:
         assert e.reason and e.message
         outcomes[e.reason] += 1

@@ -14,7 +14,7 @@ import interrupted_run
 from images import write_image, write_text
 from mlmd_queries import OUTPUT, artifact_ids, node_executions
 from records import by_source_id
-from tfrecorder_component.component.mlmd import latest_output
+from tfrecorder_component.adapters.component.mlmd import latest_output
 
 N = 12
 

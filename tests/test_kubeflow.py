@@ -17,10 +17,10 @@ import yaml
 from images import write_image, write_text
 from kubeflow import runner
 from records import by_source_id, feature
-from tfrecorder_component.splits import DEFAULT_BUCKETS, hash_split
+from tfrecorder_component.record.splits import DEFAULT_BUCKETS, hash_split
 
 IMAGE = 'us-docker.pkg.dev/my-project/pipelines/tfrecorder-component:0.1.0'
-EXECUTOR = 'tfrecorder_component.component.executor.Executor'
+EXECUTOR = 'tfrecorder_component.adapters.component.executor.Executor'
 VERTEX_TYPE_NAME = re.compile(r'^[a-z][a-z0-9-_]{2,20}[.][A-Z][a-zA-Z0-9-_]{2,49}$')
 DATAFLOW = ['--dataflow', '--project', 'my-project', '--region', 'europe-west4',
             '--temp-location', 'gs://my-bucket/tmp', '--max-num-workers', '8']
@@ -320,7 +320,7 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
   from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions  # pylint: disable=g-import-not-at-top
   from apache_beam.portability.api import beam_runner_api_pb2  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines.beam.pipeline import ConvertManifests  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.options import ConversionOptions, ManifestSource  # pylint: disable=g-import-not-at-top
   from apache_beam.io.gcp import gcsio  # pylint: disable=g-import-not-at-top
   # Validating the options asks Cloud Storage whether the temp bucket has a soft-delete
@@ -379,5 +379,5 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   assert done.returncode == 0, done.stderr[-3000:]
   count, *modules = done.stdout.split()
   assert int(count) >= 10
-  assert 'tfrecorder_component.beam.convert' in modules
-  assert 'tfrecorder_component.beam.sink' in modules
+  assert 'tfrecorder_component.engines.beam.convert' in modules
+  assert 'tfrecorder_component.engines.beam.sink' in modules

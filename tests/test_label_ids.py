@@ -12,7 +12,7 @@ from images import write_image, write_text
 from records import by_source_id, feature
 import tfrecorder_component as trc
 from tfrecorder_component.errors import UsageError
-from tfrecorder_component.policy import TooManyFailedRows
+from tfrecorder_component.steps.policy import TooManyFailedRows
 
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 SPLITS = ['train', 'eval', 'test']
@@ -148,7 +148,7 @@ def test_load_dataset_refuses_outputs_whose_label_maps_disagree(tmp_path):
               append_new_labels=True)
   trc.convert(two, str(tmp_path / 'moved'), splits={'train': 1})
   train = lambda *names: [str(tmp_path / n / 'Split-train') for n in names]
-  from tfrecorder_component import dataset
+  from tfrecorder_component.readers import dataset
   assert dataset.label_map(train('one', 'kept')) == {'cat': 0, 'dog': 1, 'aardvark': 2}
   batches = list(trc.load_dataset(train('one', 'kept'), batch_size=8, image_size=(8, 8)))
   assert sorted(int(i) for _, ids in batches for i in ids) == [0, 0, 0, 0, 1, 1, 2, 2]

@@ -22,11 +22,11 @@ import tensorflow as tf
 from images import write_image, write_text
 from oracle_readers import hf_parquet
 import tfrecorder_component as trc
-from tfrecorder_component import cli
-from tfrecorder_component import example_proto
+from tfrecorder_component.adapters import cli
+from tfrecorder_component.record import example_proto
 from tfrecorder_component.errors import UsageError
-from tfrecorder_component.layouts import base, check_layouts
-from tfrecorder_component.layouts import parquet as parquet_layout
+from tfrecorder_component.output.layouts import base, check_layouts
+from tfrecorder_component.output.layouts import parquet as parquet_layout
 
 LABELS = ['cat', 'dog', 'fox']
 DETECTION = ['car', 'person']

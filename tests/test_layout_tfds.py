@@ -16,10 +16,10 @@ from PIL import Image
 
 import tfrecorder_component as trc
 from images import write_image, write_text
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import UsageError
-from tfrecorder_component.labels import read_label_map
-from tfrecorder_component.layouts import tfds as tfds_layout
+from tfrecorder_component.record.labels import read_label_map
+from tfrecorder_component.output.layouts import tfds as tfds_layout
 
 
 def pil_pixels(path, mode='RGB'):

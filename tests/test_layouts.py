@@ -13,9 +13,9 @@ import tensorflow as tf
 
 import tfrecorder_component as trc
 from images import write_image
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import UsageError
-from tfrecorder_component.layouts import base, check_layouts
+from tfrecorder_component.output.layouts import base, check_layouts
 
 
 def _frame(path, offset, size):
@@ -152,8 +152,8 @@ def test_label_names_by_id_from_zero_for_every_task():
 def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_told(tmp_path):
   """The local run writes the layouts on its worker processes, a shard a task: the same
   files as one process; a shard that cannot be read fails the run with its cause."""
-  from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines import local_pool  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   trc.convert(_rows(tmp_path), str(out), layouts=['tfrecord'], num_shards=3)
   one = {p: open(p, 'rb').read() for p in glob.glob(str(out / 'tfrecord' / '*'))}
@@ -165,14 +165,14 @@ def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_
   shards = [(*job, None, -1) for job in base.shard_jobs(split_dirs)]
   for path in one:
     os.remove(path)
-  info = local._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
+  info = local_pool._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
   assert info == index['layouts']
   assert {p: open(p, 'rb').read() for p in glob.glob(str(out / 'tfrecord' / '*'))} == one
   shard = sorted(glob.glob(str(out / 'Split-train' / '*.gz')))[1]
   with open(shard, 'r+b') as f:
     f.truncate(os.path.getsize(shard) // 2)
   with pytest.raises(EOFError):
-    local._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
+    local_pool._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
 
 
 def _available_layouts():
@@ -200,8 +200,8 @@ def test_layouts_written_as_records_are_converted_equal_those_written_from_the_s
   over the finished TFX shards writes; a shard whose records change those keys on the
   way (a second label from row 100 makes `image/class/label` a list column) is written
   again from its TFX shard."""
-  from tfrecorder_component import local  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines import local_pool  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
   names = _available_layouts()
   assert 'parquet' in names and 'tfrecord' in names
   lines = []
@@ -232,5 +232,5 @@ def test_layouts_written_as_records_are_converted_equal_those_written_from_the_s
     if not path.endswith('.json') and not path.endswith('README.md'):
       os.remove(out / path)
   shards = [(*job, None, -1) for job in base.shard_jobs(split_dirs)]
-  local._write_layouts(tuple(names), ctx, shards, {}, 1)  # pylint: disable=protected-access
+  local_pool._write_layouts(tuple(names), ctx, shards, {}, 1)  # pylint: disable=protected-access
   assert _layout_files(out) == inline

@@ -163,7 +163,7 @@ def test_the_python_api_names_the_extra_too(core, tmp_path):
 import tfrecorder_component as trc
 from tfrecorder_component import extras
 for call in (lambda: trc.convert('gs://bucket/manifest.csv', 'out'),
-             lambda: __import__('tfrecorder_component.beam'),
+             lambda: __import__('tfrecorder_component.engines.beam'),
              lambda: trc.ImageExampleGen,
              lambda: trc.load_dataset):
   try:
@@ -176,7 +176,7 @@ for call in (lambda: trc.convert('gs://bucket/manifest.csv', 'out'),
   lines = done.stdout.strip().splitlines()
   assert lines[0] == ("MissingExtra | gs://bucket/manifest.csv needs the [gcp] extra, which "
                       "is not installed: pip install 'tfrecorder-component[gcp]'")
-  assert lines[1] == ('MissingExtra | tfrecorder_component.beam needs the [beam] extra, which '
+  assert lines[1] == ('MissingExtra | tfrecorder_component.engines.beam needs the [beam] extra, which '
                       "is not installed: pip install 'tfrecorder-component[beam]'")
   assert "pip install 'tfrecorder-component[tfx]'" in lines[2]
   assert 'TensorFlow' in lines[3] and 'tfrecorder-component[tfx]' in lines[3]

@@ -23,7 +23,7 @@ from kubeflow import local_run, runner
 from pipelines import demo_data, local_runner, tabular
 from records import by_source_id, feature
 from tfrecorder_component import ImageExampleGen
-from tfrecorder_component.component import mlmd as mlmd_helpers
+from tfrecorder_component.adapters.component import mlmd as mlmd_helpers
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = 'us-docker.pkg.dev/my-project/pipelines/tfrecorder-component:0.1.0'

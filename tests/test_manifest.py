@@ -281,7 +281,7 @@ def test_a_roboflow_multi_label_export_converts_with_its_splits(tmp_path):
   from images import write_image  # pylint: disable=g-import-not-at-top
   import tfrecorder_component as trc  # pylint: disable=g-import-not-at-top
   from tfrecord_digest import read_records  # pylint: disable=g-import-not-at-top  (no TensorFlow)
-  from tfrecorder_component.example_proto import Example  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.record.example_proto import Example  # pylint: disable=g-import-not-at-top
   root = tmp_path / 'export'
   for i, (split, name) in enumerate([('train', 'a.jpg'), ('train', 'b.jpg'),
                                      ('valid', 'c.jpg')]):

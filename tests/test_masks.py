@@ -25,7 +25,7 @@ from tfrecord_digest import read_records
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.images import masks as masks_lib
-from tfrecorder_component.labels import read_label_map
+from tfrecorder_component.record.labels import read_label_map
 from tfrecorder_component.manifest.rows import InstanceMask
 
 PHOTOS = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
@@ -251,7 +251,7 @@ def through_tfx(tmp_path_factory, photos):
   COCO folder: (the Examples artifact, {source_id: (split, example)}, expected)."""
   from test_pipeline import run
   from tfrecorder_component import ImageExampleGen
-  from tfrecorder_component.component.mlmd import latest_output
+  from tfrecorder_component.adapters.component.mlmd import latest_output
   root = tmp_path_factory.mktemp('tfx_masks')
   (root / 'annotations').mkdir()
   coco, expected = headline_coco()
@@ -775,7 +775,7 @@ def test_coco_masks_past_the_edges_match_pycocotools_reader(tmp_path, photos):
 
 
 def test_cli_include_masks_and_keypoints(tmp_path, photos, capsys):
-  from tfrecorder_component.cli import main
+  from tfrecorder_component.adapters.cli import main
   coco, expected = headline_coco()
   source = write_json(photos / 'cli.json', coco)
   out = tmp_path / 'out'

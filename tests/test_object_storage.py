@@ -23,8 +23,8 @@ from images import write_image, write_text
 from storage_servers import GcsServer, Proxy, S3Server, environment, gcs_behind_proxy
 from tfrecord_digest import digest, read_records
 import tfrecorder_component as trc
-from tfrecorder_component import example_proto
-from tfrecorder_component.policy import TooManyFailedRows
+from tfrecorder_component.record import example_proto
+from tfrecorder_component.steps.policy import TooManyFailedRows
 
 # Object names users have: spaces, '#', '?', '%' and non-ASCII.
 AWKWARD = ['a b.png', 'hash#1.png', 'what?.png', '100%.png', 'été ünï.png']
@@ -122,7 +122,7 @@ def image_label_pairs(output_dir: str):
 def cli(*args, env=None):
   """The CLI in a fresh process (cwd: the tests folder, so the package comes from where
   the environment installed it)."""
-  return subprocess.run([sys.executable, '-m', 'tfrecorder_component.cli', *args],
+  return subprocess.run([sys.executable, '-m', 'tfrecorder_component.adapters.cli', *args],
                         capture_output=True, text=True, timeout=600, check=False,
                         cwd=os.path.dirname(os.path.abspath(__file__)),
                         env={**os.environ, **(env or {})})
@@ -164,7 +164,7 @@ def test_a_local_run_reads_gcs_images_in_forked_workers_after_its_parent_did(
   this process (its Arrow client and reader threads are made here); the second forks 2
   workers, which make their own (a forked child has none of its parent's connections
   and threads) and read every object once, with the same records."""
-  from tfrecorder_component import local, run  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines import local_pool as local, run  # pylint: disable=g-import-not-at-top
   rows = [line.split(',') for line in
           open(os.path.join(dataset, 'data', 'manifest.csv')).read().splitlines()]
   manifest = write_text(str(tmp_path / 'm.csv'), ''.join(
@@ -391,7 +391,7 @@ def test_without_credentials_gcs_is_read_anonymously_without_discovery_retries(t
       'logging.basicConfig(level=logging.WARNING)\n'
       'from apache_beam.internal.gcp import auth\n'
       'from apache_beam.options.pipeline_options import PipelineOptions\n'
-      'from tfrecorder_component import storage\n'
+      'from tfrecorder_component.io import storage\n'
       'storage.prepare_file_systems("gs://public-bucket/manifest.csv")\n'
       'print(auth.get_service_credentials(PipelineOptions([])), storage.gcs_anonymous())\n')
   env = {k: v for k, v in os.environ.items()

@@ -12,9 +12,10 @@ import pytest
 from tfx.types import channel, standard_artifacts
 
 from images import write_image, write_text
-from tfrecorder_component import cli, conversion, option_table
-from tfrecorder_component.component import component as component_lib
-from tfrecorder_component.component import executor, properties, spec, types
+from tfrecorder_component.adapters import cli, conversion
+from tfrecorder_component import option_table
+from tfrecorder_component.adapters.component import component as component_lib
+from tfrecorder_component.adapters.component import executor, properties, spec, types
 from tfrecorder_component.options import ConversionOptions
 
 COMPONENT_OPTIONS = option_table.taken_by(option_table.COMPONENT)

@@ -233,7 +233,7 @@ def test_sigkill_while_reading_then_a_rerun_gives_a_clean_runs_files(tmp_path):
 # Kills the command at its n-th rename while it moves a finished run into place.
 _KILL_AT_RENAME = """
 import os, sys
-from tfrecorder_component import output_swap
+from tfrecorder_component.output import folder as output_folder
 n = int(os.environ['KILL_AT_RENAME'])
 real = os.rename
 def rename(a, b):
@@ -242,8 +242,8 @@ def rename(a, b):
     os._exit(137)
   n -= 1
   real(a, b)
-output_swap.os.rename = rename
-from tfrecorder_component.cli import main
+output_folder.os.rename = rename
+from tfrecorder_component.adapters.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -266,7 +266,7 @@ def test_sigkill_in_the_move_into_place_then_a_rerun_gives_a_clean_runs_files(tm
   assert [n for n in os.listdir(out) if n.startswith('.tfrecorder-old-')]
   # Only undone: the old output is back.
   trc.convert(manifest, str(tmp_path / 'elsewhere'))
-  from tfrecorder_component.output_swap import OutputSwap  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output.folder import OutputSwap  # pylint: disable=g-import-not-at-top
   OutputSwap(str(out), overwrite=True).abandon()
   assert tree(str(out)) == old
   # The same command again gives exactly a clean run's files.
@@ -296,17 +296,17 @@ def test_a_move_into_place_cut_at_any_rename_is_undone_by_the_next_run(tmp_path,
   """Every rename of the move into place, cut in turn (the lock released as a dying
   process releases it): the next run finds the folder as it was before the cut run, and
   its own move then gives exactly its files."""
-  from tfrecorder_component import output_swap  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output import folder as output_folder  # pylint: disable=g-import-not-at-top
   real = os.rename
   cuts = 0
   while True:
     out = str(tmp_path / f'out{cuts}')
     if overwrite:
-      first = output_swap.OutputSwap(out)
+      first = output_folder.OutputSwap(out)
       _fake_run(first.work, 'old')
       first.commit()
     before = tree(out) if os.path.isdir(out) else {}
-    swap = output_swap.OutputSwap(out, overwrite)
+    swap = output_folder.OutputSwap(out, overwrite)
     _fake_run(swap.work, 'new')
     left = [cuts]
 
@@ -326,7 +326,7 @@ def test_a_move_into_place_cut_at_any_rename_is_undone_by_the_next_run(tmp_path,
       monkeypatch.setattr(os, 'rename', real)
     swap._release()  # pylint: disable=protected-access
     assert not os.path.exists(os.path.join(out, '_SUCCESS')) or overwrite and cuts == 0
-    again = output_swap.OutputSwap(out, overwrite=True)
+    again = output_folder.OutputSwap(out, overwrite=True)
     staging = os.path.basename(again.work)  # the new run's, empty: nothing else is left
     assert {k: v for k, v in tree(out).items() if k != staging} == before, cuts
     _fake_run(again.work, 'new')

@@ -11,8 +11,8 @@ from tfx.proto import example_gen_pb2
 from images import write_image, write_text
 from records import by_source_id, feature
 from tfrecorder_component import ImageExampleGen, ImageManifest, read_label_map
-from tfrecorder_component.component.mlmd import latest_output
-from tfrecorder_component.splits import DEFAULT_BUCKETS, hash_split
+from tfrecorder_component.adapters.component.mlmd import latest_output
+from tfrecorder_component.record.splits import DEFAULT_BUCKETS, hash_split
 
 BEAM_ARGS = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
 
@@ -125,8 +125,8 @@ def test_every_layout_in_the_examples_artifact_reads_with_its_loader(tmp_path):
   tfds = pytest.importorskip('tensorflow_datasets')
   pytest.importorskip('array_record')
   import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component import readers  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.readers import records as readers  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
   data = tmp_path / 'data'
   rows = []
   for i in range(12):

@@ -18,12 +18,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from images import write_image, write_text
 from terminal import read_terminal
-from tfrecorder_component.beam.pipeline import ConvertManifests
+from tfrecorder_component.engines.beam.pipeline import ConvertManifests
 from tfrecorder_component.options import ConversionOptions, ManifestSource
-from tfrecorder_component.run import LOCAL_WORKERS_ENV
+from tfrecorder_component.engines.run import LOCAL_WORKERS_ENV
 
 ROWS = 160
-COMMAND = [sys.executable, '-m', 'tfrecorder_component.cli']
+COMMAND = [sys.executable, '-m', 'tfrecorder_component.adapters.cli']
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -19,7 +19,7 @@ from PIL import Image
 from images import write_image
 from records import feature, read_split
 import tfrecorder_component as trc
-from tfrecorder_component import dataset, readers
+from tfrecorder_component.readers import dataset, records as readers
 
 SHA = 'image/key/sha256'
 SPLITS = ('train', 'eval')
@@ -329,7 +329,7 @@ def test_wrong_arguments_are_told(outputs, tmp_path):
 
 def test_reading_imports_no_tensorflow(outputs):
   code = ('import sys\n'
-          'import tfrecorder_component.readers as r\n'
+          'import tfrecorder_component.readers.records as r\n'
           'assert "tensorflow" not in sys.modules\n'
           'n = [sum(1 for _ in r.iter_records(out, "train", decode_images=True))\n'
           '     for out in sys.argv[1:]]\n'

@@ -19,8 +19,8 @@ from PIL import Image
 import tfrecorder_component as trc
 from records import by_source_id, feature
 from tfrecorder_component.errors import ManifestError
-from tfrecorder_component.labels import read_label_map
-from tfrecorder_component.policy import TooManyFailedRows
+from tfrecorder_component.record.labels import read_label_map
+from tfrecorder_component.steps.policy import TooManyFailedRows
 
 PHOTOS = os.path.join(os.path.dirname(sklearn.datasets.__file__), 'images')
 W, H = 640, 427
@@ -440,7 +440,7 @@ def test_a_jsonl_line_with_a_mask_and_a_label_is_a_row_error(tmp_path, photos):
 
 
 def test_cli_convert_writes_segmentation_records(tmp_path, photos, capsys):
-  from tfrecorder_component import cli
+  from tfrecorder_component.adapters import cli
   (tmp_path / 'seg.csv').write_text(
       'split,image_uri,mask_uri\n'
       'TRAIN,china.jpg,masks/china.png\n'

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
-from tfrecorder_component.beam.sink import GzipTFRecordSink
-from tfrecorder_component.steps.shards import tfrecord_frame
+from tfrecorder_component.engines.beam.sink import GzipTFRecordSink
+from tfrecorder_component.io.tfrecord import tfrecord_frame
 
 RECORDS = [b'', b'x', os.urandom(100_000), b'abc' * 1000]
 
@@ -46,7 +46,7 @@ def test_level_is_validated():
 
 
 def test_example_messages_serialize_exactly_like_tensorflow():
-  from tfrecorder_component import example_proto
+  from tfrecorder_component.record import example_proto
   ours, theirs = example_proto.Example(), tf.train.Example()
   for message in (ours, theirs):
     message.features.feature['image/encoded'].bytes_list.value.append(b'\x00\xffdata')

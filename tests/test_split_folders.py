@@ -6,7 +6,7 @@ import pytest
 
 from images import write_image, write_text
 from tfrecorder_component import convert
-from tfrecorder_component.cli import main
+from tfrecorder_component.adapters.cli import main
 
 VOC = ('<annotation><filename>{0}.jpg</filename><object><name>cat</name><bndbox>'
        '<xmin>1</xmin><ymin>1</ymin><xmax>9</xmax><ymax>9</ymax></bndbox></object></annotation>')

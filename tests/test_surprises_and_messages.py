@@ -13,7 +13,7 @@ import pytest
 from images import write_image, write_text
 from test_warnings_and_refusals import refusal_lines, run_cli, summary_of
 import tfrecorder_component as trc
-from tfrecorder_component import splits as splits_lib
+from tfrecorder_component.record import splits as splits_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -206,8 +206,8 @@ def test_the_component_refuses_an_artifact_inside_its_inputs(tmp_path):
   input. Refused before a row is read; the user's files stay as they were."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from tfrecorder_component import ImageExampleGen  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.component import executor  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.component.types import ConversionReport  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters.component import executor  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.adapters.component.types import ConversionReport  # pylint: disable=g-import-not-at-top
   folder = project(str(tmp_path / 'project'))
   before = tree(folder)
   for gen, inside in ((ImageExampleGen(input_base=folder), 'input base'),

@@ -13,7 +13,7 @@ import pytest
 
 from images import write_image, write_text
 import tfrecorder_component as trc
-from tfrecorder_component import cli
+from tfrecorder_component.adapters import cli
 
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 REFUSAL_LINES = 5

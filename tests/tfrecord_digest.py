@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Dict, List
 
-from tfrecorder_component.steps.shards import read_shard
+from tfrecorder_component.io.tfrecord import read_shard
 
 
 def read_records(split_dir: str) -> List[bytes]:

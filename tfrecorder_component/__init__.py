@@ -29,45 +29,41 @@ import importlib.util
 import os
 import sys
 
+from tfrecorder_component import _moved
+
+_moved.install()  # the modules' import paths from before the package took its layers
+
 _COMMAND = os.path.basename(sys.argv[0] if sys.argv else '') == 'tfrecorder-component'
 if _COMMAND:
   # The command takes Ctrl-C and SIGTERM before any library starts a thread (numpy's
   # BLAS starts some when it is imported): see `interrupt`.
-  from tfrecorder_component import interrupt as _interrupt
+  from tfrecorder_component.output import interrupt as _interrupt
   _interrupt.install()
 
 __version__ = '0.1.0'
 
 _EXPORTS = {
-    'ImageExampleGen': 'tfrecorder_component.component.component',
-    'ImageManifest': 'tfrecorder_component.component.types',
-    'ConversionReport': 'tfrecorder_component.component.types',
-    'ConversionReportPage': 'tfrecorder_component.component.report_page',
-    'HTML': 'tfrecorder_component.component.types',
-    'read_label_map': 'tfrecorder_component.labels',
-    'convert': 'tfrecorder_component.conversion',
-    'ConversionResult': 'tfrecorder_component.conversion',
-    'load_dataset': 'tfrecorder_component.dataset',
-    'examples_importer': 'tfrecorder_component.component.importer',
-    'feature_spec': 'tfrecorder_component.dataset',
-    'parse_fn': 'tfrecorder_component.dataset',
-    'iter_records': 'tfrecorder_component.readers',
-    'RecordDataset': 'tfrecorder_component.readers',
-    'collate_detection': 'tfrecorder_component.readers',
+    'ImageExampleGen': 'tfrecorder_component.adapters.component.component',
+    'ImageManifest': 'tfrecorder_component.adapters.component.types',
+    'ConversionReport': 'tfrecorder_component.adapters.component.types',
+    'ConversionReportPage': 'tfrecorder_component.adapters.component.report_page',
+    'HTML': 'tfrecorder_component.adapters.component.types',
+    'read_label_map': 'tfrecorder_component.record.labels',
+    'convert': 'tfrecorder_component.adapters.conversion',
+    'ConversionResult': 'tfrecorder_component.adapters.conversion',
+    'load_dataset': 'tfrecorder_component.readers.dataset',
+    'examples_importer': 'tfrecorder_component.adapters.component.importer',
+    'feature_spec': 'tfrecorder_component.readers.dataset',
+    'parse_fn': 'tfrecorder_component.readers.dataset',
+    'iter_records': 'tfrecorder_component.readers.records',
+    'RecordDataset': 'tfrecorder_component.readers.records',
+    'collate_detection': 'tfrecorder_component.readers.records',
 }
 __all__ = sorted(_EXPORTS)
 
 
 if not _COMMAND and importlib.util.find_spec('pandas') is not None:  # the [pandas] extra
-  from tfrecorder_component import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
-
-
-# What each optional part needs, named in one line when it is missing.
-_EXTRAS = {
-    'tfx': "the TFX component needs TFX: pip install 'tfrecorder-component[tfx]'",
-    'tensorflow': "it needs TensorFlow: pip install tensorflow "
-                  "(or 'tfrecorder-component[tfx]', which brings it)",
-}
+  from tfrecorder_component.adapters import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
 
 
 def __getattr__(name):
@@ -75,11 +71,8 @@ def __getattr__(name):
     try:
       module = importlib.import_module(_EXPORTS[name])
     except ModuleNotFoundError as e:
-      missing = (e.name or '').split('.')[0]
-      if missing in _EXTRAS:
-        raise ImportError(f'{name}: {_EXTRAS[missing]}') from None
       from tfrecorder_component import extras  # pylint: disable=g-import-not-at-top
-      raise extras.for_missing_module(e, name) from None
+      raise extras.for_public_name(e, name) from None
     return getattr(module, name)
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 

@@ -8,7 +8,8 @@ Whole-run problems raise `ManifestError` (a manifest cannot be read) or `UsageEr
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import difflib
+from typing import Any, Dict, Iterable, Optional
 
 
 class RowError(ValueError):
@@ -74,3 +75,15 @@ def error_record(error: RowError, row: Optional[Any] = None) -> Dict[str, Any]:
   if row is None and error.annotation is not None:
     record['annotation'] = error.annotation  # COCO: an annotation of no image
   return record
+
+
+def closest(word: str, choices: Iterable[str]) -> Optional[str]:
+  """The choice closest to a mistyped `word`, if one is close enough to suggest (the
+  "did you mean" of an unknown option, keyword or command).
+
+  Args:
+    word: what was given.
+    choices: what could have been meant.
+  """
+  found = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+  return found[0] if found else None

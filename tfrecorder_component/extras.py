@@ -2,10 +2,11 @@
 extra when a path needs one that is not installed.
 
 `pip install tfrecorder-component` is the core: it converts, validates and inspects
-local files on this machine's cores without Beam, pandas or pyarrow (`local`). The rest
-is in extras, which `[tfx]` pulls in:
+local files on this machine's cores without Beam, pandas or pyarrow
+(`engines.local_pool`). The rest is in extras, which `[tfx]` pulls in:
 
-    [beam]     Apache Beam: another runner, Beam arguments, `tfrecorder_component.beam`
+    [beam]     Apache Beam: another runner, Beam arguments, the Beam transforms
+               (`tfrecorder_component.engines.beam`)
     [gcp]      gs:// manifests, images and outputs; the DataflowRunner (Beam's GCS file
                system and pyarrow's GCS client)
     [aws]      s3:// (and S3-compatible) manifests, images and outputs (Beam's S3 file
@@ -101,3 +102,26 @@ def for_missing_module(error: ModuleNotFoundError, what: str) -> ImportError:
   not installed, else `error` itself."""
   extra = EXTRA_OF_MODULE.get((error.name or '').split('.')[0])
   return MissingExtra(message(what, extra)) if extra else error
+
+
+# What a public name of the package (`tfrecorder_component.ImageExampleGen`,
+# `load_dataset`) needs when TFX or TensorFlow is missing: TensorFlow alone is no extra.
+_PUBLIC_NAME_NEEDS = {
+    'tfx': "the TFX component needs TFX: pip install 'tfrecorder-component[tfx]'",
+    'tensorflow': "it needs TensorFlow: pip install tensorflow "
+                  "(or 'tfrecorder-component[tfx]', which brings it)",
+}
+
+
+def for_public_name(error: ModuleNotFoundError, name: str) -> ImportError:
+  """The ImportError, in one line, for public name `name` of the package whose module
+  failed to import with `error`.
+
+  Args:
+    error: the import's error; its `name` is the module that is missing.
+    name: the public name being imported, which the line starts with.
+  """
+  missing = (error.name or '').split('.')[0]
+  if missing in _PUBLIC_NAME_NEEDS:
+    return ImportError(f'{name}: {_PUBLIC_NAME_NEEDS[missing]}')
+  return for_missing_module(error, name)

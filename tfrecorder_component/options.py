@@ -7,7 +7,7 @@ import numbers
 import operator
 from typing import Any, FrozenSet, Mapping, Optional, Tuple
 
-from tfrecorder_component import labels as labels_lib
+from tfrecorder_component.record import labels as labels_lib
 from tfrecorder_component import option_table
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.errors import UsageError
@@ -140,7 +140,7 @@ class ConversionOptions:
       raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
     check_sharding(self.num_shards, self.shard_size_mb)
     if self.layouts:
-      from tfrecorder_component.layouts import check_layouts  # pylint: disable=g-import-not-at-top
+      from tfrecorder_component.output.layouts import check_layouts  # pylint: disable=g-import-not-at-top
       object.__setattr__(self, 'layouts', check_layouts(self.layouts))
     if self.progress_every_s is not None and self.progress_every_s <= 0:
       raise UsageError(f'progress_every_s must be positive, got {self.progress_every_s}')

@@ -9,16 +9,14 @@
 A manifest file is parsed sequentially (so each row keeps its position for error
 reports); rows are then fanned out across Beam workers for image loading.
 """
-from tfrecorder_component.manifest.features import (FEATURE_TYPES, as_number,
-                                                    check_feature_types, parse_number,
-                                                    typed_items)
+from tfrecorder_component.manifest.features import (FEATURE_TYPES, as_number, check_feature_types,
+                                                    parse_number, typed_items)
 from tfrecorder_component.manifest.reader import (iter_manifest_file, parse_manifest_text,
                                                   read_manifest_file)
 from tfrecorder_component.manifest.registry import (MANIFEST_EXTENSIONS, MANIFEST_FORMATS,
                                                     detect_format)
-from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox,
-                                                ParsedItem, Task, resolve_uri,
-                                                split_for_ml_use)
+from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
+                                                Task, resolve_uri, split_for_ml_use)
 
 __all__ = ['FEATURE_TYPES', 'MANIFEST_EXTENSIONS', 'MANIFEST_FORMATS', 'ML_USE_TO_SPLIT',
            'ManifestRow', 'ObjectBox', 'ParsedItem', 'Task', 'as_number',

@@ -21,7 +21,8 @@ from typing import (Callable, Iterable, Iterator, List, Mapping, NamedTuple, Opt
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_name, parse_number, typed_items
-from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT, ManifestRow, ParsedItem, resolve_uri, split_for_ml_use
+from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ParsedItem,
+                                                resolve_uri, split_for_ml_use)
 
 SPLIT_COLUMNS = ('split', 'ml_use', 'mluse', 'set')
 URI_COLUMNS = ('image_uri', 'uri', 'gcs_file_path', 'image', 'image_path', 'path', 'filename', 'file')

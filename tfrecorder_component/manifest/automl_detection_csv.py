@@ -16,12 +16,11 @@ from typing import Iterator, List, Mapping, Optional, Tuple
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import parse_number
-from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem, resolve_uri
-from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns,
-                                                      has_ml_use_column,
-                                                      header_columns, is_header,
-                                                      is_label_column, parse_rows,
-                                                      raw_features, split_of)
+from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
+                                                resolve_uri)
+from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns, has_ml_use_column,
+                                                      header_columns, is_header, is_label_column,
+                                                      parse_rows, raw_features, split_of)
 
 COORDINATES = 8
 TWO_VERTEX_FIELDS = (0, 1, 4, 5)  # X_MIN, Y_MIN, X_MAX, Y_MAX among the 8 coordinate fields

@@ -34,15 +34,14 @@ from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import json_stream
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import FLOAT32_MAX, as_number
-from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow,
-                                                merge_image_rows, ObjectBox, ParsedItem,
-                                                resolve_uri, short)
-from tfrecorder_component.steps.sort import ExternalSort, SortBudget, unpacked_value
+from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, merge_image_rows,
+                                                ObjectBox, ParsedItem, resolve_uri, short)
+from tfrecorder_component.io.sort import ExternalSort, SortBudget, unpacked_value
 
 # What one file's parse holds in memory, whatever the file's size: the images, the
 # annotations and the rows it has yet to yield are kept as packed entries until they
 # take MEMORY_BYTES, then written as sorted runs to a temporary folder on local disk and
-# merged back a block of each at a time (`steps.sort`).
+# merged back a block of each at a time (`io.sort`).
 MEMORY_BYTES = 16 * 2**20
 
 

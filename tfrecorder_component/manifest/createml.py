@@ -28,8 +28,8 @@ from typing import Iterator, List, Mapping, Optional, Tuple, Union
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number
 from tfrecorder_component.manifest.format_spec import ManifestFormat
-from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem,
-                                                resolve_uri, short, split_of_folder)
+from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem, resolve_uri,
+                                                short, split_of_folder)
 
 _IMAGE_KEYS = ('image', 'imagefilename')
 _ANNOTATION_KEYS = ('annotations', 'annotation')

@@ -74,10 +74,9 @@ from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.pascal_voc import XML_ERRORS, xml_bytes
 from tfrecorder_component.manifest.shapes import (bitmap_mask, bounds, convex_hull, ellipse_bounds,
                                                   ellipse_polygon, rotated_corners)
-from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
-                                                ParsedItem, resolve_uri, short,
-                                                split_for_ml_use)
-from tfrecorder_component import files
+from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox, ParsedItem,
+                                                resolve_uri, short, split_for_ml_use)
+from tfrecorder_component.io import files
 
 _SHAPES = ('box', 'polygon', 'polyline', 'points', 'ellipse', 'cuboid', 'mask')
 _CUBOID = tuple(f'{c}{k}{i}' for i in (1, 2) for k in ('tl', 'bl', 'tr', 'br')

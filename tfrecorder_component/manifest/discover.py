@@ -30,7 +30,7 @@ import posixpath
 import re
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
-from tfrecorder_component import files
+from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import open_images
 from tfrecorder_component.manifest.registry import MANIFEST_EXTENSIONS

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, BinaryIO, Iterator, Optional
 
-from tfrecorder_component import files
+from tfrecorder_component.io import files
 
 READ_BYTES = 2**20  # read from the file at a time
 

@@ -46,9 +46,8 @@ from typing import (AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple,
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
 from tfrecorder_component.manifest.format_spec import ManifestFormat
-from tfrecorder_component.manifest.rows import (FeatureValue, InstanceMask, ManifestRow,
-                                                ObjectBox, ParsedItem, resolve_uri, short,
-                                                split_of_folder)
+from tfrecorder_component.manifest.rows import (FeatureValue, InstanceMask, ManifestRow, ObjectBox,
+                                                ParsedItem, resolve_uri, short, split_of_folder)
 
 _BOX_TYPES = ('rectanglelabels', 'rectangle')
 _POLYGON_TYPES = ('polygonlabels', 'polygon')

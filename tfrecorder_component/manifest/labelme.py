@@ -50,8 +50,8 @@ from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.shapes import bitmap_mask, bounds, ellipse_polygon
-from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox,
-                                                ParsedItem, resolve_uri, short)
+from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox, ParsedItem,
+                                                resolve_uri, short)
 
 # Shapes with no area: the object is dropped by the record step, with this reason.
 _NO_AREA = {'point': ('point_shape', 1), 'points': ('points_shape', 1),

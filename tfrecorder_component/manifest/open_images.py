@@ -58,11 +58,11 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.automl_csv import csv_rows
 from tfrecorder_component.manifest.format_spec import ManifestFormat
-from tfrecorder_component.steps import sort
+from tfrecorder_component.io import sort
 from tfrecorder_component.manifest.features import parse_number
-from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem,
-                                                resolve_uri, split_for_ml_use)
-from tfrecorder_component import files
+from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem, resolve_uri,
+                                                split_for_ml_use)
+from tfrecorder_component.io import files
 from tfrecorder_component.manifest import coco
 
 _LOG = logging.getLogger(__name__)

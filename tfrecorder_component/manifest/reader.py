@@ -13,7 +13,7 @@ from tfrecorder_component.manifest.class_map import ClassMap, apply_class_map
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_types
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem
-from tfrecorder_component import files
+from tfrecorder_component.io import files
 
 _SNIFF_CHARS = 65536  # characters (bytes, for a file) that decide the format
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError
-from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coco, createml,
-                                           cvat, label_studio, labelme, open_images,
-                                           pascal_voc, segmentation_csv, tf_od_csv,
-                                           vertex_jsonl, yolo)
+from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coco, createml, cvat,
+                                           label_studio, labelme, open_images, pascal_voc,
+                                           segmentation_csv, tf_od_csv, vertex_jsonl, yolo)
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 
 # In sniffing order. Where several formats claim an extension, the last of them is the

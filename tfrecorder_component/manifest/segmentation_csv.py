@@ -16,9 +16,8 @@ import io
 from typing import Iterator, List, Mapping, Optional
 
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns,
-                                                      header_columns, is_header, parse_rows,
-                                                      raw_features, split_of)
+from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns, header_columns,
+                                                      is_header, parse_rows, raw_features, split_of)
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem, resolve_uri
 

@@ -35,8 +35,8 @@ from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.automl_csv import csv_rows, feature_columns, raw_features
 from tfrecorder_component.manifest.features import parse_number, typed_items
 from tfrecorder_component.manifest.format_spec import ManifestFormat
-from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox,
-                                                ParsedItem, resolve_uri, split_of_folder)
+from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
+                                                resolve_uri, split_of_folder)
 
 HEADER = ('filename', 'width', 'height', 'class', 'xmin', 'ymin', 'xmax', 'ymax')
 # Other names of columns (VoTT's CSV export), taken where the header lacks the usual one.

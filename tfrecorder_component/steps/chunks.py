@@ -9,8 +9,8 @@ import uuid
 import zlib
 from typing import AbstractSet, Any, Dict, Iterator, List, Sequence, Tuple, Union
 
-from tfrecorder_component import files
-from tfrecorder_component import storage
+from tfrecorder_component.io import files
+from tfrecorder_component.io import storage
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
 from tfrecorder_component.manifest.class_map import is_dropped

@@ -1,5 +1,5 @@
 """Chunks of rows converted into record batches, without Beam: every per-row step is
-`record.convert_row`; what a batch made leaves as tagged outputs (`steps.outputs`),
+`steps.row.convert_row`; what a batch made leaves as tagged outputs (`steps.outputs`),
 which the Beam step emits as its tagged outputs and the local run collects.
 
 Also the run's label vocabulary, gathered from the chunks' labels before any image is
@@ -13,11 +13,11 @@ import os
 import threading
 from typing import Any, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from tfrecorder_component import files
-from tfrecorder_component import labels as labels_lib
-from tfrecorder_component import progress
-from tfrecorder_component import record as record_lib
-from tfrecorder_component import storage
+from tfrecorder_component.io import files
+from tfrecorder_component.record import labels as labels_lib
+from tfrecorder_component.output import progress
+from tfrecorder_component.steps import row as row_lib
+from tfrecorder_component.io import storage
 from tfrecorder_component.errors import ManifestError, RowError, error_record
 from tfrecorder_component.images import thumbnail as thumbnail_lib
 from tfrecorder_component.manifest.class_map import DROPPED, ClassMap
@@ -40,7 +40,7 @@ _POOLS_LOCK = threading.Lock()
 
 
 def _forget_pools() -> None:
-  """In a process forked from this one (`local.py`'s workers): the parent's reader
+  """In a process forked from this one (`engines/local_pool.py`'s workers): the parent's reader
   threads are not there; the child starts its own pool."""
   global _POOLS_LOCK
   _POOLS_LOCK = threading.Lock()
@@ -83,7 +83,7 @@ class _ReadAhead:
     return {u: self._pool.submit(files.read_bytes, u, max_bytes) for u in uris}
 
 
-def _reader(fetched: Optional[Dict[str, Any]]) -> record_lib.Read:
+def _reader(fetched: Optional[Dict[str, Any]]) -> row_lib.Read:
   """`convert_row`'s read: the bytes fetched ahead where there are some."""
   if not fetched:
     return files.read_bytes
@@ -106,7 +106,7 @@ class _Batch:
   def __init__(self):
     self.rows = self.failed = self.converted = self.bytes = 0
     self.records: Dict[str, List[bytes]] = {}
-    self.stats: List[record_lib.RecordStat] = []
+    self.stats: List[row_lib.RecordStat] = []
 
 
 class ChunkConverter:
@@ -117,7 +117,7 @@ class ChunkConverter:
   sheet, and BATCH (rows, failed, converted, bytes read).
 
   For each row: label ids from the vocabulary, read, probe and decode check, boxes
-  checked, optional image transform, split, Example (`record.convert_row`).
+  checked, optional image transform, split, Example (`steps.row.convert_row`).
 
   Images on remote storage are read ahead: up to `2 * concurrent_reads` rows wait with
   their reads in flight (`concurrent_reads` at a time in the process), across chunks,
@@ -176,7 +176,7 @@ class ChunkConverter:
     batch = self._batch
     batch.rows += 1
     try:
-      out = record_lib.convert_row(row, self._label_ids(), self._options, _reader(fetched))
+      out = row_lib.convert_row(row, self._label_ids(), self._options, _reader(fetched))
     except RowError as e:
       batch.failed += 1
       progress.count(1, 1)
@@ -201,7 +201,7 @@ class ChunkConverter:
     if batch.stats:
       yield STATS, batch.stats
 
-  def _samples(self, labels: Tuple[str, ...], uri: str, out: record_lib.ConvertedRow):
+  def _samples(self, labels: Tuple[str, ...], uri: str, out: row_lib.ConvertedRow):
     """(label, (uri, thumbnail)) for each of the record's labels (or '(none)') whose
     SAMPLES_PER_LABEL smallest URIs seen by this converter this one is among, so every
     label appears on the contact sheet, and the sheet shows each label's first URIs

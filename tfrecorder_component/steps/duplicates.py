@@ -26,9 +26,9 @@ import heapq
 import struct
 from typing import Any, Dict, Iterator, List, Tuple
 
-from tfrecorder_component import files
-from tfrecorder_component.record import RecordStat
-from tfrecorder_component.steps import sorted_runs
+from tfrecorder_component.io import files
+from tfrecorder_component.steps.row import RecordStat
+from tfrecorder_component.io import sorted_runs
 
 RUN_ENTRIES = 100_000     # entries a worker sorts in memory before writing a run
 RANGE_BYTES = 16 * 2**20  # entry bytes one merge task takes, about

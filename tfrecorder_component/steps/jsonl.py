@@ -14,8 +14,8 @@ import json
 import struct
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
-from tfrecorder_component import files
-from tfrecorder_component.steps import sorted_runs
+from tfrecorder_component.io import files
+from tfrecorder_component.io import sorted_runs
 
 __all__ = ['RUN_LINES', 'entry', 'merge_runs', 'row_key', 'write_run']
 

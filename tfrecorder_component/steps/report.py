@@ -6,13 +6,14 @@ import heapq
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
-from tfrecorder_component import files
-from tfrecorder_component import layout
-from tfrecorder_component import report_html
-from tfrecorder_component.record import RecordStat
+from tfrecorder_component.io import files
+from tfrecorder_component.output import paths as output_paths
+from tfrecorder_component.output import report_html
+from tfrecorder_component.record.example import record_features
+from tfrecorder_component.steps.row import RecordStat
 from tfrecorder_component.manifest.class_map import DROPPED
-from tfrecorder_component import splits as splits_lib
-from tfrecorder_component.policy import one_line
+from tfrecorder_component.record import splits as splits_lib
+from tfrecorder_component.steps.policy import one_line
 from tfrecorder_component.manifest import automl_csv
 
 FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
@@ -63,22 +64,6 @@ def stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
 STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes', 'features')
 
 
-def record_features(signatures: Dict[str, int], records: int) -> Dict[str, Dict[str, Any]]:
-  """{key: {'type': 'bytes' | 'int64' | 'float', 'records': records holding it, 'scalar':
-  whether every record holds it with exactly one value}} of the records written, from
-  their `record.feature_signature` counts. A key written with two types (an extra
-  column read as text in one manifest, as a number in another) has them joined by '|'."""
-  out: Dict[str, Dict[str, Any]] = {}
-  for signature, n in signatures.items():
-    for line in signature.split('\n') if signature else ():
-      key, kind, values = line.split('\t')
-      entry = out.setdefault(key, {'types': set(), 'records': 0, 'one': 0})
-      entry['types'].add(kind)
-      entry['records'] += n
-      entry['one'] += n if values == '1' else 0
-  return {key: {'type': '|'.join(sorted(e['types'])), 'records': e['records'],
-                'scalar': e['one'] == records}
-          for key, e in sorted(out.items())}
 
 
 def add_counts(acc: Dict[str, Dict[str, int]], counts: Dict[str, Dict[str, int]]):
@@ -381,7 +366,7 @@ def write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any]
     layouts = layouts[0] if layouts else None
   if layouts:
     summary['layouts'] = layouts
-  files.write_text(files.join(report_dir, layout.SUMMARY_FILE),
+  files.write_text(files.join(report_dir, output_paths.SUMMARY_FILE),
                    json.dumps(summary, indent=2, ensure_ascii=False))
-  files.write_text(files.join(report_dir, layout.REPORT_PAGE),
+  files.write_text(files.join(report_dir, output_paths.REPORT_PAGE),
                    report_html.render(summary, samples, errors, box_issues=box_issues))

@@ -32,8 +32,8 @@ import threading
 from PIL import ImageFile, JpegImagePlugin
 
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.images.formats import (ImageInfo, check_pixels, jpeg_walk,
-                                                 pillow_message, refuse_size)
+from tfrecorder_component.images.formats import (ImageInfo, check_pixels, jpeg_walk, pillow_message,
+                                                 refuse_size)
 
 # 0xFF 0x02 is a marker libjpeg does not know (JERR_UNKNOWN_MARKER); 32,784 of them
 # (65,568 bytes) outlast the longest skip a marker length can ask for (65,533 bytes).

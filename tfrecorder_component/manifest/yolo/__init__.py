@@ -45,8 +45,7 @@ from tfrecorder_component.manifest.yolo.darknet import parse_darknet
 from tfrecorder_component.manifest.yolo.data_yaml import parse, parse_obb, sniff
 from tfrecorder_component.manifest.yolo.lines import TOLERANCE
 from tfrecorder_component.manifest.yolo.paths import IMG_FORMATS, img2label_path
-from tfrecorder_component.manifest.yolo.folders import (count_images, label_folders,
-                                                        objects_from)
+from tfrecorder_component.manifest.yolo.folders import count_images, label_folders, objects_from
 
 
 FORMAT = ManifestFormat('yolo', ('.yaml', '.yml'), sniff=sniff, parse=parse,

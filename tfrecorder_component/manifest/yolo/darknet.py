@@ -7,10 +7,10 @@ from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.rows import ParsedItem, short
 from tfrecorder_component.manifest.yolo.data_yaml import image_row
 from tfrecorder_component.manifest.yolo.lines import LineRules, whole_number
-from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, absolute_path,
-                                                      folder_path, img2label_path,
-                                                      join_path, list_entry, parent_path,
-                                                      path_kind, read_text, relative_path)
+from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, absolute_path, folder_path,
+                                                      img2label_path, join_path, list_entry,
+                                                      parent_path, path_kind, read_text,
+                                                      relative_path)
 
 
 def parse_darknet(path: str, text: str, *, image_root: Optional[str] = None,

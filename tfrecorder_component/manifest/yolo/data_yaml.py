@@ -8,14 +8,13 @@ import re
 from typing import (AbstractSet, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
-from tfrecorder_component import files
+from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem, short
 from tfrecorder_component.manifest.yolo.lines import LineRules, whole_number
 from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, Listings, absolute_path,
-                                                      folder_path, img2label_path,
-                                                      join_path, listed_images,
-                                                      parent_path, path_kind,
+                                                      folder_path, img2label_path, join_path,
+                                                      listed_images, parent_path, path_kind,
                                                       relative_path, walk_files)
 
 _LOG = logging.getLogger(__name__)

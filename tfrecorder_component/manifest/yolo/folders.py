@@ -7,16 +7,14 @@ import os
 import posixpath
 from typing import List, Optional
 
-from tfrecorder_component import files
+from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.manifest.yolo.darknet import (DARKNET_SPLITS, darknet_keys,
-                                                        darknet_labels, darknet_list,
-                                                        darknet_path)
-from tfrecorder_component.manifest.yolo.data_yaml import (dataset_root, load_yaml,
-                                                          split_images, yaml_splits)
+                                                        darknet_labels, darknet_list, darknet_path)
+from tfrecorder_component.manifest.yolo.data_yaml import (dataset_root, load_yaml, split_images,
+                                                          yaml_splits)
 from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, Listings, absolute_path,
-                                                      folder_path, img2label_path,
-                                                      parent_path)
+                                                      folder_path, img2label_path, parent_path)
 
 
 def count_images(path: str, darknet: bool = False) -> int:

@@ -7,7 +7,7 @@ import os
 import posixpath
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
-from tfrecorder_component import files
+from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, RowError
 
 

@@ -1,0 +1,237 @@
+"""Conversion outside a pipeline: a DataFrame, a manifest or an image folder to TFRecords.
+
+    import tfrecorder_component as trc
+    result = trc.convert(df, '/tmp/out')            # or a manifest path, or a folder
+    df.tensorflow.to_tfrecord(output_dir='/tmp/out')  # the same, as TFRecorder spelled it
+
+Runs the component's own steps (`run.run_conversion`: on this machine's cores without
+Beam, or Beam's `ConvertManifests` for another runner) and writes the same layout as
+ImageExampleGen's `examples` output (`Split-<name>/data_tfrecord-*.gz`, `labels.txt`,
+`label_map.pbtxt`), with the report in `<output_dir>/report/`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import posixpath
+from typing import Any, Dict, Tuple
+
+from tfrecorder_component.io import files
+from tfrecorder_component.output import paths as output_paths
+from tfrecorder_component import option_table
+from tfrecorder_component.steps import policy
+from tfrecorder_component.engines import run
+from tfrecorder_component.manifest import sources as sources_lib
+from tfrecorder_component.record import splits as splits_lib
+from tfrecorder_component.errors import ManifestError, UsageError, closest
+from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.options import ConversionOptions, ManifestSource
+from tfrecorder_component.output.folder import (OutputSwap, local_folder, output_folder,
+                                                refuse_overlap)
+from tfrecorder_component.output.progress import Progress
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversionResult:
+  """What `convert` wrote: counts from the report and where everything is.
+
+  Attributes:
+    output_dir: The output folder.
+    split_dirs: {split: its folder of shards}.
+    records_per_split: {split: records written}.
+    records_per_label: {label: records holding it}.
+    rows_read: Manifest rows read.
+    rows_failed: Rows that failed (listed in `report_dir`'s errors.jsonl).
+    errors_per_reason: {reason: failed rows}.
+    report_dir: The report's folder (summary.json, errors.jsonl, report.html).
+    manifests: The manifest files read.
+    summary: summary.json's contents.
+  """
+  output_dir: str
+  split_dirs: Dict[str, str]
+  records_per_split: Dict[str, int]
+  records_per_label: Dict[str, int]
+  rows_read: int
+  rows_failed: int
+  errors_per_reason: Dict[str, int]
+  report_dir: str
+  manifests: Tuple[str, ...]
+  summary: Dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)
+
+  @property
+  def records_written(self) -> int:
+    return sum(self.records_per_split.values())
+
+
+def check_names(names, where: str = option_table.API, writes: bool = True) -> None:
+  """Raises TypeError, as Python does for an unknown keyword, for a name in `names` that
+  is no option taken `where` (`option_table.OPTIONS`), naming the closest one."""
+  known = {o.name for o in option_table.taken_by(where, writes)}
+  for name in names:
+    if name not in known:
+      close = closest(name, known)
+      raise TypeError(f'unexpected option {name!r}' +
+                      (f'; did you mean {close!r}?' if close else '') +
+                      f' (options: {", ".join(sorted(known))})')
+
+
+def _conversion(source, report_dir: str, writes: bool = True, **given):
+  """(manifests, options, Beam arguments, ManifestSources) of a conversion, every option
+  checked before anything runs; `given`: options by name, the others at their defaults
+  (`option_table.OPTIONS`)."""
+  check_names(given, writes=writes)
+  values = dict(option_table.defaults(writes=writes), **given)
+  manifest_format, image_root = values['manifest_format'], values['image_root']
+  if manifest_format not in (None, *MANIFEST_FORMATS):
+    raise UsageError(f'unknown manifest format {manifest_format!r}; one of '
+                     f'{", ".join(MANIFEST_FORMATS)}')
+  declared = tuple(sorted(check_feature_types(values['feature_types']).items()))
+  options = ConversionOptions.from_options(values)
+  args = run.beam_pipeline_args(values['runner'], values['project'], values['region'],
+                                values['temp_location'], values['beam_args'])
+  found = sources_lib.manifests_for(source, report_dir, image_root)
+  # Absolute before any runner sees them: a Beam worker's working folder is not ours.
+  given_root = files.absolute(os.fspath(image_root)) if image_root else None
+  sources = []
+  for m in found.paths:
+    # A root given to the run wins over the one the layout implies (VOC's JPEGImages/).
+    root = given_root or found.image_roots.get(m) or found.image_root
+    sources.append(ManifestSource(
+        files.absolute(m), found.formats.get(m, manifest_format), found.splits.get(m),
+        files.absolute(root) if root else None, declared, found.row_index,
+        options.class_map))
+  manifests = [s.path for s in sources]
+  return manifests, options, args, sources
+
+
+def _pipeline(args):
+  """A Beam pipeline of `args`, for runs that go to Beam."""
+  import apache_beam as beam  # pylint: disable=g-import-not-at-top
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+  return beam.Pipeline(options=PipelineOptions(args))
+
+
+def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite: bool = False,
+            **options) -> ConversionResult:
+  """Converts `source` into split TFRecords of tf.train.Example under `output_dir`.
+
+  The output folder is locked, written into a staging folder inside it, and its files
+  moved in only when the run succeeds, `_SUCCESS` last: it never holds two runs' files,
+  and what is not finished has no `_SUCCESS`. What a killed run left there is removed
+  by the next run. Failed rows are in `<output_dir>/report/errors.jsonl`.
+
+  Args:
+    source: A pandas DataFrame in AutoML columns (`split`, `image_uri`, `label`, extra
+      columns as features), a manifest file of any supported format, a folder of
+      manifests, a dataset folder as an annotation tool exports it (a VOC or COCO root,
+      a YOLO data.yaml), or an image folder laid out as `<split>/<label>/<image>` or
+      `<label>/<image>`.
+    output_dir: The folder to write: new or empty unless `overwrite`. It may not be,
+      hold or lie inside an input (the manifest, the image folder or `image_root`, a
+      label or class map file). A mount point, a symbolic link or a folder in a parent
+      you cannot write are fine.
+    max_error_ratio: Fraction of the rows that may fail; more raise
+      `TooManyFailedRows`, naming the first failed rows and where the report was kept,
+      and leave no records. Default 0: any failed row does.
+    overwrite: Replace an earlier output of this tool in `output_dir`, and only that:
+      files of yours in it stay, a folder that is no output is refused, and the old
+      output stays until the new one is complete.
+    **options: The conversion's options, each a keyword
+      ([the Python guide](../guides/python.md#options) has them in a table;
+      `option_table.OPTIONS` declares them): `splits` (hash buckets for rows without a
+      split, default train 8, eval 1, test 1, as a dict or pairs), ImageExampleGen's
+      `manifest_format`, `image_root`, `feature_types`, `image_transform`,
+      `verify_decode`, `convert_unsupported`, `compression_level`, `max_pixels`,
+      `max_bytes`, `num_shards`, `shard_size_mb`, `include_masks`,
+      `include_keypoints`, `concurrent_reads`, `label_map` (ids to keep: a
+      label_map.pbtxt or labels.txt path, an earlier output folder, a {label: id} dict
+      or a list of labels in id order), `append_new_labels`, `class_map` (classes to
+      keep, drop, rename or merge; see
+      [class mapping](../guides/output.md#class-mapping)), `layouts` ('tfrecord',
+      'tfds', 'array_record', 'parquet'); Beam's `runner` (default DirectRunner: on
+      local files and with no `beam_args`, the run goes without Beam, a worker process
+      per 1,000 rows up to one a core), `project`, `region`, `temp_location`,
+      `beam_args`; and `progress_every_s` (the run's progress on stderr: a live bar in
+      a terminal, else a line every this many seconds; None: only `logging` INFO
+      lines).
+
+  Returns:
+    A ConversionResult: the counts of the report and where the splits and the report
+    are.
+
+  Raises:
+    TypeError: An option that is none of these (the closest one is named).
+    UsageError: An option value or an output folder that cannot be used (a ValueError).
+    ManifestError: A manifest that cannot be read as given.
+    TooManyFailedRows: More failed rows than `max_error_ratio` allows.
+    MissingExtra: A path that needs an extra that is not installed (an ImportError).
+  """
+  check_names(options)
+  output_dir = output_folder(os.fspath(output_dir))
+  inputs = sources_lib.input_paths(source, options.get('image_root'), options.get('label_map'),
+                                   options.get('class_map'))
+  refuse_overlap(output_dir, inputs)
+  run.refuse_local_paths(
+      run.beam_pipeline_args(options.get('runner', 'DirectRunner'), options.get('project'),
+                             options.get('region'), options.get('temp_location'),
+                             options.get('beam_args', ())),
+      [(what, path) for what, path in inputs if what not in sources_lib.READ_BY_THE_LAUNCHER],
+      output_dir)
+  swap = OutputSwap(output_dir, overwrite)
+  progress, published = None, False
+  try:
+    try:
+      work_report = local_folder(posixpath.join(swap.work, output_paths.REPORT_DIR))
+      manifests, conversion_options, beam_args, sources = _conversion(source, work_report,
+                                                                      **options)
+      if not (hasattr(source, 'to_csv') and hasattr(source, 'columns')):
+        # The image folders a dataset's layout implies (a VOC root's JPEGImages/) are
+        # inputs too (a DataFrame's image root is the working folder, not an input).
+        refuse_overlap(output_dir, sorted({('image folder', s.image_root) for s in sources
+                                           if s.image_root}))
+      progress = Progress.for_run(conversion_options.progress_every_s)
+      split_names = splits_lib.output_split_names(conversion_options.buckets)
+      summary = run.run_conversion(beam_args, _pipeline, sources,
+                                   output_paths.split_dirs(swap.work, split_names), swap.work,
+                                   work_report, conversion_options, progress)
+    except BaseException:
+      swap.abandon()
+      raise
+    try:
+      policy.apply_error_policy(summary, max_error_ratio, manifests, swap.keep_failed_report)
+    except ManifestError:  # no row was read: nothing of the run is worth keeping
+      swap.abandon()
+      raise
+    progress.stage('publishing')
+    swap.commit()
+    published = True
+  finally:
+    if progress is not None:
+      progress.close('done' if published else 'stopped')
+  return ConversionResult(
+      output_dir=output_dir, split_dirs=output_paths.split_dirs(output_dir, split_names),
+      records_per_split={n: summary['records_per_split'].get(n, 0) for n in split_names},
+      records_per_label=summary['records_per_label'], rows_read=summary['rows_read'],
+      rows_failed=summary['rows_failed'], errors_per_reason=summary['errors_per_reason'],
+      report_dir=posixpath.join(output_dir, output_paths.REPORT_DIR), manifests=tuple(manifests),
+      summary=summary)
+
+
+def validate(source, report_dir: str, **options) -> Dict[str, Any]:
+  """Reads every row of `source` and probes (by default decodes) every image, exactly as
+  `convert` does, writing no records.
+
+  Args:
+    source: What `convert` takes.
+    report_dir: Where `summary.json`, `errors.jsonl` and `report.html` go.
+    **options: `convert`'s options but those of writing records (`num_shards`,
+      `shard_size_mb`, `layouts`, `compression_level`).
+
+  Returns:
+    The run's summary (`summary.json`'s contents); failed rows never raise.
+  """
+  report_dir = local_folder(report_dir)
+  _, conversion_options, beam_args, sources = _conversion(source, report_dir, writes=False,
+                                                          **options)
+  return run.run_conversion(beam_args, _pipeline, sources, None, None, report_dir,
+                            conversion_options)

@@ -1,0 +1,141 @@
+"""Converting chunks of rows into records in Beam, with the label vocabulary as a side
+input; the work is `steps.convert` (every per-row step is `steps.row.convert_row`)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from tfrecorder_component.record import labels as labels_lib
+from tfrecorder_component.io import storage
+from tfrecorder_component.manifest.class_map import DROPPED
+from tfrecorder_component.options import ConversionOptions
+from tfrecorder_component.steps.chunks import Chunk
+from tfrecorder_component.steps.convert import BATCH, ChunkConverter, VocabularyBuilder
+from tfrecorder_component.steps.outputs import (BOX_ISSUES, ERRORS, METRICS_NAMESPACE, RECORDS,
+                                                SAMPLES, STATS)
+
+__all__ = ['ConvertBatches', 'LabelVocabulary', 'Records']
+
+# ConvertBatches' main output: (split, serialized tf.train.Examples of one batch)
+Records = Tuple[str, List[bytes]]
+
+
+class _ConvertBatch(beam.DoFn):
+  """A Chunk of rows in; per split, batches of serialized Examples out, and the tagged
+  outputs of `steps.convert.ChunkConverter` (errors, stats, box issues, samples) as
+  Beam's tagged outputs; what each batch did goes to Beam metrics counters (namespace
+  `tfrecorder_component`: `rows` done and `rows_failed`, as the run's progress counts
+  them: rows that failed to parse included, rows a class map leaves out done but not
+  failed; `images_loaded`, `images_converted`,
+  `images_failed`, `image_bytes_read`), which Dataflow's job page and
+  `PipelineResult.metrics()` show. Rows whose
+  remote reads are still in flight at the end of a bundle are converted in
+  `finish_bundle`."""
+
+  def __init__(self, options: ConversionOptions):
+    self._options = options
+    self._loaded = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_loaded')
+    self._converted = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_converted')
+    self._failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'images_failed')
+    self._bytes = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'image_bytes_read')
+    self._rows = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'rows')
+    self._rows_failed = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'rows_failed')
+
+  def setup(self):
+    storage.prepare_file_systems()
+    self._converter = ChunkConverter(self._options)
+
+  def process(self, chunk: Chunk, vocabulary: Dict[str, Any]):
+    for tag, value in self._converter.convert(chunk, vocabulary):
+      out = self._output(tag, value)
+      if out is not None:
+        yield out
+
+  def finish_bundle(self):
+    for tag, value in self._converter.finish():
+      out = self._output(tag, value)
+      if out is not None:
+        yield (WindowedValue(out, MIN_TIMESTAMP, [GlobalWindow()]) if tag == RECORDS else
+               beam.pvalue.TaggedOutput(out.tag, WindowedValue(out.value, MIN_TIMESTAMP,
+                                                               [GlobalWindow()])))
+
+  def _output(self, tag: str, value):
+    if tag == BATCH:
+      rows, failed, converted, read = value
+      self._loaded.inc(rows - failed)
+      self._failed.inc(failed)
+      self._converted.inc(converted)
+      self._bytes.inc(read)
+      self._rows.inc(rows - failed)  # each failed row is counted by its ERRORS output
+      return None
+    if tag == ERRORS:  # one per failed row, of a batch or failed to parse
+      self._rows.inc()
+      if value.get('reason') != DROPPED:  # rows a class map leaves out have not failed
+        self._rows_failed.inc()
+    return value if tag == RECORDS else beam.pvalue.TaggedOutput(tag, value)
+
+
+class ConvertBatches(beam.PTransform):
+  """Chunks of rows -> `Records`, (split, [serialized tf.train.Example]) per batch.
+
+  Outputs: `records` (main), `errors` (one dict per failed row), `stats` (a list of
+  RecordStat per batch), `box_issues` (one dict per dropped or clipped box) and
+  `samples` (contact-sheet thumbnails). Label ids come from `vocabulary`, a singleton
+  side input, and are set on rows before any image is read: no image bytes wait for
+  the vocabulary.
+  """
+
+  def __init__(self, vocabulary, options: ConversionOptions):
+    super().__init__()
+    self._vocabulary = vocabulary
+    self._options = options
+
+  def expand(self, chunks):
+    convert = beam.ParDo(_ConvertBatch(self._options), vocabulary=self._vocabulary)
+    return chunks | (convert.with_input_types(Chunk, vocabulary=Dict[str, Any])
+                     .with_output_types(Records)
+                     .with_outputs(ERRORS, STATS, BOX_ISSUES, SAMPLES, main='records'))
+
+
+class _LabelSetFn(beam.CombineFn):
+  """The vocabulary of Chunks of rows (`steps.convert.VocabularyBuilder`)."""
+
+  def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
+               append_new_labels: bool = False, class_map=()):
+    self._builder = VocabularyBuilder(given, append_new_labels, class_map)
+
+  def create_accumulator(self):
+    return self._builder.new()
+
+  def add_input(self, acc, chunk: Chunk):
+    return self._builder.add(acc, chunk)
+
+  def merge_accumulators(self, accumulators):
+    return self._builder.merge(accumulators)
+
+  def extract_output(self, acc):
+    return self._builder.vocabulary(acc)
+
+
+class LabelVocabulary(beam.PTransform):
+  """The run's vocabulary, one element: {'labels': in id order, 'ids': theirs, 'task',
+  'seen': the rows' labels, 'appended' / 'unknown': labels a given label map lacks
+  (given new ids / failing their rows), 'conflicts': source ids not kept, one line each,
+  'given': where the given label map was read from, or None}. See `labels.assign_ids`."""
+
+  def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
+               append_new_labels: bool = False, class_map=()):
+    super().__init__()
+    self._given = given
+    self._append = append_new_labels
+    self._class_map = class_map
+
+  def expand(self, chunks):
+    return chunks | beam.CombineGlobally(_LabelSetFn(self._given, self._append,
+                                                     self._class_map)
+                                         ).with_input_types(Chunk).with_output_types(
+                                             Dict[str, Any])

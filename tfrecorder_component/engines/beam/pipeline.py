@@ -1,0 +1,99 @@
+r"""The whole conversion as one PTransform, `ConvertManifests`; failed rows leave through
+ConvertBatches' tagged `errors` output (those that failed to parse ride in the chunks).
+
+    manifests -> ReadManifestRows -> ConvertBatches -> WriteSplits
+                            \-> LabelVocabulary -/ (side input)  |  \
+                                                                 |   +-> stats -> Summarize,
+                                                      errors  <--+             FindDuplicates
+
+Label ids are fixed by LabelVocabulary before any image is read (`labels.assign_ids`) and
+never renumbered.
+
+By construction: manifest rows = records written + error rows (errors.jsonl). Nothing
+that grows with the rows crosses a stage boundary: chunks are paths, counts are combined
+where they are made, and the report's JSON-lines files and the duplicate index are
+external sorts.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import apache_beam as beam
+
+from tfrecorder_component.io import files
+from tfrecorder_component.output import paths as output_paths
+from tfrecorder_component.engines.beam import report
+from tfrecorder_component.engines.beam import write
+from tfrecorder_component.engines.beam.convert import ConvertBatches, LabelVocabulary
+from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
+from tfrecorder_component.engines.beam.read import ReadManifestRows
+from tfrecorder_component.output.layouts import index as index_lib
+from tfrecorder_component.steps import report as report_lib
+from tfrecorder_component.options import ConversionOptions, ManifestSource
+
+__all__ = ['ConvertManifests']
+
+
+class ConvertManifests(beam.PTransform):
+  """The whole conversion: manifests in; split TFRecords, label files and a report out.
+
+  Writes `Split-<name>/data_tfrecord-*.gz` under `split_dirs`, `labels.txt` and
+  `label_map.pbtxt` into `label_dir`, and `summary.json`, `errors.jsonl` and
+  `duplicates.jsonl` into `report_dir`; its scratch files (the rows' chunks, the
+  duplicate index) go into `report_dir/.work`, removed once the report is written. With
+  `split_dirs` and `label_dir` None it writes only the report: every row is read,
+  probed and built, and no record is kept (what `tfrecorder-component validate` runs).
+  """
+
+  def __init__(self, sources: Sequence[ManifestSource],
+               split_dirs: Optional[Mapping[str, str]], label_dir: Optional[str],
+               report_dir: str,
+               options: ConversionOptions = ConversionOptions()):
+    super().__init__()
+    self._sources = sources
+    self._split_dirs = split_dirs
+    self._label_dir = label_dir
+    self._report_dir = report_dir
+    self._options = options
+
+  def expand(self, pbegin):
+    chunk_dir = output_paths.work_dir(self._report_dir, output_paths.CHUNK_DIR)
+    chunks = pbegin | 'ReadManifestRows' >> ReadManifestRows(
+        self._sources, chunk_dir, annotations=self._options.annotations)
+    vocabulary = chunks | 'LabelVocabulary' >> LabelVocabulary(
+        self._options.label_map, self._options.append_new_labels, self._options.class_map)
+    converted = chunks | 'Convert' >> ConvertBatches(
+        beam.pvalue.AsSingleton(vocabulary), self._options)
+    errors = converted[ERRORS]  # every failed row, from the manifest or its image
+    if any(s.row_index for s in self._sources):
+      errors = errors | 'CiteDataFrameIndex' >> beam.Map(report_lib.CiteIndex(self._sources))
+    summary = ((converted[STATS], errors, converted[BOX_ISSUES])
+               | 'Summarize' >> report.Summarize())
+    held = summary | 'HeldLabels' >> beam.Map(report_lib.held_labels,
+                                              beam.pvalue.AsSingleton(vocabulary))
+    level = self._options.compression_level
+    if self._label_dir is not None:
+      _ = held | 'WriteLabelFiles' >> write.WriteLabelFiles(self._label_dir)
+    layouts_written = pbegin.pipeline | 'NoLayouts' >> beam.Create([])
+    if self._split_dirs is not None:
+      shards = converted.records | 'WriteSplits' >> write.WriteSplits(
+          self._split_dirs, level, num_shards=self._options.num_shards,
+          shard_bytes=int(self._options.shard_size_mb * 2**20))
+      if self._options.layouts:
+        layouts_written = shards | 'WriteLayouts' >> write.WriteLayouts(
+            self._options.layouts, self._split_dirs, self._label_dir, summary, held)
+    written = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
+                'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES],
+                'layouts': layouts_written}
+               | 'WriteReport' >> report.WriteReport(self._report_dir, self._sources,
+                                                     self._options.buckets))
+    if self._split_dirs is not None and self._label_dir is not None:
+      _ = summary | 'WriteIndex' >> beam.Map(
+          lambda s, out, splits, held, written: index_lib.write_index(
+              s, out, splits, held['task'], written[0] if written else None),
+          self._label_dir, list(self._split_dirs), beam.pvalue.AsSingleton(held),
+          beam.pvalue.AsList(layouts_written))
+    # The summary is written once every row is converted and every duplicate found.
+    _ = written | 'RemoveWork' >> beam.Map(lambda _, work: files.remove(work),
+                                           output_paths.work_dir(self._report_dir))
+    return beam.pvalue.PDone(pbegin.pipeline)

@@ -1,0 +1,515 @@
+"""Object storage clients for image reads: `gs://` and `s3://` through Arrow's C++
+clients, held once per process; every other scheme through Beam's `FileSystems`.
+
+Why not Beam's file systems for images: `GCSFileSystem.open` builds a new GcsIO and
+storage client for every file (about 9 ms of CPU), and even one shared
+google-cloud-storage client costs about 1.7 ms of CPU a request under the GIL, more
+than converting the image. `pyarrow.fs.GcsFileSystem` and `S3FileSystem` (pyarrow comes
+with Beam) read an object in one request for about 0.26 ms of CPU, outside the GIL, so
+many reads can be in flight from threads. Manifests, listings and outputs still go
+through Beam's file systems (their cost is per file, not per image).
+
+Credentials and endpoints are the clients' usual ones:
+- gs://: `STORAGE_EMULATOR_HOST` (an emulator, read anonymously); otherwise Google
+  Application Default Credentials; with none found, anonymous reads (public buckets),
+  said once in the log. `prepare_file_systems` makes Beam's own GCS client agree
+  instead of retrying credential discovery for about 21 s.
+- s3://: the AWS SDK's chain (`AWS_ACCESS_KEY_ID`, `~/.aws`, instance roles) and the
+  endpoint of `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, as MinIO users set it (Beam's
+  boto3 client reads the same variables).
+
+Length: the object-store clients (gs://, s3://), their background upload writer and the
+renames and deletes the output folder needs, which share one client cache.
+"""
+from __future__ import annotations
+
+import datetime
+import errno
+import logging
+import os
+import stat
+import sys
+import threading
+import urllib.parse
+from typing import Any, BinaryIO, Dict, Optional, Tuple
+
+from tfrecorder_component import extras
+
+__all__ = ['is_object_store', 'is_remote', 'open_object', 'client_for', 'prepare_file_systems',
+           'missing_bucket', 'gcs_anonymous', 'RETRY_SECONDS']
+
+# How long Arrow's clients retry a transient failure (503, 429, a reset or refused
+# connection) of one request before it reaches `files.read_bytes`, which retries it again
+# with backoff and then fails the row.
+RETRY_SECONDS = 10
+
+_lock = threading.Lock()
+_clients: Dict[Tuple[str, Tuple], Any] = {}
+
+
+def _forget_clients() -> None:
+  """In a process forked from this one (`engines/local_pool.py`'s workers): the parent's clients
+  hold its connections and threads, none of which the child has; it makes its own."""
+  global _lock
+  _lock = threading.Lock()
+  _clients.clear()
+
+
+os.register_at_fork(after_in_child=_forget_clients)
+_gcs_anonymous: Optional[bool] = None
+_beam_primed = False
+
+
+def is_remote(uri: str) -> bool:
+  """Whether `uri` names a file on another machine (a scheme other than file://)."""
+  scheme = uri.split('://', 1)[0] if '://' in uri else ''
+  return bool(scheme) and scheme != 'file'
+
+
+def is_object_store(uri: str) -> bool:
+  """Whether `uri` is read by this module's own clients (gs:// or s3://)."""
+  return uri.startswith(('gs://', 's3://'))
+
+
+def _emulator_host() -> Optional[str]:
+  return os.environ.get('STORAGE_EMULATOR_HOST') or None
+
+
+def _no_google_credentials() -> bool:
+  """True when Application Default Credentials cannot be found (checked once, without
+  the retries Beam adds around the same look-up)."""
+  try:
+    import google.auth  # pylint: disable=g-import-not-at-top
+    import google.auth.exceptions  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return True
+  try:
+    google.auth.default()
+  except google.auth.exceptions.DefaultCredentialsError:
+    return True
+  return False
+
+
+def gcs_anonymous() -> bool:
+  """Whether gs:// is read anonymously here: an emulator, or no credentials at all."""
+  global _gcs_anonymous
+  if _gcs_anonymous is not None:  # every read asks: no lock once known
+    return _gcs_anonymous
+  with _lock:
+    if _gcs_anonymous is None:
+      if _emulator_host():
+        _gcs_anonymous = True
+      else:
+        _gcs_anonymous = _no_google_credentials()
+        if _gcs_anonymous:
+          logging.warning(
+              'No Google credentials found: gs:// is read anonymously, which only public '
+              'buckets allow. Give credentials with `gcloud auth application-default '
+              'login` or GOOGLE_APPLICATION_CREDENTIALS=<key file>.')
+    return _gcs_anonymous
+
+
+def prepare_file_systems(*uris: str) -> None:
+  """Readies Beam's file systems in this process for `uris`, before or without a
+  pipeline: Beam's GCS client connects anonymously at once where gs:// is read
+  anonymously (an emulator, or, when one of `uris` is on gs://, no credentials), where it
+  would retry credential discovery for about 21 s first. Beam's remote file systems get
+  default pipeline options when no pipeline has set any: S3's needs them (its boto3
+  client then reads the endpoint and keys from the environment), and GCS's would parse
+  the command line as Beam arguments and warn about every word. Cheap to call again."""
+  global _beam_primed
+  for uri in uris:
+    if is_remote(uri):
+      extras.require_for_uri(uri)
+  if 'apache_beam' in sys.modules or any(is_remote(u) for u in uris):
+    _let_beam_write_empty_s3_objects()  # not worth importing Beam for, where it is unused
+  if any(is_remote(u) for u in uris):
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+    if getattr(FileSystems, '_pipeline_options', None) is None:
+      from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+      FileSystems.set_options(PipelineOptions([]))
+  if _beam_primed:
+    return
+  if _emulator_host() or (any(u.startswith('gs://') for u in uris) and gcs_anonymous()):
+    _prime_beam_anonymous()
+    _beam_primed = True
+
+
+def _let_beam_write_empty_s3_objects() -> None:
+  """Beam's S3 writer (2.59 to 2.77) completes a multipart upload of an empty file with
+  no part, which S3, MinIO and moto refuse (MalformedXML): a run's empty errors.jsonl
+  or `_SUCCESS` could not be written. S3 completes an upload of one empty part; this has
+  Beam's writer upload one when nothing else was. Once per process."""
+  try:
+    from apache_beam.io.aws import s3io  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return
+  uploader = getattr(s3io, 'S3Uploader', None)
+  if uploader is None or getattr(uploader, '_writes_empty_objects', False):
+    return
+  finish = uploader.finish
+
+  def finish_with_a_part(self):
+    if not self.parts and not self.buffer and self.last_error is None:
+      self._write_to_s3(b'')  # pylint: disable=protected-access
+    return finish(self)
+
+  uploader.finish = finish_with_a_part
+  uploader._writes_empty_objects = True  # pylint: disable=protected-access
+
+
+def _prime_beam_anonymous() -> None:
+  try:
+    from apache_beam.internal.gcp import auth  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return
+  credentials = getattr(auth, '_Credentials', None)
+  if credentials is None or not hasattr(credentials, '_credentials_init'):
+    return
+  with credentials._credentials_lock:  # pylint: disable=protected-access
+    if not credentials._credentials_init:  # pylint: disable=protected-access
+      credentials._credentials = None  # pylint: disable=protected-access
+      credentials._credentials_init = True  # pylint: disable=protected-access
+
+
+def _split_endpoint(url: str, default_scheme: str = 'https') -> Tuple[str, str]:
+  """('host:port', 'http' | 'https') of an endpoint given as a URL or a bare host."""
+  if '://' not in url:
+    return url.rstrip('/'), default_scheme
+  parts = urllib.parse.urlsplit(url)
+  return parts.netloc, parts.scheme
+
+
+def _client(scheme: str):
+  """This process's Arrow file system for `scheme` ('gs' or 's3'), or None if this
+  pyarrow cannot serve it (then Beam's file system is used)."""
+  if scheme == 'gs':
+    emulator = _emulator_host()
+    settings: Tuple = ('gs', emulator, gcs_anonymous())
+  else:
+    endpoint = os.environ.get('AWS_ENDPOINT_URL_S3') or os.environ.get('AWS_ENDPOINT_URL')
+    region = os.environ.get('AWS_REGION') or os.environ.get('AWS_DEFAULT_REGION')
+    settings = ('s3', endpoint, region)
+  key = (scheme, settings)
+  if key in _clients:  # every read asks: no lock once made
+    return _clients[key]
+  try:
+    import pyarrow.fs as pafs  # pylint: disable=g-import-not-at-top
+    if scheme == 'gs':
+      kwargs: Dict[str, Any] = dict(anonymous=settings[2],
+                                    retry_time_limit=datetime.timedelta(seconds=RETRY_SECONDS))
+      if emulator:
+        kwargs['endpoint_override'], kwargs['scheme'] = _split_endpoint(emulator, 'http')
+      client = pafs.GcsFileSystem(**kwargs)
+    else:
+      kwargs = dict(retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=5))
+      if settings[1]:
+        kwargs['endpoint_override'], kwargs['scheme'] = _split_endpoint(settings[1])
+      if settings[2]:
+        kwargs['region'] = settings[2]
+      client = pafs.S3FileSystem(**kwargs)
+  except (ImportError, AttributeError, TypeError, OSError) as e:
+    logging.warning('Arrow cannot read %s:// here (%s); using Beam\'s file system', scheme, e)
+    client = None
+  with _lock:
+    return _clients.setdefault(key, client)
+
+
+def client_for(uri: str):
+  """This process's Arrow file system for a gs:// or s3:// `uri` (made once, kept), or
+  None: another scheme, or one this pyarrow cannot serve."""
+  return _client(uri[:2]) if is_object_store(uri) else None
+
+
+def _arrow_path(uri: str) -> str:
+  return uri.split('://', 1)[1]
+
+
+def open_object(uri: str) -> BinaryIO:
+  """A file object reading `uri` from its start: one request for gs:// and s3:// (Arrow's
+  clients), Beam's `FileSystems.open` for every other scheme and for local paths."""
+  if is_object_store(uri):
+    extras.require_for_uri(uri)
+    client = _client(uri[:2])
+    if client is not None:
+      # compression=None: Arrow would otherwise decompress an object named *.gz or *.bz2.
+      return client.open_input_stream(_arrow_path(uri), compression=None)
+  if '://' not in uri or uri.startswith('file://'):
+    return _open_local(uri[len('file://'):] if uri.startswith('file://') else uri)
+  extras.require_for_uri(uri)
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  return FileSystems.open(uri, compression_type='uncompressed')
+
+
+# What an object writer holds while its upload catches up: pieces queued for the upload
+# thread or gathered by it, not yet uploaded, at most this many bytes (then `write`
+# waits). At least twice UPLOAD_PIECE_BYTES (see `ObjectWriter.write`).
+WRITE_QUEUE_BYTES = 32 << 20
+# The writes an object writer makes to its upload stream: everything queued when the
+# stream is free, once it is this much or more. Arrow's GCS client sends each write of
+# 256 KiB or more as its own request of a resumable upload, one round trip after another
+# (S3's client makes parts of its own), so an upload that lags behind the worker makes
+# fewer, larger requests. On fake-gcs-server behind 20 ms a request, 160 MiB went up in
+# 4.7 s in 8 MiB writes and 2.4 s in 32 MiB ones (the emulator hashes the whole object
+# again at every request); 16 MiB is the middle.
+UPLOAD_PIECE_BYTES = 16 << 20
+
+
+class ObjectWriter:
+  """A file object writing one object on gs:// or s3:// through this process's Arrow
+  client: `write` hands each piece to an upload thread and returns at once (Arrow's GCS
+  stream uploads a full buffer inside `write`, holding a converting worker for a round
+  trip and the transfer), so the upload goes on while the caller converts. The object
+  exists once `close()` has returned; a writer whose process is killed leaves no object
+  (the stores complete an upload only when told), and one left by an error (`with`, or
+  `abort()`) is deleted.
+  `close()` raises the upload's failure, if any; so does a later `write`."""
+
+  def __init__(self, client, uri: str):
+    import queue  # pylint: disable=g-import-not-at-top
+    self.name = uri
+    # compression=None: Arrow would otherwise gzip a file named *.gz (a shard) again.
+    self._stream = client.open_output_stream(_arrow_path(uri), compression=None)
+    self._queue: 'queue.Queue' = queue.Queue()
+    self._room = threading.Condition()
+    self._held = 0  # bytes queued or gathered, not yet uploaded (under self._room)
+    self._failure: Optional[BaseException] = None
+    self._closed = False
+    self._written = 0
+    self._thread = threading.Thread(target=self._upload, name='tfrecorder-object-writer',
+                                    daemon=True)
+    self._thread.start()
+
+  def _upload(self) -> None:
+    import queue  # pylint: disable=g-import-not-at-top
+    pending = bytearray()  # what is queued, gathered into writes of UPLOAD_PIECE_BYTES or more
+    done = False
+    while not done:
+      piece = self._queue.get()
+      while True:  # everything queued meanwhile goes into the same write
+        if piece is None:
+          done = True
+          break
+        pending += piece
+        try:
+          piece = self._queue.get_nowait()
+        except queue.Empty:
+          break
+      uploaded = 0
+      try:
+        if pending and (done or len(pending) >= UPLOAD_PIECE_BYTES):
+          uploaded = len(pending)
+          if self._failure is None:
+            self._stream.write(pending)
+          pending = bytearray()
+        if done:  # the object completed here, beside the other writers' tails
+          self._stream.close()
+      except BaseException as e:  # pylint: disable=broad-except  (raised by write/close)
+        self._failure = self._failure or e
+        uploaded = len(pending) or uploaded
+        pending = bytearray()
+      finally:
+        if uploaded:
+          with self._room:
+            self._held -= uploaded
+            self._room.notify_all()
+
+  # What writers of Python files (pyarrow's Parquet writer, gzip) ask of one.
+  @property
+  def closed(self) -> bool:
+    return self._closed
+
+  def writable(self) -> bool:
+    return True
+
+  def readable(self) -> bool:
+    return False
+
+  def seekable(self) -> bool:
+    return False
+
+  def tell(self) -> int:
+    return self._written
+
+  def flush(self) -> None:
+    pass
+
+  def write(self, data) -> int:
+    if self._failure is not None:
+      raise self._failure
+    if self._closed:
+      raise ValueError(f'write to a closed object writer ({self.name})')
+    data = bytes(data)
+    self._written += len(data)
+    # Pieces of at most UPLOAD_PIECE_BYTES: a write waits while more than
+    # WRITE_QUEUE_BYTES (twice that) would be held, so the upload thread then holds at
+    # least UPLOAD_PIECE_BYTES, which it uploads and gives back; it never waits for a
+    # piece that cannot come.
+    for at in range(0, len(data), UPLOAD_PIECE_BYTES):
+      piece = data[at:at + UPLOAD_PIECE_BYTES]
+      with self._room:
+        while self._held and self._held + len(piece) > WRITE_QUEUE_BYTES:
+          if self._failure is not None:
+            raise self._failure
+          self._room.wait()
+        self._held += len(piece)
+      self._queue.put(piece)
+    return len(data)
+
+  def begin_close(self) -> None:
+    """Lets the upload finish what is queued without waiting for it: `close()` then
+    waits. Closing several writers this way uploads their tails at once."""
+    if not self._closed:
+      self._closed = True
+      self._queue.put(None)
+
+  def close(self) -> None:
+    if self._thread is None:
+      return
+    self.begin_close()
+    self._thread.join()
+    self._thread = None
+    if self._failure is not None:
+      raise self._failure
+
+  def __enter__(self) -> 'ObjectWriter':
+    return self
+
+  def __exit__(self, kind, *exc) -> None:
+    if kind is None:
+      self.close()
+    else:
+      self.abort()
+
+  def abort(self) -> None:
+    """Ends the upload without keeping the object: the caller failed. (Arrow completes an
+    upload when its stream is closed or collected, so the object is deleted after.)"""
+    if self._thread is None:
+      return
+    self._failure = self._failure or RuntimeError('aborted')
+    self.begin_close()
+    self._thread.join()
+    self._thread = None
+    try:
+      delete_object(self.name)
+    except Exception:  # pylint: disable=broad-except  (nothing, or an unfinished upload)
+      pass
+
+
+def create_object(uri: str) -> Optional[ObjectWriter]:
+  """An ObjectWriter for the gs:// or s3:// `uri`, or None where this pyarrow has no
+  client for its scheme (then Beam's file system writes it)."""
+  client = client_for(uri)
+  return None if client is None else ObjectWriter(client, uri)
+
+
+def _boto3_s3():
+  """This process's boto3 S3 client (made once; the endpoint and keys from the
+  environment, as Beam's S3 file system reads them), or None without boto3."""
+  key = ('boto3', ())
+  if key in _clients:
+    return _clients[key]
+  try:
+    import boto3  # pylint: disable=g-import-not-at-top
+    client = boto3.session.Session().client('s3')
+  except ImportError:
+    client = None
+  with _lock:
+    return _clients.setdefault(key, client)
+
+
+def _bucket_key(uri: str) -> Tuple[str, str]:
+  bucket, _, name = _arrow_path(uri).partition('/')
+  return bucket, name
+
+
+def move_object(source: str, target: str) -> None:
+  """Renames an object within its store: a copy made by the store, then the source
+  deleted. gs://: Arrow's client (GCS's rewrite). s3://: boto3's managed copy (one
+  CopyObject, or a multipart copy past S3's 5 GB limit) where boto3 is installed (Beam's
+  `[aws]` extra, which S3 outputs need), since Arrow's S3 client leaves an empty
+  "folder/" object behind each object it deletes; else Arrow's."""
+  s3 = _boto3_s3() if source.startswith('s3://') else None
+  if s3 is not None:
+    bucket, name = _bucket_key(source)
+    s3.copy({'Bucket': bucket, 'Key': name}, *_bucket_key(target))
+    s3.delete_object(Bucket=bucket, Key=name)
+    return
+  client = client_for(source)
+  client.copy_file(_arrow_path(source), _arrow_path(target))
+  client.delete_file(_arrow_path(source))
+
+
+def delete_object(uri: str) -> None:
+  """Deletes the object `uri` (gs:// or s3://, as `move_object` does), if it exists."""
+  s3 = _boto3_s3() if uri.startswith('s3://') else None
+  if s3 is not None:
+    bucket, name = _bucket_key(uri)
+    s3.delete_object(Bucket=bucket, Key=name)  # S3 answers a missing key alike
+    return
+  try:
+    client_for(uri).delete_file(_arrow_path(uri))
+  except FileNotFoundError:
+    pass
+
+
+def list_names(prefix: str) -> list:
+  """The names of the objects directly under the gs:// or s3:// folder `prefix`."""
+  import pyarrow.fs as pafs  # pylint: disable=g-import-not-at-top
+  client = client_for(prefix)
+  try:
+    infos = client.get_file_info(pafs.FileSelector(_arrow_path(prefix).rstrip('/'),
+                                                   allow_not_found=True))
+  except FileNotFoundError:
+    return []
+  return [i.base_name for i in infos if i.type == pafs.FileType.File]
+
+
+class NotARegularFile(OSError):
+  """A local path that names a FIFO, a device, a socket or a dangling link: reading it
+  could block forever or never end, so it is not read."""
+
+
+def _open_local(path: str) -> BinaryIO:
+  """A local file opened for reading, only if it is a regular file: opened without
+  blocking (a FIFO with no writer would block `open` itself), checked, then read as
+  usual."""
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+  except FileNotFoundError:
+    if os.path.islink(path):
+      raise NotARegularFile(errno.ENOENT, 'a symbolic link to '
+                            f'{os.readlink(path)!r}, which does not exist', path) from None
+    raise
+  try:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+      raise IsADirectoryError(errno.EISDIR, 'Is a directory', path)
+    if not stat.S_ISREG(mode):
+      kind = ('a FIFO' if stat.S_ISFIFO(mode) else 'a character device' if stat.S_ISCHR(mode)
+              else 'a block device' if stat.S_ISBLK(mode) else 'a socket' if stat.S_ISSOCK(mode)
+              else 'not a regular file')
+      raise NotARegularFile(errno.EINVAL, f'{kind}, not a regular file', path)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, 'rb')
+  except BaseException:
+    os.close(fd)
+    raise
+
+
+def missing_bucket(uri: str) -> Optional[str]:
+  """The bucket of a gs:// or s3:// `uri` when that bucket does not exist (or cannot be
+  seen with these credentials), else None. Object stores answer a read of a missing
+  object and of a missing bucket alike; this tells them apart for the error message."""
+  if not is_object_store(uri):
+    return None
+  client = _client(uri[:2])
+  if client is None:
+    return None
+  bucket = _arrow_path(uri).split('/', 1)[0]
+  try:
+    import pyarrow.fs as pafs  # pylint: disable=g-import-not-at-top
+    info = client.get_file_info(bucket)
+  except Exception:  # pylint: disable=broad-except
+    return None
+  return bucket if info.type == pafs.FileType.NotFound else None

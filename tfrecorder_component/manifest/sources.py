@@ -1,0 +1,117 @@
+"""What a `convert()` source stands for: a DataFrame (a manifest written for it, its
+index kept for error reports), or a path, which `manifest.discover` recognises."""
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from tfrecorder_component.io import files
+from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.manifest import automl_csv, discover
+# What the folder reading of earlier releases exposed here.
+from tfrecorder_component.manifest.discover import IMAGE_EXTENSIONS, folder_manifest  # pylint: disable=unused-import
+
+
+def dataframe_manifest(df) -> str:
+  """A DataFrame in AutoML columns (`split`, `image_uri`, `label` and any extra columns,
+  which become typed features) as CSV text, URIs as written."""
+  columns = [str(c) for c in df.columns]
+  if not any(c.strip().lower() in automl_csv.URI_COLUMNS for c in columns):
+    raise ManifestError(f'the DataFrame needs an image URI column (one of '
+                        f'{", ".join(automl_csv.URI_COLUMNS)}); it has {columns}')
+  return _labels_spread(df, automl_csv.is_label_column).to_csv(index=False)
+
+
+def _labels_spread(df, is_label_column):
+  """A label column whose cells are lists (a multi-label DataFrame) becomes one column
+  per label position, each a label column, so every label is read as one."""
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  listy = (list, tuple, set)
+  for column in list(df.columns):
+    name = str(column)
+    if not is_label_column(name.strip().lower()):
+      continue
+    cells = df[column]
+    if not cells.map(lambda v: isinstance(v, listy)).any():
+      continue
+    lists = cells.map(lambda v: sorted(v) if isinstance(v, set) else list(v)
+                      if isinstance(v, listy) else ([] if pd.isna(v) else [v]))
+    width = max(1, max(len(l) for l in lists))
+    names = [name] + [f'{name}_{i}' if name.lower().startswith('label') else f'label_{name}_{i}'
+                      for i in range(2, width + 1)]
+    spread = pd.DataFrame([l + [None] * (width - len(l)) for l in lists], index=df.index,
+                          columns=names)
+    df = df.drop(columns=[column]).join(spread)
+  return df
+
+
+def dataframe_row_index(df) -> Tuple[Tuple[int, Any], ...]:
+  """(row of `dataframe_manifest`'s CSV, index label) for each DataFrame row: the line
+  where the row ends, as the CSV reader counts lines (a cell may hold line breaks)."""
+  line, out = 1, []  # line 1 is the header
+  for label, values in zip(df.index, df.itertuples(index=False, name=None)):
+    breaks = sum(v.count('\r') + v.count('\n') - v.count('\r\n')
+                 for v in values if isinstance(v, str))
+    line += 1 + breaks
+    out.append((line, label.item() if hasattr(label, 'item') else
+                label if isinstance(label, (int, str)) else str(label)))
+  return tuple(out)
+
+
+# Inputs `input_paths` names that the launching process reads itself (never a worker).
+READ_BY_THE_LAUNCHER = ('label map', 'class map')
+
+
+def input_paths(source, image_root=None, label_map=None,
+                class_map=None) -> List[Tuple[str, str]]:
+  """(what, path) of each input of a `convert()` that is a file or folder: the source
+  (a manifest, or a folder of manifests or images; a DataFrame has none), the image
+  root, a label map or class map given as a path. The output may not overlap any."""
+  found = []
+  if not (hasattr(source, 'to_csv') and hasattr(source, 'columns')):
+    path = os.fspath(source)
+    found.append(('manifest' if '://' not in path and os.path.isfile(path) else
+                  'input folder' if '://' not in path else 'input', path))
+  if image_root:
+    found.append(('image root', os.fspath(image_root)))
+  if isinstance(label_map, (str, os.PathLike)) or hasattr(label_map, 'uri'):
+    found.append(('label map', os.fspath(getattr(label_map, 'uri', label_map))))
+  if isinstance(class_map, (str, os.PathLike)) and not str(class_map).lstrip().startswith(
+      ('{', '[')):
+    found.append(('class map', os.fspath(class_map)))
+  return found
+
+
+class Manifests(NamedTuple):
+  """What a `convert()` source stands for (`manifests_for`)."""
+  paths: List[str]
+  image_root: Optional[str]  # None: each manifest's own folder (or `image_roots`)
+  row_index: Tuple[Tuple[int, Any], ...]  # a DataFrame's (row, index label) pairs
+  # {path: the split every row of it takes (None: unassigned)}, from split folders or
+  # a dataset's split lists
+  splits: Dict[str, Optional[str]]
+  # {path: the folder its relative image URIs resolve against}, where a layout says
+  image_roots: Dict[str, str] = {}
+  # {path: its format}, for manifests a layout writes
+  formats: Dict[str, str] = {}
+
+
+def manifests_for(source, report_dir: str, image_root: Optional[str] = None) -> Manifests:
+  """The manifest files a source stands for, the folder its relative image URIs resolve
+  against (None: each manifest's own folder), for a DataFrame its rows' index labels, and
+  the split of each manifest where its layout gives one (`discover.find`: split folders,
+  as Roboflow's exports lay out train/, valid/ and test/; Pascal VOC's split lists; COCO's
+  subsets). For a DataFrame (URIs relative to the working directory, as a notebook means
+  them) or an image folder, a manifest is written into `report_dir`."""
+  if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
+    path = posixpath.join(report_dir, 'input_manifest.csv')
+    files.write_text(path, dataframe_manifest(source))
+    return Manifests([path], os.getcwd(), dataframe_row_index(source), {})
+  found = discover.find(os.fspath(source), report_dir,
+                        os.fspath(image_root) if image_root else None)
+  if found.layout not in ('manifests',):
+    logging.info('%s: read as %s (%d manifest files)', os.fspath(source), found.layout,
+                 len(found.paths))
+  return Manifests(found.paths, None, (), found.splits, found.image_roots, found.formats)

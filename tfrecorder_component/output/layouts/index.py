@@ -1,0 +1,31 @@
+"""`examples.json`, an output's index, written beside its splits last before
+`_SUCCESS`: what a reader needs without the report or TFX's metadata. The split names
+(what an Examples artifact's `split_names` property holds), the records per split, the
+records' features (`example.record_features`), the task, and the layouts written.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Optional, Sequence
+
+from tfrecorder_component.io import files
+
+INDEX_FILE = 'examples.json'
+
+
+def write_index(summary: Dict[str, Any], output_dir: str, split_names: Sequence[str],
+                task: str, layouts: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+  per_split = summary.get('records_per_split') or {}
+  index = {
+      'split_names': list(split_names),
+      'records_per_split': {s: per_split.get(s, 0) for s in split_names},
+      'task': task,
+      'features': summary.get('features') or {},
+      'layouts': layouts or {},
+  }
+  files.write_text(files.join(output_dir, INDEX_FILE), json.dumps(index, indent=2))
+
+
+def read_index(output_dir: str) -> Dict[str, Any]:
+  with files.open_file(files.join(output_dir, INDEX_FILE)) as f:
+    return json.loads(f.read())

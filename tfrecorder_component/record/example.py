@@ -1,0 +1,191 @@
+"""A manifest row plus its image bytes becomes a `tf.train.Example` with standard keys.
+
+Classification records carry `image/class/{text,label}` (0-based ids); detection records
+carry the TF Object Detection API's `image/object/...` keys (1-based class ids, the ids
+of label_map.pbtxt), with `image/object/mask` and `image/object/keypoint/...` when asked
+for; segmentation records carry Model Garden's `image/segmentation/class/{encoded,format}`.
+Extra manifest columns become features under their own names.
+
+The message classes come from `example_proto` (TensorFlow's schema, without importing
+TensorFlow); the serialized records are what `tf.train.Example` parses.
+"""
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
+
+from tfrecorder_component.record import example_proto as tf_example
+from tfrecorder_component.images.probe import ImageInfo
+from tfrecorder_component.manifest import ManifestRow, Task
+from tfrecorder_component.feature_keys import (CLASS_LABEL, CLASS_TEXT, CORNER_X, CORNER_Y,
+                                               IMAGE_CHANNELS, IMAGE_ENCODED, IMAGE_FILENAME,
+                                               IMAGE_FORMAT, IMAGE_HEIGHT, IMAGE_SHA256,
+                                               IMAGE_SOURCE_ID, IMAGE_WIDTH, KEYPOINT_NUM,
+                                               KEYPOINT_TEXT, KEYPOINT_VISIBILITY, KEYPOINT_X,
+                                               KEYPOINT_Y, OBJECT_AREA, OBJECT_CLASS_LABEL,
+                                               OBJECT_CLASS_TEXT, OBJECT_DIFFICULT, OBJECT_IS_CROWD,
+                                               OBJECT_MASK, OBJECT_TRUNCATED, SEGMENTATION_ENCODED,
+                                               SEGMENTATION_FORMAT)
+
+
+class DetectedObject(NamedTuple):
+  """One object of a detection record, its box normalised to the stored image."""
+  label: str
+  class_id: int  # 1-based
+  box: Tuple[float, float, float, float]  # xmin, ymin, xmax, ymax in [0, 1]
+  area: float    # in pixels of the stored image
+  is_crowd: bool = False
+  difficult: bool = False
+  truncated: bool = False
+  mask: Optional[bytes] = None  # PNG, 0 or 1, the stored image's size (include_masks)
+  # (x, y, visibility), normalised; (0, 0, 0) for one not labelled (include_keypoints)
+  keypoints: Tuple[Tuple[float, float, int], ...] = ()
+  keypoint_names: Tuple[str, ...] = ()
+  corners: Tuple[Tuple[float, float], ...] = ()  # an oriented box's 4 corners, normalised
+  attributes: Tuple[Tuple[str, object], ...] = ()  # ObjectBox.attributes
+
+
+def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
+                  objects: Optional[Sequence[DetectedObject]] = None, *,
+                  masks: bool = False, keypoints: bool = False,
+                  class_mask: Optional[bytes] = None):
+  """Builds a record; `image/encoded` holds `data` unchanged.
+
+  By `row.task`: a classification record, whose `row.label_ids` hold the ids of
+  `row.labels` (see `steps.row.convert_row`), a detection record of `objects` (possibly
+  none; with their `masks` and `keypoints` when asked for) or a segmentation record of
+  `class_mask` (a PNG). Fields are appended in place: three times faster than building
+  Feature objects.
+  """
+  example = tf_example.Example()
+  feature = example.features.feature
+  feature[IMAGE_ENCODED].bytes_list.value.append(data)
+  feature[IMAGE_FORMAT].bytes_list.value.append(info.format.encode())
+  feature[IMAGE_HEIGHT].int64_list.value.append(info.height)
+  feature[IMAGE_WIDTH].int64_list.value.append(info.width)
+  feature[IMAGE_CHANNELS].int64_list.value.append(info.channels)
+  feature[IMAGE_FILENAME].bytes_list.value.append(
+      posixpath.basename(row.image_uri).encode('utf-8'))
+  feature[IMAGE_SOURCE_ID].bytes_list.value.append(row.image_uri.encode('utf-8'))
+  feature[IMAGE_SHA256].bytes_list.value.append(hashlib.sha256(data).hexdigest().encode())
+  if row.task is Task.CLASSIFICATION:
+    _int64s(feature, CLASS_LABEL, row.label_ids)
+    _bytes(feature, CLASS_TEXT, [l.encode('utf-8') for l in row.labels])
+  elif row.task is Task.SEGMENTATION:
+    feature[SEGMENTATION_ENCODED].bytes_list.value.append(class_mask)
+    feature[SEGMENTATION_FORMAT].bytes_list.value.append(b'png')
+  else:
+    objects = objects or ()
+    for i, key in enumerate(('xmin', 'ymin', 'xmax', 'ymax')):
+      _floats(feature, f'image/object/bbox/{key}', [o.box[i] for o in objects])
+    _bytes(feature, OBJECT_CLASS_TEXT, [o.label.encode('utf-8') for o in objects])
+    _int64s(feature, OBJECT_CLASS_LABEL, [o.class_id for o in objects])
+    _int64s(feature, OBJECT_IS_CROWD, [int(o.is_crowd) for o in objects])
+    _floats(feature, OBJECT_AREA, [o.area for o in objects])
+    _int64s(feature, OBJECT_DIFFICULT, [int(o.difficult) for o in objects])
+    _int64s(feature, OBJECT_TRUNCATED, [int(o.truncated) for o in objects])
+    if masks:
+      _bytes(feature, OBJECT_MASK, [o.mask for o in objects])
+    if keypoints:
+      _keypoints(feature, objects)
+    if any(o.corners for o in objects):
+      _corners(feature, objects)
+    if any(o.attributes for o in objects):
+      _attributes(feature, objects)
+  for name, value in row.features:
+    if isinstance(value, str):
+      feature[name].bytes_list.value.append(value.encode('utf-8'))
+    elif isinstance(value, float):
+      feature[name].float_list.value.append(value)
+    else:
+      feature[name].int64_list.value.append(value)
+  return example
+
+
+def _keypoints(feature, objects: Sequence[DetectedObject]) -> None:
+  """The Object Detection API's keypoint keys: every object's keypoints in turn, `num`
+  the count of each object's labelled ones."""
+  points = [p for o in objects for p in o.keypoints]
+  _floats(feature, KEYPOINT_X, [x for x, _, _ in points])
+  _floats(feature, KEYPOINT_Y, [y for _, y, _ in points])
+  _int64s(feature, KEYPOINT_VISIBILITY, [v for _, _, v in points])
+  _int64s(feature, KEYPOINT_NUM,
+          [sum(1 for _, _, v in o.keypoints if v) for o in objects])
+  _bytes(feature, KEYPOINT_TEXT,
+         [n.encode('utf-8') for o in objects for n in o.keypoint_names])
+
+
+def _corners(feature, objects: Sequence[DetectedObject]) -> None:
+  """Oriented boxes (YOLO OBB): 4 corners an object, in annotation order, normalised
+  (an object without corners: its box's, clockwise from the top left)."""
+  corners = [p for o in objects for p in (o.corners or (
+      (o.box[0], o.box[1]), (o.box[2], o.box[1]), (o.box[2], o.box[3]), (o.box[0], o.box[3])))]
+  _floats(feature, CORNER_X, [x for x, _ in corners])
+  _floats(feature, CORNER_Y, [y for _, y in corners])
+
+
+# An attribute's value where an object lacks it, by the type of the values others give.
+_MISSING = {str: '', int: -1, float: float('nan')}
+
+
+def _attributes(feature, objects: Sequence[DetectedObject]) -> None:
+  """`image/object/<name>`, one value an object, for each attribute any object has: a
+  string, an int or a float list by the values given (ints and floats mixed: floats);
+  '' / -1 / NaN for an object without it. A name whose key the record already has (a
+  Label Studio control named `truncated` or `area`) is written as
+  `image/object/attribute/<name>`, so no list gets two values for one object."""
+  names = sorted({name for o in objects for name, _ in o.attributes})
+  values = [dict(o.attributes) for o in objects]
+  for name in names:
+    given = [v[name] for v in values if name in v]
+    kind = (str if any(isinstance(g, str) for g in given) else
+            float if any(isinstance(g, float) for g in given) else int)
+    column = [v.get(name, _MISSING[kind]) for v in values]
+    key = f'image/object/{name}'
+    if key in feature:
+      key = f'image/object/attribute/{name}'
+    if kind is str:
+      _bytes(feature, key, [str(c).encode('utf-8') for c in column])
+    elif kind is float:
+      _floats(feature, key, [float(c) for c in column])
+    else:
+      _int64s(feature, key, column)
+
+
+# Each list is present (possibly empty) in every record, so every record has the same
+# keys: an unlabelled image, an image with no objects.
+def _bytes(feature, key: str, values) -> None:
+  target = feature[key].bytes_list
+  target.SetInParent()
+  target.value.extend(values)
+
+
+def _int64s(feature, key: str, values) -> None:
+  target = feature[key].int64_list
+  target.SetInParent()
+  target.value.extend(values)
+
+
+def _floats(feature, key: str, values) -> None:
+  target = feature[key].float_list
+  target.SetInParent()
+  target.value.extend(values)
+
+
+def record_features(signatures: Dict[str, int], records: int) -> Dict[str, Dict[str, Any]]:
+  """{key: {'type': 'bytes' | 'int64' | 'float', 'records': records holding it, 'scalar':
+  whether every record holds it with exactly one value}} of the records written, from
+  their `steps.row.feature_signature` counts. A key written with two types (an extra
+  column read as text in one manifest, as a number in another) has them joined by '|'."""
+  out: Dict[str, Dict[str, Any]] = {}
+  for signature, n in signatures.items():
+    for line in signature.split('\n') if signature else ():
+      key, kind, values = line.split('\t')
+      entry = out.setdefault(key, {'types': set(), 'records': 0, 'one': 0})
+      entry['types'].add(kind)
+      entry['records'] += n
+      entry['one'] += n if values == '1' else 0
+  return {key: {'type': '|'.join(sorted(e['types'])), 'records': e['records'],
+                'scalar': e['one'] == records}
+          for key, e in sorted(out.items())}

@@ -1,0 +1,324 @@
+"""The label vocabulary that travels with the data: `labels.txt` and `label_map.pbtxt`,
+and where its ids come from.
+
+Ids, in order of precedence:
+
+1. A label map given to the run (`label_map`: a label_map.pbtxt, a labels.txt, or an
+   earlier output / Examples artifact holding one; in a pipeline also the optional
+   `label_map_examples` input a resolver fills with the latest Examples): its ids are
+   kept. A label the map lacks fails its rows (`unknown_label`) unless new labels are
+   appended (`append_new_labels`, always for the pipeline input): then it takes the
+   next free id, and the run names it.
+2. Ids the source defines: COCO category ids. For detection and segmentation, whose ids
+   start at 1 (the Object Detection API reserves 0 for the background), a source that
+   numbers from 0 has every id moved up by one.
+3. Otherwise ids are assigned: the sorted labels (by number when every label is an
+   integer), 0-based for classification, 1-based for detection and segmentation, after
+   any ids of 1 and 2.
+
+Ids are fixed before any image is read and never renumbered: a label none of whose rows
+became a record keeps its id (`labels_left_out` in the report), so no other id moves.
+
+label_map.pbtxt (StringIntLabelMap text format) holds the ids the records hold.
+labels.txt holds one label per id from the task's first id up: line k is the label of id
+`first + k`, and an empty line an id no label has (a given or COCO map with gaps), so
+`tf.lookup.TextFileInitializer` maps line numbers to ids. Labels never hold line breaks
+or control characters (the manifest readers refuse them, `bad_label`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from tfrecorder_component.errors import UsageError
+from tfrecorder_component.io import files
+from tfrecorder_component.io import storage
+
+LABELS_FILE = 'labels.txt'
+LABEL_MAP_FILE = 'label_map.pbtxt'
+
+
+def vocabulary_order(labels: Iterable[str]) -> List[str]:
+  """The labels in id order: by number when every label is an integer (`2` before
+  `10`, as a digits data set means them), else sorted as text."""
+  labels = list(labels)
+  if labels and all(re.fullmatch(r'[+-]?\d+', l) for l in labels):
+    return sorted(labels, key=lambda l: (int(l), l))
+  return sorted(labels)
+
+
+def first_label_id(task: str) -> int:
+  """Class ids start at 0 for classification, at 1 for detection and segmentation (0 is
+  the background)."""
+  return 0 if task == 'classification' else 1
+
+
+@dataclasses.dataclass(frozen=True)
+class GivenLabelMap:
+  """A label map given to a run (`read_given_label_map`): (label, id) pairs, or for a
+  labels.txt (label, line index) pairs whose ids start at the task's first id."""
+  source: str
+  items: Tuple[Tuple[str, int], ...]
+  by_line: bool = False
+
+  def ids(self, first_id: int) -> Dict[str, int]:
+    return {label: i + (first_id if self.by_line else 0) for label, i in self.items}
+
+
+@dataclasses.dataclass(frozen=True)
+class Vocabulary:
+  """The run's {label: id} in id order, and how it came about: `appended` (labels a
+  given map lacked, given new ids), `unknown` (labels a closed map lacks: their rows
+  fail), `conflicts` (one line each: source ids that could not be kept)."""
+  ids: Dict[str, int]
+  appended: Tuple[str, ...] = ()
+  unknown: Tuple[str, ...] = ()
+  conflicts: Tuple[str, ...] = ()
+
+
+def assign_ids(labels: Iterable[str], first_id: int, given: Optional[GivenLabelMap] = None,
+               append_new_labels: bool = False,
+               source_ids: Mapping[str, Iterable[int]] = ()) -> Vocabulary:
+  """The ids of a run whose rows hold `labels`, by the precedence in the module's
+  docstring. `source_ids`: {label: the ids its source gives it} (COCO category ids)."""
+  labels = set(labels)
+  ids: Dict[str, int] = given.ids(first_id) if given else {}
+  new = [l for l in vocabulary_order(labels) if l not in ids]
+  if given and not append_new_labels:
+    return Vocabulary(dict(sorted(ids.items(), key=lambda item: item[1])), unknown=tuple(new))
+  taken = set(ids.values())
+  conflicts = []
+  source = {l: sorted(set(source_ids[l])) for l in new if l in source_ids}
+  lowest = min((i[0] for i in source.values()), default=first_id)
+  shift = max(0, first_id - lowest)  # a source numbering from 0, for a task from 1
+  assigned = []
+  for label in new:
+    wanted = [i + shift for i in source.get(label, ())]
+    if len(wanted) > 1:
+      conflicts.append(f'{label!r} has several source ids ({", ".join(map(str, wanted))}); '
+                       f'it takes {wanted[0]}')
+    if wanted and wanted[0] not in taken:
+      ids[label] = wanted[0]
+      taken.add(wanted[0])
+    else:
+      if wanted:
+        owner = next(l for l, i in ids.items() if i == wanted[0])
+        conflicts.append(f'{label!r} cannot keep source id {wanted[0]}, which {owner!r} '
+                         'holds; it takes a new id')
+      assigned.append(label)
+  start = max(taken, default=first_id - 1) + 1
+  ids.update((label, i) for i, label in enumerate(assigned, start=start))
+  ordered = dict(sorted(ids.items(), key=lambda item: item[1]))
+  return Vocabulary(ordered, appended=tuple(new) if given else (),
+                    conflicts=tuple(conflicts))
+
+
+def _quote(text: str) -> str:
+  return '"' + text.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n') + '"'
+
+
+def label_map_pbtxt(ids: Mapping[str, int]) -> str:
+  """StringIntLabelMap text format, one `item` per label, in id order."""
+  return ''.join(f'item {{\n  name: {_quote(name)}\n  id: {i}\n}}\n'
+                 for name, i in sorted(ids.items(), key=lambda item: item[1]))
+
+
+def labels_txt(ids: Mapping[str, int], first_id: int) -> str:
+  """One line per id from `first_id` to the largest: its label, or empty for an id no
+  label has."""
+  by_id = {i: label for label, i in ids.items()}
+  return ''.join(by_id.get(i, '') + '\n' for i in range(first_id, max(by_id, default=-1) + 1))
+
+
+def write_label_files(directory: str, ids: Mapping[str, int], first_id: int = 0) -> None:
+  for name, text in ((LABELS_FILE, labels_txt(ids, first_id)),
+                     (LABEL_MAP_FILE, label_map_pbtxt(ids))):
+    files.write_text(files.join(directory, name), text)
+
+
+# StringIntLabelMap text format: `item { ... }` blocks whose fields (`name`, `id`,
+# `display_name`, and others, nested messages included, that this ignores) come in any
+# order, strings in double or single quotes with C escapes, `#` comments.
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|#[^\n]*|[{}:]|[^\s{}:"\'#]+')
+_ESCAPE = re.compile(r'\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)', re.S)
+_ESCAPES = {'n': '\n', 't': '\t', 'r': '\r', 'a': '\a', 'b': '\b', 'f': '\f', 'v': '\v'}
+
+
+def _unquote(text: str) -> str:
+  """A text-format string's value: C escapes, octal and hex bytes decoded as UTF-8."""
+  def one(m):
+    e = m.group(1)
+    if e[0] == 'x':
+      return chr(int(e[1:], 16))
+    if e[0] in '01234567':
+      return chr(int(e, 8))
+    return _ESCAPES.get(e, e)
+  raw = _ESCAPE.sub(one, text[1:-1])
+  try:  # byte escapes (\303\251) spell UTF-8
+    return raw.encode('latin-1').decode('utf-8')
+  except (UnicodeEncodeError, UnicodeDecodeError):
+    return raw
+
+
+def _items(text: str, source: str) -> List[Dict[str, str]]:
+  """The top-level fields (name: token) of each `item { }` of a text-format file."""
+  items: List[Dict[str, str]] = []
+  depth, key, expect_value = 0, None, False
+  for token in (t for t in _TOKEN.findall(text) if not t.startswith('#')):
+    if token == '{':
+      if depth == 0 and key != 'item':
+        raise UsageError(f'{source}: expected `item {{`, got {key!r}')
+      depth += 1
+      if depth == 1:
+        items.append({})
+      key, expect_value = None, False
+    elif token == '}':
+      depth -= 1
+      if depth < 0:
+        raise UsageError(f'{source}: an unmatched `}}`')
+      key, expect_value = None, False
+    elif token == ':':
+      expect_value = True
+    elif expect_value:
+      if depth == 1 and key is not None:
+        items[-1].setdefault(key, token)
+      key, expect_value = None, False
+    else:
+      key = token
+  if depth:
+    raise UsageError(f'{source}: an `item {{` is not closed')
+  return items
+
+
+def parse_label_map(text: str, source: str = LABEL_MAP_FILE) -> Dict[str, int]:
+  """{name: id} of a label_map.pbtxt's text, in file order; UsageError naming `source`
+  and the item for an item without a quoted name or whole-number id, or a name or id
+  given twice."""
+  out: Dict[str, int] = {}
+  owners: Dict[int, str] = {}
+  for number, fields in enumerate(_items(text, source), start=1):
+    name = fields.get('name', fields.get('display_name', ''))
+    where = f'{source}: item {number}'
+    if name[:1] not in ('"', "'") or not re.fullmatch(r'[+-]?\d+', fields.get('id', '')):
+      raise UsageError(f'{where} needs a quoted name and a whole-number id, got {fields!r}')
+    name, i = _unquote(name), int(fields['id'])
+    if name in out or i in owners:
+      raise UsageError(f'{where}: {"name " + repr(name) if name in out else f"id {i}"} is '
+                       'given twice')
+    out[name], owners[i] = i, name
+  if not out and text.strip():
+    raise UsageError(f'{source} holds no `item {{ name: ... id: ... }}`')
+  return out
+
+
+def read_given_label_map(path: str) -> GivenLabelMap:
+  """The label map at `path`: a label_map.pbtxt (ids as written), a labels.txt (line k:
+  the task's first id + k; empty lines are ids no label has), or a folder holding
+  label_map.pbtxt (an earlier output, an Examples artifact URI), on any Beam file system.
+  UsageError naming the path when it cannot be read or is malformed."""
+  path = os.fspath(getattr(path, 'uri', path))
+  candidates = [path] if path.endswith(('.pbtxt', '.txt')) else [
+      files.join(path, LABEL_MAP_FILE), path]
+  for candidate in candidates:
+    try:
+      with files.open_file(candidate) as f:
+        data = f.read()
+    except Exception:  # pylint: disable=broad-except
+      continue
+    try:
+      text = data.decode('utf-8')
+    except UnicodeDecodeError as e:
+      raise UsageError(f'label map {candidate} is not UTF-8 text ({e})') from None
+    if candidate.endswith('.txt'):
+      lines = text.split('\n')
+      if lines and lines[-1] == '':
+        lines.pop()
+      items = [(l.rstrip('\r'), k) for k, l in enumerate(lines) if l.rstrip('\r')]
+      seen: Set[str] = set()
+      for label, k in items:
+        if label in seen:
+          raise UsageError(f'{candidate}: line {k + 1}: label {label!r} is given twice')
+        seen.add(label)
+      return GivenLabelMap(candidate, tuple(items), by_line=True)
+    return GivenLabelMap(candidate, tuple(parse_label_map(text, candidate).items()))
+  raise UsageError(f'no label map at {path}: give a label_map.pbtxt, a labels.txt or an '
+                   f'earlier output folder holding {LABEL_MAP_FILE}')
+
+
+def given_label_map(value) -> Optional[GivenLabelMap]:
+  """A `label_map` argument as a GivenLabelMap: None; a path or URI (see
+  `read_given_label_map`), or an Examples artifact; a {label: id} mapping; or a list of
+  labels in id order from the task's first id."""
+  if value is None or isinstance(value, GivenLabelMap):
+    return value
+  if isinstance(value, Mapping):
+    items = tuple((str(k), int(v)) for k, v in value.items())
+    if len({i for _, i in items}) != len(items):
+      raise UsageError(f'label_map gives one id to several labels: {dict(items)!r}')
+    return GivenLabelMap('the label_map argument', items)
+  if isinstance(value, (list, tuple)):
+    if len(set(value)) != len(value):
+      raise UsageError('label_map lists a label twice')
+    return GivenLabelMap('the label_map argument', tuple((str(l), k) for k, l in
+                                                          enumerate(value)), by_line=True)
+  path = os.fspath(getattr(value, 'uri', value))
+  storage.prepare_file_systems(path)
+  return read_given_label_map(path)
+
+
+def label_notes(summary: Mapping[str, object]) -> List[str]:
+  """Lines naming the labels of a run's summary that no record holds, that a given label
+  map lacked (appended, or failing their rows) and source ids not kept."""
+  named = lambda labels: ', '.join(repr(l) for l in labels)
+  lines = []
+  if summary.get('labels_left_out'):
+    lines.append('Labels with no record (each keeps its id in label_map.pbtxt): '
+                 + named(summary['labels_left_out']))
+  if summary.get('labels_appended'):
+    ids = summary.get('label_ids', {})
+    lines.append(f'Labels new to the label map {summary.get("label_map_given")}, appended: '
+                 + ', '.join(f'{l!r} (id {ids.get(l)})' for l in summary['labels_appended']))
+  if summary.get('labels_unknown'):
+    lines.append(f'Labels not in the label map {summary.get("label_map_given")} (their rows '
+                 'failed, unknown_label): ' + named(summary['labels_unknown']))
+  lines.extend('Label id not kept: ' + c for c in summary.get('label_id_conflicts') or ())
+  return lines
+
+
+def read_label_map(examples_uri: str) -> Dict[str, int]:
+  """The label map of an output: {label: id}, with the ids the records hold.
+
+  Args:
+    examples_uri: An Examples artifact URI, a `convert` output folder or any folder
+      holding label_map.pbtxt (local, gs://, s3://), or a `tfx.types.Artifact`.
+
+  Returns:
+    {label: id}.
+  """
+  uri = getattr(examples_uri, 'uri', examples_uri)
+  path = files.join(os.fspath(uri), LABEL_MAP_FILE)
+  with files.open_file(path) as f:
+    return parse_label_map(f.read().decode('utf-8'), path)
+
+
+def merged_label_maps(maps: Sequence[Tuple[str, Mapping[str, int]]]) -> Dict[str, int]:
+  """One {label: id} for data written with several label maps ((where, map) pairs):
+  their union when they agree (a later span's map extends an earlier one); ValueError in
+  one line naming both when a label has two ids or an id two labels."""
+  merged: Dict[str, int] = {}
+  where_label: Dict[str, str] = {}
+  owners: Dict[int, Tuple[str, str]] = {}
+  for where, ids in maps:
+    for label, i in ids.items():
+      if label in merged and merged[label] != i:
+        raise ValueError(f'the label maps disagree: {label!r} is id {merged[label]} in '
+                         f'{where_label[label]} and id {i} in {where}; convert with one '
+                         'label map (label_map / the label_map_examples input)')
+      if i in owners and owners[i][0] != label:
+        raise ValueError(f'the label maps disagree: id {i} is {owners[i][0]!r} in '
+                         f'{owners[i][1]} and {label!r} in {where}; convert with one '
+                         'label map (label_map / the label_map_examples input)')
+      merged[label], where_label[label], owners[i] = i, where, (label, where)
+  return dict(sorted(merged.items(), key=lambda item: item[1]))

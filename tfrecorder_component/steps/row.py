@@ -1,0 +1,256 @@
+"""One manifest row to one record, without Beam: read the image, probe and decode-check
+it, check its boxes (and masks and keypoints, or its class mask), apply the image
+transform to all of them, pick the split and build the `tf.train.Example`. Failures
+raise RowError naming the reason."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from tfrecorder_component.io import files
+from tfrecorder_component.output import report_html
+from tfrecorder_component.record import splits as splits_lib
+from tfrecorder_component.errors import RowError
+from tfrecorder_component.record.example import DetectedObject, build_example
+from tfrecorder_component.images import boxes as boxes_lib
+from tfrecorder_component.images import masks as masks_lib
+from tfrecorder_component.images import probe as image_lib
+from tfrecorder_component.images import transform as transform_lib
+from tfrecorder_component.manifest import ManifestRow, ObjectBox, Task
+from tfrecorder_component.manifest.class_map import is_dropped
+from tfrecorder_component.options import ConversionOptions
+
+
+class RecordStat(NamedTuple):
+  """What the report needs of a written record, without its bytes."""
+  split: str
+  labels: Tuple[str, ...]
+  sha256: str
+  uri: str
+  objects: Tuple[str, ...] = ()  # detection: the label of each object written
+  image_format: str = ''
+  size_bucket: str = ''  # report_html.size_bucket of the stored image
+  features: str = ''  # `feature_signature` of the record
+
+
+class ConvertedRow(NamedTuple):
+  """A row that became a record."""
+  split: str
+  record: bytes  # the serialized tf.train.Example
+  stat: RecordStat
+  box_issues: List[boxes_lib.BoxIssue]
+  data: bytes    # the image as stored in the record
+  objects: Optional[List[DetectedObject]]  # detection: the objects written
+  converted: bool  # re-encoded as PNG (`convert_unsupported`)
+  bytes_read: int
+  class_mask: Optional[bytes] = None  # segmentation: the class mask written (PNG)
+
+
+# Reads a file's bytes, (uri, max_bytes) -> bytes, raising RowError: `files.read_bytes`,
+# or the bytes that a Beam step fetched ahead (`beam.convert`).
+Read = Callable[[str, int], bytes]
+
+
+def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOptions,
+                read: Read = files.read_bytes) -> ConvertedRow:
+  """The record of one row, its split and what the report needs of it; raises RowError
+  naming why the row cannot become a record. `ids`: the run's {label: class id}."""
+  for label in (*row.labels, *(o.label for o in row.objects or () if not is_dropped(o))):
+    if label not in ids:  # a label a given label map lacks
+      raise RowError('unknown_label', f'the label {label!r} is not in the given label map; '
+                     'add it there, or let new labels take new ids (append_new_labels, '
+                     '--append-new-labels)')
+  data, info, converted = load_image(row, options, read)
+  bytes_read = len(data)
+  class_mask = None
+  if row.task is Task.SEGMENTATION:
+    class_mask = _class_mask(row, info, ids, options, read)
+  data, info, objects, issues, class_mask = _objects_and_transform(
+      row, data, info, ids, options, class_mask)
+  if row.task is Task.DETECTION:
+    names = tuple(o.label for o in objects)
+    labels = tuple(dict.fromkeys(names))
+  else:
+    row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
+    names, labels = (), row.labels
+  split = row.split or splits_lib.hash_split(row.image_uri, options.buckets)
+  encoded_mask = None if class_mask is None else masks_lib.encode_png(class_mask)
+  example = build_example(row, data, info, objects, masks=options.include_masks,
+                          keypoints=options.include_keypoints, class_mask=encoded_mask)
+  sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
+  stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
+                    report_html.size_bucket(info.width, info.height),
+                    feature_signature(example))
+  # deterministic: byte-reproducible records
+  return ConvertedRow(split, example.SerializeToString(deterministic=True), stat, issues,
+                      data, objects, converted, bytes_read, encoded_mask)
+
+
+_VALUES = {'bytes_list': 'bytes', 'int64_list': 'int64', 'float_list': 'float'}
+
+
+def feature_signature(example) -> str:
+  """The record's keys with their types and whether each has one value, a line each
+  (`key<TAB>type<TAB>1|n`, sorted): a run's records share a few signatures, which the
+  summary counts into its `features` (`example.record_features`)."""
+  lines = []
+  for key, feature in example.features.feature.items():
+    kind = feature.WhichOneof('kind')
+    one = kind is not None and len(getattr(feature, kind).value) == 1
+    lines.append(f'{key}\t{_VALUES.get(kind, "bytes")}\t{"1" if one else "n"}')
+  return '\n'.join(sorted(lines))
+
+
+def load_image(row: ManifestRow, options: ConversionOptions, read: Read = files.read_bytes
+               ) -> Tuple[bytes, image_lib.ImageInfo, bool]:
+  """Reads a row's image, probes its header and (by default) proves it decodes.
+
+  Returns (bytes, info, converted); raises RowError naming the reason.
+  """
+  data = read(row.resolved_uri, options.max_bytes)
+  try:
+    return data, image_lib.probe_image(data, options.max_pixels,
+                                       decode=options.verify_decode), False
+  except RowError as e:
+    if e.reason != 'unsupported_format' or not options.convert_unsupported:
+      raise
+  data = image_lib.convert_to_png(data)
+  return data, image_lib.probe_image(data, options.max_pixels,
+                                     decode=options.verify_decode), True
+
+
+def _class_mask(row: ManifestRow, info: image_lib.ImageInfo, ids: Dict[str, int],
+                options: ConversionOptions, read: Read) -> np.ndarray:
+  """A segmentation row's class mask at the stored image's size; RowError otherwise."""
+  try:
+    data = read(row.resolved_mask_uri, options.max_bytes)
+    return masks_lib.class_mask(data, row.mask_colors, ids, info.width, info.height)
+  except RowError as e:
+    raise RowError(e.reason, f'mask {row.mask_uri!r}: {e.message}') from None
+
+
+class _Annotated(NamedTuple):
+  """A kept object, its instance mask as a pycocotools RLE (include_masks), its
+  keypoints, normalised (include_keypoints), and its oriented box's corners, normalised."""
+  index: int
+  obj: ObjectBox
+  box: boxes_lib.Box
+  rle: Optional[Dict]
+  points: Tuple[Tuple[float, float, int], ...]
+  corners: Tuple[boxes_lib.Point, ...] = ()
+
+  def issue(self, action: str, reason: str, keypoint: Optional[str] = None):
+    obj = self.obj
+    return boxes_lib.BoxIssue(self.index, obj.label, (obj.xmin, obj.ymin, obj.xmax, obj.ymax),
+                              action, reason, keypoint)
+
+
+def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageInfo,
+                           ids: Dict[str, int], options: ConversionOptions,
+                           class_mask: Optional[np.ndarray]):
+  """Checks the row's boxes, masks and keypoints against the stored image, then applies
+  the image transform (they move with the pixels, as does a class mask). Returns
+  (bytes, info, objects or None, issues, class mask)."""
+  issues: List[boxes_lib.BoxIssue] = []
+  annotated: List[_Annotated] = []
+  if row.task is Task.DETECTION:
+    kept, issues = boxes_lib.normalize_boxes(row.objects, info.width, info.height)
+    annotated = _annotate(kept, info, options, issues)
+  result = None
+  transform = options.transform
+  if transform is not None and not transform.is_identity:
+    result = transform_lib.apply_transform(
+        data, transform, [a.box for a in annotated],
+        [(x, y) for a in annotated for x, y, _ in a.points] +
+        [point for a in annotated for point in a.corners])
+    if result.changed:
+      data = result.data
+      info = image_lib.probe_image(data, options.max_pixels)
+      annotated = _moved(annotated, result, issues)
+      if class_mask is not None:
+        class_mask = transform_lib.transform_mask(class_mask, result)
+    else:
+      result = None
+  if row.task is not Task.DETECTION:
+    return data, info, None, issues, class_mask
+  scale = result.scale if result is not None else (1.0, 1.0)
+  objects = []
+  for a in annotated:
+    mask = None
+    if a.rle is not None:  # drawn one object at a time, then encoded
+      pixels = masks_lib.decode(a.rle)
+      if pixels is None:
+        issues.append(a.issue('dropped', 'bad_mask'))
+        continue
+      mask = masks_lib.encode_png(pixels if result is None
+                                  else transform_lib.transform_mask(pixels, result))
+    objects.append(DetectedObject(
+        label=a.obj.label, class_id=ids[a.obj.label], box=a.box,
+        area=(a.obj.area * scale[0] * scale[1] if a.obj.area is not None
+              else boxes_lib.pixel_area(a.box, info.width, info.height)),
+        is_crowd=a.obj.is_crowd, difficult=a.obj.difficult, truncated=a.obj.truncated,
+        mask=mask, keypoints=a.points, keypoint_names=a.obj.keypoint_names if a.points else (),
+        corners=a.corners, attributes=a.obj.attributes))
+  return data, info, objects, issues, class_mask
+
+
+def _annotate(kept, info: image_lib.ImageInfo, options: ConversionOptions,
+              issues: List[boxes_lib.BoxIssue]) -> List[_Annotated]:
+  """Rasterises the kept objects' masks and normalises their keypoints, listing what is
+  wrong with them in `issues`: an object whose mask cannot be drawn or is empty is
+  dropped, a polygon reaching outside the image is clipped, a labelled keypoint outside
+  the image is made unlabelled (0, 0, 0)."""
+  annotated = []
+  for index, obj, box in kept:
+    a = _Annotated(index, obj, box, None, ())
+    if options.include_masks:
+      rle, reason = masks_lib.rasterize(obj.mask, info.width, info.height)
+      if rle is None or reason == 'empty_mask':
+        issues.append(a.issue('dropped', reason))
+        continue
+      if reason:
+        issues.append(a.issue('clipped', reason))
+      a = a._replace(rle=rle)
+    points = []
+    scale = (1.0, 1.0) if obj.normalized else (info.width, info.height)
+    for name, (x, y, v) in zip(obj.keypoint_names, obj.keypoints):
+      point = (x / scale[0], y / scale[1])
+      if v and not boxes_lib.inside(point):
+        issues.append(a.issue('hidden', 'keypoint_outside', name))
+        v = 0
+      points.append((*point, v) if v else (0.0, 0.0, 0))
+    corners = tuple((x / scale[0], y / scale[1])
+                    for x, y in zip(obj.corners[0::2], obj.corners[1::2]))
+    inside = tuple((min(1.0, max(0.0, x)), min(1.0, max(0.0, y))) for x, y in corners)
+    if inside != corners:
+      issues.append(a.issue('clipped', 'corner_outside_image'))
+    annotated.append(a._replace(points=tuple(points), corners=inside))
+  return annotated
+
+
+def _moved(annotated: List[_Annotated], result: transform_lib.TransformResult,
+           issues: List[boxes_lib.BoxIssue]) -> List[_Annotated]:
+  """The objects after a transform: one whose box left the image is dropped, a labelled
+  keypoint that left it becomes unlabelled."""
+  points = iter(result.points)
+  corners = iter(result.points[sum(len(a.points) for a in annotated):])
+  moved = []
+  for a, box in zip(annotated, result.boxes):
+    moved_corners = tuple(next(corners) for _ in a.corners)
+    kept_points = []
+    for name, (_, _, v) in zip(a.obj.keypoint_names, a.points):
+      point = next(points)
+      if v and point is None and box is not None:
+        issues.append(a.issue('hidden', 'keypoint_outside_after_transform', name))
+      kept_points.append((*point, v) if v and point is not None else (0.0, 0.0, 0))
+    if box is None:
+      issues.append(a.issue('dropped', 'outside_after_transform'))
+      continue
+    if None in moved_corners:  # a corner left the image: the kept box's corners instead
+      issues.append(a.issue('clipped', 'corner_outside_after_transform'))
+      x0, y0, x1, y1 = box
+      moved_corners = ((x0, y0), (x1, y0), (x1, y1), (x0, y1))
+    moved.append(a._replace(box=box, points=tuple(kept_points), corners=moved_corners))
+  return moved
