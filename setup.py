@@ -59,7 +59,8 @@ setup(
         # tfx[kfp] brings kfp where TFX offers it (TFX 1.21: Python < 3.12).
         'tfx': ['tfx[kfp]>=1.16,<1.22', BEAM_WITH.format('gcp'), PANDAS],
     },
-    entry_points={'console_scripts': ['tfrecorder-component=tfrecorder_component.adapters.cli:main']},
+    entry_points={'console_scripts': [
+        'tfrecorder-component=tfrecorder_component.adapters.cli:main']},
     license='Apache-2.0',
     classifiers=[f'Programming Language :: Python :: 3.{minor}' for minor in (10, 11, 12, 13)],
 )
