@@ -180,6 +180,42 @@ def test_a_failed_runs_report_does_not_replace_a_folder_of_the_users(tmp_path):
   assert not os.path.exists(os.path.join(folder, 'out', 'report.failed'))
 
 
+@pytest.mark.parametrize('report_dir, named', [
+    ('.', 'half, labels.txt, m.csv, ...'),       # the project itself
+    ('photos', 'cat, dog'),                      # the images
+    ('mine', 'summary.txt'),                     # a folder of the user's own
+    ('half', 'report.html'),                     # report-like names, no summary.json
+])
+def test_validate_replaces_an_earlier_report_and_never_a_folder_of_the_users(
+    tmp_path, report_dir, named):
+  """`validate --report-dir` empties an earlier report to write the new one; any other
+  folder is refused in one line, exit 2, before anything is read or removed."""
+  folder = project(str(tmp_path / 'project'))
+  write_text(os.path.join(folder, 'mine', 'summary.txt'), 'my own summary\n')
+  write_text(os.path.join(folder, 'half', 'report.html'), '<p>my page</p>\n')
+  before = tree(folder)
+  refused = cli('validate', 'm.csv', '--report-dir', report_dir, cwd=folder)
+  assert refused.returncode == 2, refused.stderr
+  assert refused.stdout == ''
+  assert refused.stderr.splitlines() == [
+      f'error: --report-dir {os.path.realpath(os.path.join(folder, report_dir))} holds files '
+      f'that are no earlier report ({named}): name a new or empty folder, or an earlier '
+      "report's"]
+  assert tree(folder) == before
+  # An earlier report is replaced (a file of an older version of it removed), an empty
+  # folder of the user's filled and kept.
+  for name in ('report', 'empty'):
+    os.makedirs(os.path.join(folder, name), exist_ok=True)
+    assert cli('validate', 'm.csv', '--report-dir', name, cwd=folder).returncode == 0
+  write_text(os.path.join(folder, 'report', 'box_issues.jsonl'), '{"stale": true}\n')
+  assert cli('validate', 'm.csv', '--report-dir', 'report', cwd=folder).returncode == 0
+  assert open(os.path.join(folder, 'report', 'box_issues.jsonl')).read() == ''
+  assert sorted(os.listdir(os.path.join(folder, 'report'))) == sorted(
+      os.listdir(os.path.join(folder, 'empty'))) == [
+          'box_issues.jsonl', 'duplicates.jsonl', 'errors.jsonl', 'report.html',
+          'summary.json']
+
+
 def test_dataflow_with_a_local_input_is_refused_before_any_job(tmp_path):
   """DataflowRunner's workers reach only gs://: a local manifest, image root or output
   is refused in one line, before the output folder is made or Beam is imported."""

@@ -29,7 +29,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from tfrecorder_component import extras as extras_lib
 from tfrecorder_component.adapters.console import (WORKER_WARNINGS, EscapingStream,
@@ -38,7 +38,7 @@ from tfrecorder_component.record import labels as labels_lib
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component import option_table
 from tfrecorder_component.steps import policy
-from tfrecorder_component.errors import ManifestError, closest
+from tfrecorder_component.errors import ManifestError, UsageError, closest
 from tfrecorder_component.manifest.registry import MANIFEST_FORMATS
 
 PROGRESS_EVERY_S = 10.0
@@ -146,6 +146,17 @@ def _print_label_notes(summary) -> None:
 
 
 def cmd_convert(args) -> int:
+  """`convert`: runs `convert()` and prints the records written per split and layout,
+  the failed rows, what became of the labels and boxes, and the report page's path.
+
+  Args:
+    args: The parsed command line (`build_parser`'s namespace): `source`, `output_dir`,
+      `quiet`, `progress_every` and the conversion options given (those not given are
+      absent, so that `convert()` takes its defaults).
+
+  Returns:
+    0; a run that fails raises, and `main` turns the exception into the exit status.
+  """
   from tfrecorder_component.adapters.conversion import convert  # pylint: disable=g-import-not-at-top
   result = convert(args.source, args.output_dir, progress_every_s=_progress_every(args),
                    **_options(args))
@@ -180,14 +191,71 @@ def _print_box_issues(summary: dict, report_dir: str) -> None:
     print(f'  every one: {os.path.join(report_dir, "box_issues.jsonl")}')
 
 
+def _earlier_report(report_dir: str) -> Sequence[str]:
+  """The names in existing folder `report_dir` when it is empty or an earlier report
+  (only `output_paths.REPORT_NAMES`, with summary.json or a killed run's work folder),
+  which `validate` replaces.
+
+  Args:
+    report_dir: The folder `--report-dir` names, which exists.
+
+  Raises:
+    UsageError: before anything is read or removed, for a file, or a folder that holds
+      anything else: a folder of the user's is never emptied.
+  """
+  if not os.path.isdir(report_dir):
+    raise UsageError(f'--report-dir {report_dir} is a file, not a folder')
+  names = sorted(os.listdir(report_dir))
+  others = [name for name in names if name not in output_paths.REPORT_NAMES]
+  if others or (names and not {output_paths.SUMMARY_FILE, output_paths.WORK_DIR} & set(names)):
+    shown = ', '.join(others[:3] or names[:3]) + (', ...' if len(others or names) > 3 else '')
+    raise UsageError(f'--report-dir {report_dir} holds files that are no earlier report '
+                     f'({shown}): name a new or empty folder, or an earlier report\'s')
+  return names
+
+
+def _remove_report_files(report_dir: str, names: Sequence[str] = (), made: bool = False
+                         ) -> None:
+  """Removes the report files `names` from `report_dir` (every report name where `made`),
+  and the folder itself only where this run `made` it.
+
+  Args:
+    report_dir: The report folder.
+    names: Names in it to remove, all of them report names (`_earlier_report`).
+    made: Whether this run made the folder: then it goes, with what the run wrote.
+  """
+  if made:
+    shutil.rmtree(report_dir, ignore_errors=True)
+    return
+  for name in names or output_paths.REPORT_NAMES:
+    path = os.path.join(report_dir, name)
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+      os.remove(path)
+
+
 def cmd_validate(args) -> int:
+  """`validate`: runs `validate()` into the report folder and prints the rows read, valid
+  and failed, the failed rows and what became of the labels.
+
+  Args:
+    args: The parsed command line (`build_parser`'s namespace): `source`, `report_dir`
+      (new, empty, or an earlier report, whose files are replaced: `_earlier_report`),
+      `no_report` (write the report to a temporary folder, removed at the end), `quiet`,
+      `progress_every` and the reading options given.
+
+  Returns:
+    1 if any row failed or no row was read, else 0.
+  """
   from tfrecorder_component.adapters.conversion import validate  # pylint: disable=g-import-not-at-top
   report_dir = tempfile.mkdtemp(prefix='tfrecorder-validate-') if args.no_report else (
       os.path.abspath(args.report_dir))
-  if not args.no_report and os.path.isdir(report_dir):
-    shutil.rmtree(report_dir)  # the report of an earlier validation: replaced
+  made = args.no_report or not os.path.lexists(report_dir)
+  if not made:
+    _remove_report_files(report_dir, _earlier_report(report_dir))
   from tfrecorder_component.output import interrupt  # pylint: disable=g-import-not-at-top
-  key = interrupt.on_interrupt(lambda: shutil.rmtree(report_dir, ignore_errors=True) or '')
+  key = interrupt.on_interrupt(lambda: _remove_report_files(report_dir, made=made) or '')
   try:
     summary = validate(args.source, report_dir, progress_every_s=_progress_every(args),
                        **_options(args))
@@ -207,6 +275,18 @@ def cmd_validate(args) -> int:
 
 
 def cmd_inspect(args) -> int:
+  """`inspect`: prints the records per split, the labels per split and the first records
+  of an output, and writes a contact sheet where asked.
+
+  Args:
+    args: The parsed command line (`build_parser`'s namespace): `output_dir` (an output
+      of convert or an Examples artifact), `split` (None: every split; an unknown one
+      raises), `records` (how many to print), `contact_sheet` (the PNG path to write, or
+      None for none) and `per_label` (images per label on it).
+
+  Returns:
+    0.
+  """
   from tfrecorder_component.readers import inspection  # pylint: disable=g-import-not-at-top
   inspection.check_split(args.output_dir, args.split)
   info = inspection.inspect_examples(args.output_dir, records=args.records, split=args.split)
@@ -312,7 +392,14 @@ class _Parser(argparse.ArgumentParser):
 def unrecognized(parser: argparse.ArgumentParser, extras: List[str]) -> None:
   """Exits as argparse does (usage, one error line, status 2) for `extras` that
   `parser` (the command's) does not take, naming the option closest to each mistyped
-  one."""
+  one.
+
+  Args:
+    parser: The parser of the command given (the top-level parser where there is none):
+      its `--` options are the candidates, and its `error` prints the usage and exits.
+    extras: The words `parse_known_args` left over, in command-line order; the word
+      after a mistyped option that takes a value is taken as its value.
+  """
   actions = parser._option_string_actions  # pylint: disable=protected-access
   options = [s for s in actions if s.startswith('--')]
   described = []
@@ -377,7 +464,9 @@ def build_parser():
   validate.add_argument('source', help=SOURCE_HELP)
   validate.add_argument('--report-dir', default='tfrecorder-validation',
                         help='where the report goes (errors.jsonl, summary.json, '
-                        'report.html), replacing an earlier one (default: %(default)s)')
+                        'report.html): a new or empty folder, or an earlier report, '
+                        'which it replaces; any other folder is refused '
+                        '(default: %(default)s)')
   validate.add_argument('--no-report', action='store_true',
                         help='keep no report, only print the failed rows')
   _conversion_options(validate, writes=False)
@@ -401,6 +490,17 @@ def build_parser():
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+  """The `tfrecorder-component` command, with stdout and stderr escaped by
+  `EscapingStream` while it runs.
+
+  Args:
+    argv: The command's words, without the program name; None takes `sys.argv[1:]` and
+      also installs the Ctrl-C and SIGTERM handling (exit 130 or 143).
+
+  Returns:
+    The exit status: 0 done, 1 the data failed, 2 what was asked cannot be done, 130
+    interrupted.
+  """
   streams = sys.stdout, sys.stderr
   sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)
   try:
