@@ -397,7 +397,8 @@ def test_a_cached_shuffled_dataset_comes_in_another_order_each_epoch_in_every_la
     tmp_path):
   """Cached after a shuffle, every epoch would repeat the first one's order; the cache
   holds the decoded records and the shuffle follows it. Same elements, same structure
-  as without the cache, whatever the label part is."""
+  as without the cache, whatever the label part is; with drop_remainder, no record is
+  left out of every epoch."""
   for i in range(24):
     solid(str(tmp_path / f'{i}.png'), (10 * i, 0, 0), size=(6, 5))
   write_text(str(tmp_path / 'single.csv'), ''.join(
@@ -420,6 +421,15 @@ def test_a_cached_shuffled_dataset_comes_in_another_order_each_epoch_in_every_la
               for _ in range(3)]
     assert all(sorted(e) == list(range(24)) for e in epochs), (labels, epochs)
     assert len({tuple(e) for e in epochs}) == 3, (labels, epochs)
+  # drop_remainder drops the last partial batch of each epoch, a different one each time:
+  # every record is in some epoch (missed by all 10: (4/24)**10 a record).
+  dropping = trc.load_dataset(str(tmp_path / 'single'), 'train', batch_size=5,
+                              image_size=(4, 4), shuffle_buffer=24, cache=True,
+                              drop_remainder=True)
+  epochs = [[[round(float(r) * 25.5) for r in images[:, 0, 0, 0]] for images, _ in dropping]
+            for _ in range(10)]
+  assert all([len(b) for b in e] == [5] * 4 and len(set(sum(e, []))) == 20 for e in epochs)
+  assert {i for e in epochs for b in e for i in b} == set(range(24))
 
 
 def test_detection_problems_show_in_the_summary_the_report_and_the_contact_sheets(tmp_path):

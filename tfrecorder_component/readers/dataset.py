@@ -38,7 +38,15 @@ LABEL_KEY = CLASS_LABEL
 
 def shard_patterns(examples: Union[str, Sequence[str]], split: Optional[str]) -> list:
   """File patterns of a split: `<examples>/Split-<split>/*` for an output folder or
-  Examples artifact URI, or the given patterns / folders (as a Trainer's `train_files`)."""
+  Examples artifact URI, or the given patterns / folders (as a Trainer's `train_files`).
+
+  Args:
+    examples: An output folder of `convert` or an Examples artifact URI, finished (its
+      `_SUCCESS` written); or a list of shard patterns or split folders, a folder
+      becoming `<folder>/*`.
+    split: The split to read, with an output folder or artifact URI (None there is a
+      ValueError, as is a split it has no records in); ignored with a list.
+  """
   if isinstance(examples, str):
     if split is None:
       raise ValueError('give the split to read, e.g. split="train"')
@@ -57,7 +65,15 @@ def shard_patterns(examples: Union[str, Sequence[str]], split: Optional[str]) ->
 
 def decode_images(encoded: tf.Tensor, image_size: Tuple[int, int], channels: int
                   ) -> tf.Tensor:
-  """A batch of encoded images -> float32 [batch, height, width, channels] in [0, 1]."""
+  """A batch of encoded images -> float32 [batch, height, width, channels] in [0, 1].
+
+  Args:
+    channels: Channels each image is decoded to (1, 3 or 4), whatever it has.
+    encoded: A string tensor [batch] of encoded images (JPEG, PNG, GIF's first frame,
+      BMP).
+    image_size: (height, width) every image is resized to (bilinear, aspect ratio not
+      kept).
+  """
   def one(data):
     image = tf.io.decode_image(data, channels=channels, expand_animations=False)
     return tf.image.resize(image, image_size) / 255.0
@@ -91,7 +107,13 @@ def _label_folders(examples: Union[str, Sequence[str]]) -> List[str]:
 def label_map(examples: Union[str, Sequence[str]]) -> Dict[str, int]:
   """{label: id} of what `load_dataset(examples)` reads: one output's label map, or for
   several (a window of spans) their union; ValueError in one line when their maps
-  disagree (a label with two ids, or an id with two labels), so ids are never mixed."""
+  disagree (a label with two ids, or an id with two labels), so ids are never mixed.
+
+  Args:
+    examples: An output folder or Examples artifact URI, or a list of shard patterns or
+      split folders, whose parent folders hold the label maps; a folder without
+      label_map.pbtxt adds nothing.
+  """
   maps = []
   for folder in _label_folders(examples):
     path = os.path.join(folder, labels_lib.LABEL_MAP_FILE)
@@ -123,7 +145,14 @@ def read_features(examples: Union[str, Sequence[str], Dict[str, Any]]
   `examples`, as examples.json lists them: an output folder or Examples artifact URI, a
   list of shard patterns or split folders (as `load_dataset` takes; several outputs' are
   merged: a key is scalar only where it is in all of them), or an index or `features`
-  dict already read."""
+  dict already read.
+
+  Args:
+    examples: An output folder or Examples artifact URI, a list of shard patterns or
+      split folders, a whole examples.json dict, or its `features` dict (returned as
+      it is). A folder without examples.json (or an older output's summary.json) is a
+      ValueError.
+  """
   if isinstance(examples, dict):
     inner = examples.get('features')
     if isinstance(inner, dict) and 'type' not in inner:  # a whole examples.json
@@ -189,7 +218,13 @@ def feature_spec(examples: Union[str, Sequence[str], Dict[str, Any]],
 def parse_examples(serialized: tf.Tensor, spec: Spec) -> Dict[str, tf.Tensor]:
   """Serialized records parsed by `spec`: a batch ([batch] strings, as after
   `.batch(n)`) with `tf.io.parse_example`, one record (a scalar string) with
-  `tf.io.parse_single_example` (ragged keys then come as 1-D tensors)."""
+  `tf.io.parse_single_example` (ragged keys then come as 1-D tensors).
+
+  Args:
+    serialized: Serialized tf.train.Example records: a string tensor [batch], or a
+      scalar string for one record (anything `tf.convert_to_tensor` makes one of).
+    spec: {key: FixedLenFeature or RaggedFeature}, as `feature_spec` gives it.
+  """
   serialized = tf.convert_to_tensor(serialized, tf.string)
   if serialized.shape.rank == 0:
     return tf.io.parse_single_example(serialized, spec)
@@ -306,7 +341,9 @@ def load_dataset(examples: Union[str, Sequence[str]], split: Optional[str] = 'tr
   else:
     features[label_key] = tf.io.RaggedFeature(tf.int64)
   size = tuple(int(s) for s in image_size)
-  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(
+  # Cached and reshuffled, the records are batched again after the cache: a remainder
+  # dropped here would be the same records left out of every epoch.
+  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder and not reshuffle).map(
       lambda s: tf.io.parse_example(s, features), num_parallel_calls=tf.data.AUTOTUNE)
   dataset = dataset.map(lambda f: (decode_images(f[IMAGE_KEY], size, channels),
                                    _label_part(f, labels, label_key, num_classes)),
