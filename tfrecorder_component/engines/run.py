@@ -1,11 +1,15 @@
 """The one way a conversion runs, for the component's executor and for `convert()`:
 Beam arguments for a runner, the conversion run either by Beam (`ConvertManifests` in a
-pipeline) or, for a DirectRunner run on local_pool, gs:// or s3:// files that asks nothing
+pipeline) or, for a DirectRunner run on local, gs:// or s3:// files that asks nothing
 else of Beam, by this machine's cores without Beam (`local_pool.convert_locally`: the same
 steps, the same bytes, seconds less to start; on object storage the workers upload their
 shards as they write them, and the label files and report are staged on local disk,
 then uploaded: `staging`), and the summary read back (the error policy is
-`policy.apply_error_policy`)."""
+`policy.apply_error_policy`).
+
+Length: one run from the Beam arguments to the summary read back, with the rule for when a
+run needs Beam beside the choice of engine it decides.
+"""
 from __future__ import annotations
 
 import logging
@@ -39,8 +43,8 @@ _DIRECT_FLAGS = ('--direct_running_mode', '--direct_num_workers')
 # Beam arguments that tell Dataflow how its workers get this package.
 _PACKAGE_ARGS = ('--setup_file', '--sdk_container_image', '--extra_package', '--requirements_file')
 # setup.py of a source checkout this package runs from (absent when installed from a wheel).
-SOURCE_SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                 'setup.py')
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # engines/..
+SOURCE_SETUP_FILE = os.path.join(os.path.dirname(_PACKAGE_DIR), 'setup.py')
 
 
 def dataflow_args(project: str, region: str, temp_location: str, *,
@@ -53,6 +57,25 @@ def dataflow_args(project: str, region: str, temp_location: str, *,
   Workers get this package either from `worker_image` (an SDK container image that has
   it installed, such as the pipeline image) or from `setup_file`, which Beam builds into
   a source package and installs on every worker.
+
+  Args:
+    machine_type: The workers' Compute Engine machine type (`--machine_type`); None:
+      Dataflow's default.
+    max_num_workers: The most workers Dataflow's autoscaling may start; None or 0:
+      Dataflow's default.
+    project: The Google Cloud project the job runs in; required.
+    region: The Dataflow region (`us-central1`, ...); required.
+    service_account: The email of the service account the workers run as; None: the
+      project's default one.
+    setup_file: A setup.py that Beam builds and installs on every worker; used only
+      without `worker_image`.
+    temp_location: A gs:// folder for Dataflow's temporary and staged files; required.
+    worker_image: An SDK container image with this package installed
+      (`--sdk_container_image`); None: `setup_file` ships the package, if given.
+
+  Raises:
+    UsageError: `project`, `region` or `temp_location` is missing, or `temp_location` is
+      not a gs:// path.
   """
   for name, value in (('project', project), ('region', region),
                       ('temp_location', temp_location)):
@@ -82,7 +105,22 @@ def beam_pipeline_args(runner: str = 'DirectRunner', project: Optional[str] = No
   """Beam arguments for `runner`, then `beam_args` (None: none). DataflowRunner needs
   project, region and a gs:// temp_location; its workers get this package from the
   source checkout's setup.py, unless `beam_args` say how (`--sdk_container_image`,
-  `--extra_package`)."""
+  `--extra_package`).
+
+  Args:
+    beam_args: Further Beam arguments, appended after the runner's; they may say how
+      Dataflow's workers get the package (`--setup_file`, `--sdk_container_image`,
+      `--extra_package`, `--requirements_file`). None: none.
+    project: The Google Cloud project (`--project`); None: not passed.
+    region: The Google Cloud region (`--region`); None: not passed.
+    runner: Beam's runner name; DataflowRunner (or `dataflow`) gets `dataflow_args`.
+    temp_location: A folder for Beam's temporary files (`--temp_location`), a gs:// one
+      for Dataflow; None: not passed.
+
+  Raises:
+    UsageError: For Dataflow, `project`, `region` or `temp_location` is missing, or
+      nothing ships this package to its workers (no such argument, and no setup.py).
+  """
   beam_args = list(beam_args or ())
   if runner in ('DataflowRunner', 'dataflow'):
     missing = [n for n, v in (('project', project), ('region', region),
@@ -140,7 +178,13 @@ def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int
   (`ManifestFormat.rows`): lines (CSV, JSONL), the marks that begin a row (COCO's images,
   CVAT's <image> elements), one a file (Pascal VOC, LabelMe), or the images a YOLO
   data.yaml's splits hold; read from any Beam file system in 1 MB pieces; stops counting
-  once past `enough`."""
+  once past `enough`.
+
+  Args:
+    enough: Stop counting once this many rows are counted (the count is then a lower
+      bound); None: count every row.
+    manifests: The manifest files' paths, on any Beam file system.
+  """
   from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
   rows = 0
   for path in manifests:
@@ -180,7 +224,15 @@ def refuse_local_paths(beam_args: Sequence[str], inputs: Sequence[Tuple[str, str
                        *outputs: str) -> None:
   """Refuses (UsageError, one line) a Dataflow run with a local input ((what, path)) or
   output, before any job is created: Dataflow's workers see none of this machine's
-  files, and the job would fail only once they had started."""
+  files, and the job would fail only once they had started.
+
+  Args:
+    beam_args: The run's Beam arguments; only a DataflowRunner run is checked.
+    inputs: (what, path) of each input file or folder (`what` names it in the error,
+      as `manifest` or `image root`); an empty path is skipped.
+    outputs: The output folders' paths (`convert()`'s output folder; the component's
+      Examples and report artifact URIs).
+  """
   if _runner(beam_args) not in ('DataflowRunner', 'dataflow'):
     return
   for what, path in [*inputs, *(('output folder', o) for o in outputs)]:
@@ -192,7 +244,11 @@ def refuse_local_paths(beam_args: Sequence[str], inputs: Sequence[Tuple[str, str
 
 def runs_in_process(beam_args: Sequence[str]) -> bool:
   """Whether Beam runs `beam_args`' pipeline on this machine, from this process's Python
-  environment (the DirectRunner), so that no worker needs this package shipped to it."""
+  environment (the DirectRunner), so that no worker needs this package shipped to it.
+
+  Args:
+    beam_args: The Beam arguments; their `--runner` (DirectRunner where none) decides.
+  """
   return _runner(beam_args) in ('DirectRunner', 'direct')
 
 
@@ -242,7 +298,17 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
   gs:// or s3:// (a Vertex AI or Kubeflow run's); it takes a worker per
   LOCAL_ROWS_PER_WORKER rows, up to every core. A `--direct_num_workers` or
   `--direct_running_mode`, an option of another runner, or a file system only Beam
-  reaches (hdfs://) gets Beam. LOCAL_WORKERS_ENV, where set, is the number of workers."""
+  reaches (hdfs://) gets Beam. LOCAL_WORKERS_ENV, where set, is the number of workers.
+
+  Args:
+    beam_args: The run's Beam arguments; None or empty: the DirectRunner, nothing else.
+    manifests: The manifest files' paths; their rows (`estimate_rows`) size the pool.
+    outputs: The folders the run writes: the report's, the split folders, the label
+      folder.
+
+  Raises:
+    UsageError: LOCAL_WORKERS_ENV is set to anything but a whole number, 1 or more.
+  """
   args = list(beam_args or ())
   if _runner(args) not in ('DirectRunner', 'direct'):
     return 0
@@ -261,7 +327,13 @@ def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str])
   """`beam_args`, plus how the DirectRunner runs when they say nothing of it: every core
   in worker processes from PARALLEL_FROM_ROWS manifest rows, else one worker in memory.
   Other runners, and any `--direct_running_mode` or `--direct_num_workers` given, are
-  left as they are."""
+  left as they are.
+
+  Args:
+    beam_args: The run's Beam arguments (not changed: the result is a new list).
+    manifests: The manifest files' paths, whose rows (`estimate_rows`, counted up to
+      PARALLEL_FROM_ROWS) decide.
+  """
   args = list(beam_args)
   if _runner(args) not in ('DirectRunner', 'direct') or any(
       a.split('=', 1)[0] in _DIRECT_FLAGS for a in args):
@@ -285,7 +357,22 @@ def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]]
 
   `progress`: told the stages and counts, left open for the caller's own stages; None:
   one made here (`Progress.for_run(options.progress_every_s)`: logging lines unless an
-  interval is given) and closed with the final counts."""
+  interval is given) and closed with the final counts.
+
+  Args:
+    beam_args: The Beam arguments (`beam_pipeline_args`); they decide whether the run
+      goes to Beam (`local_workers`).
+    label_dir: The folder for the label files, the extra layouts and the output's index
+      (the output folder, or the Examples artifact's URI); None: none are written.
+    make_pipeline: Makes the Beam pipeline from the completed Beam arguments; called
+      only when the run goes to Beam.
+    options: The run's options; its `progress_every_s` sets the progress made here.
+    progress: The caller's progress, left open; None: one made and closed here.
+    report_dir: The report's folder; its `.work` subfolder is removed however the run
+      ends.
+    sources: The manifest files to read.
+    split_dirs: {split name: its folder of shards}; None: no records are written.
+  """
   if progress is not None:
     return _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir,
                            report_dir, options, progress)
