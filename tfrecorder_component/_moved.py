@@ -73,6 +73,15 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     self._specs = {}  # {old path: the module's own spec, while the import system runs}
 
   def find_spec(self, fullname, path=None, target=None):  # pylint: disable=unused-argument
+    """A spec loading old path `fullname` through this finder, or None (Python's own
+    finders go on) for a path that did not move or whose new path has no module.
+
+    Args:
+      fullname: the dotted module path being imported.
+      path: the parent package's `__path__` (None for a top-level module); unused: the
+        new path is found by name.
+      target: the module object being reloaded, if any; unused.
+    """
     new = new_path(fullname)
     found = importlib.util.find_spec(new) if new is not None else None
     if found is None:
@@ -81,12 +90,24 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         fullname, self, is_package=found.submodule_search_locations is not None)
 
   def create_module(self, spec):
+    """The module of the new path, imported (once) and given under the old name.
+
+    Args:
+      spec: the spec `find_spec` returned, named by the old path; the module's own spec is
+        kept until `exec_module` puts it back.
+    """
     module = importlib.import_module(new_path(spec.name))
     # The import system gives the module this spec; its own is put back in exec_module.
     self._specs[spec.name] = module.__spec__
     return module
 
   def exec_module(self, module):
+    """Puts back the module's own spec, which the import system replaced with the old
+    path's; the module is not run again.
+
+    Args:
+      module: the module `create_module` returned.
+    """
     module.__spec__ = self._specs.pop(module.__spec__.name)
 
 

@@ -15,8 +15,15 @@ from typing import Any, Dict, Iterable, Optional
 class RowError(ValueError):
   """A manifest row that cannot become a record.
 
-  `reason` is a short, stable category (for example `missing`, `not_an_image`,
-  `bad_row`); the message says what happened and, where possible, what to do.
+  Args:
+    reason: a short, stable category (for example `missing`, `not_an_image`, `bad_row`):
+      errors.jsonl's `reason` and the key of the run's failed-row counts.
+    message: what happened and, where possible, what to do.
+    source: the manifest file the row is in, if known.
+    row: the row's 1-based position in `source`, if known.
+    uri: the image URI as the manifest wrote it, if known.
+    annotation: COCO: the 0-based index in "annotations" of an annotation that belongs
+      to no image (so it has no `row`); None otherwise.
   """
 
   def __init__(self, reason: str, message: str, *, source: Optional[str] = None,
@@ -63,8 +70,14 @@ class UsageError(ValueError):
 
 
 def error_record(error: RowError, row: Optional[Any] = None) -> Dict[str, Any]:
-  """The dead-letter form of a failed row, as written to errors.jsonl; `row` (a
-  ManifestRow), when given, says where the row is."""
+  """The dead-letter form of a failed row, as written to errors.jsonl.
+
+  Args:
+    error: the row's failure; gives `reason` and `message`, and where the row is when
+      `row` is None.
+    row: the ManifestRow that failed, when known: its source, row number and image URI
+      replace the error's own.
+  """
   record = {
       'source': row.source if row else error.source,
       'row': row.row if row else error.row,

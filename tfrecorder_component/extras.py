@@ -53,10 +53,22 @@ class MissingExtra(ImportError):
 
 
 def install_command(extra: str) -> str:
+  """The pip command that installs the package with an extra.
+
+  Args:
+    extra: the extra's name, a key of `MODULES` ('gcp', 'parquet', ...).
+  """
   return f"pip install 'tfrecorder-component[{extra}]'"
 
 
 def message(what: str, extra: str) -> str:
+  """The one line saying that `what` needs `extra`, with the command that installs it.
+
+  Args:
+    what: what needs the extra, the line's start ('gs://bucket/manifest.csv', 'the
+      parquet layout').
+    extra: the extra's name, a key of `MODULES`.
+  """
   return f'{what} needs the [{extra}] extra, which is not installed: {install_command(extra)}'
 
 
@@ -71,26 +83,45 @@ _present: Dict[str, bool] = {}
 
 
 def installed(extra: str) -> bool:
-  """Whether the modules `extra` brings can be imported here (looked up once)."""
+  """Whether the modules `extra` brings can be imported here (looked up once).
+
+  Args:
+    extra: the extra's name, a key of `MODULES` (any other raises KeyError).
+  """
   if extra not in _present:
     _present[extra] = all(_importable(m) for m in MODULES[extra])
   return _present[extra]
 
 
 def require(extra: str, what: str) -> None:
-  """Raises MissingExtra naming `extra` unless it is installed; `what` is what needs it
-  ('gs://bucket/manifest.csv', 'the DataflowRunner')."""
+  """Raises MissingExtra naming `extra` unless it is installed.
+
+  Args:
+    extra: the extra's name, a key of `MODULES`.
+    what: what needs it, the message's start ('gs://bucket/manifest.csv', 'the
+      DataflowRunner').
+  """
   if not installed(extra):
     raise MissingExtra(message(what, extra))
 
 
 def extra_for_uri(uri: str) -> str:
+  """The extra a URI's file system needs: `EXTRA_OF_SCHEME`'s for gs:// and s3://, else
+  'beam'.
+
+  Args:
+    uri: a remote URI; its scheme (before '://') is compared in lower case.
+  """
   return EXTRA_OF_SCHEME.get(uri.split('://', 1)[0].lower(), 'beam')
 
 
 def require_for_uri(uri: str) -> None:
-  """For a remote `uri` (a scheme other than file://): raises MissingExtra unless the
-  extra of its scheme is installed."""
+  """Raises MissingExtra unless the extra of a remote URI's scheme is installed.
+
+  Args:
+    uri: a remote URI (a scheme other than file://), or a listing's pattern, which the
+      message names without its trailing '/*' or '/**'.
+  """
   if not installed(extra_for_uri(uri)):
     # A listing's pattern names the folder it lists (`gs://bucket/data/**`).
     shown = re.sub(r'/\*+$', '', uri)
@@ -99,7 +130,14 @@ def require_for_uri(uri: str) -> None:
 
 def for_missing_module(error: ModuleNotFoundError, what: str) -> ImportError:
   """The MissingExtra for an import that failed because one of the extras' modules is
-  not installed, else `error` itself."""
+  not installed, else `error` itself.
+
+  Args:
+    error: the import's error; its `name` is the module that is missing, and its top-level
+      package picks the extra (`EXTRA_OF_MODULE`).
+    what: what failed to import, the message's start
+      ('tfrecorder_component.engines.beam').
+  """
   extra = EXTRA_OF_MODULE.get((error.name or '').split('.')[0])
   return MissingExtra(message(what, extra)) if extra else error
 

@@ -74,6 +74,11 @@ class Option:
   field: Optional[str] = None
 
   def taken_by(self, where: str) -> bool:
+    """Whether the option is taken at `where`.
+
+    Args:
+      where: CLI, API or COMPONENT.
+    """
     return where in self.taken
 
 
@@ -198,10 +203,22 @@ BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}
 
 
 def taken_by(where: str, writes: bool = True) -> Tuple[Option, ...]:
-  """The options taken where `where` says, less those of writing where `writes` is
-  false (`validate`)."""
+  """The options taken at one place, in `OPTIONS`' order.
+
+  Args:
+    where: CLI, API or COMPONENT.
+    writes: False to leave out the options that only matter where records are written
+      (what `validate` takes).
+  """
   return tuple(o for o in OPTIONS if o.taken_by(where) and (writes or not o.writes))
 
 
 def defaults(where: str = API, writes: bool = True) -> Dict[str, Any]:
+  """The defaults of the options taken at one place, as {option name: default}.
+
+  Args:
+    where: CLI, API (the default: `convert()`'s keywords) or COMPONENT.
+    writes: False to leave out the options that only matter where records are written
+      (what `validate` takes).
+  """
   return {o.name: o.default for o in taken_by(where, writes)}

@@ -20,9 +20,20 @@ from tfrecorder_component.option_table import OPTIONS
 class ManifestSource:
   """One manifest file to read, with an optional split that every row takes.
 
-  `image_root`: the folder COCO `file_name`s and Pascal VOC `filename`s are resolved
-  against (default: the annotation file's folder). `feature_types`: (column, 'int' |
-  'float' | 'string') pairs declaring the types of extra manifest columns.
+  Attributes:
+    path: the manifest file's absolute path or URI.
+    format: its format, one of `manifest.MANIFEST_FORMATS` (anything else raises
+      UsageError); None: detected from the file.
+    split: the split every row takes, whatever the manifest says; None: each row's own,
+      or its hash bucket where it has none.
+    image_root: the folder relative image URIs, COCO `file_name`s and Pascal VOC
+      `filename`s are resolved against (default: the annotation file's folder).
+    feature_types: (column, 'int' | 'float' | 'string') pairs declaring the types of
+      extra manifest columns; () infers them from the file.
+    row_index: for a manifest written from a DataFrame, (row, index label) pairs, so
+      its failed rows are cited by the index the user knows; () for any other.
+    class_map: the run's class map (`manifest.class_map`): (class, new class or None to
+      drop it) pairs; () keeps every class as it is.
   """
   path: str
   format: Optional[str] = None
@@ -54,7 +65,13 @@ def _whole(value) -> Optional[int]:
 
 def check_sharding(num_shards: int, shard_size_mb: float) -> None:
   """Raises UsageError unless at most one of `num_shards`, `shard_size_mb` is set, and
-  neither is negative."""
+  neither is negative.
+
+  Args:
+    num_shards: shards per split, a whole number (numpy's too, not a bool); 0: not set.
+    shard_size_mb: the size of each shard in megabytes (of 2**20 bytes), a real
+      number; 0: not set.
+  """
   if _whole(num_shards) is None or num_shards < 0:
     raise UsageError(f'num_shards must be a whole number, 0 or more, got {num_shards!r}')
   if isinstance(shard_size_mb, bool) or not isinstance(shard_size_mb, numbers.Real) or not (
@@ -68,7 +85,46 @@ def check_sharding(num_shards: int, shard_size_mb: float) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class ConversionOptions:
-  """What a conversion does beyond reading manifests and writing splits."""
+  """What a conversion does beyond reading manifests and writing splits.
+
+  Built from the options by `from_options`; a value out of range raises UsageError.
+
+  Attributes:
+    buckets: (split name, hash buckets) pairs for rows without a split: each goes to a
+      split by a stable hash of its image URI, in proportion to the buckets (whole
+      numbers, at least one above 0; default train 8, eval 1, test 1).
+    max_pixels: the most pixels (width x height) an image's header may claim; a larger
+      image fails its row.
+    max_bytes: the largest image (or class mask) file, in bytes, that is read; a larger
+      one fails its row.
+    verify_decode: decode every image so no undecodable record is written; False only
+      probes headers.
+    convert_unsupported: re-encode WebP, TIFF, ... as PNG instead of failing their rows.
+    compression_level: the gzip level of the shards, 0 (stored, the default) to 9.
+    transform: what to do to each image; None: its bytes pass through.
+    progress_every_s: seconds between progress reports on stderr (a live bar in a
+      terminal); None: only `logging` lines.
+    num_shards: shards per split, records spread evenly; 0 (the default, with
+      `shard_size_mb` 0): the runner decides, one shard per bundle.
+    shard_size_mb: the size of each shard in megabytes of 2**20 bytes (the split's size
+      over it gives the shard count); 0: not set. At most one of the two is set.
+    include_masks: write each object's mask in `image/object/mask`, where the format has
+      them.
+    include_keypoints: write each object's keypoints in `image/object/keypoint/*`,
+      where the format has them.
+    concurrent_reads: reads in flight per worker for images on remote storage (gs://,
+      s3://, ...); local files are read in line. At most this many twice over are held
+      read ahead, each up to `max_bytes`.
+    label_map: ids to keep (`labels.assign_ids`): a label the map lacks fails its rows
+      (`unknown_label`), unless `append_new_labels`; None: the run gives every label an
+      id (a source's own ids where it has them, as COCO's categories).
+    append_new_labels: with `label_map`, give labels it lacks the next free ids; every
+      earlier id stays.
+    class_map: classes to keep, drop, rename or merge (`manifest.class_map`): (class, new
+      class or None to drop it) pairs; the manifest sources carry it too, for parsing.
+    layouts: output layouts written beside TFX's GZIP shards, from them
+      (`layouts.LAYOUTS`: 'tfrecord', 'tfds', 'array_record', 'parquet').
+  """
   buckets: Tuple[Tuple[str, int], ...] = option_table.DEFAULT_BUCKETS
   max_pixels: int = option_table.DEFAULT_MAX_PIXELS
   max_bytes: int = option_table.DEFAULT_MAX_BYTES
@@ -101,11 +157,16 @@ class ConversionOptions:
 
   @classmethod
   def from_options(cls, values: Mapping[str, Any]) -> 'ConversionOptions':
-    """The options of `values` ({option name: value}, as `convert()` takes them; see
-    `option_table.OPTIONS`), an option missing from it at its default: each in the
-    form its field keeps (`splits` a dict or pairs, `image_transform` a dict or an
-    ImageTransform, `label_map` any form `labels.given_label_map` takes, `class_map` a
-    dict, JSON or a file, `layouts` a name or names)."""
+    """The options of `values`, an option missing from it at its default: each in the
+    form its field keeps.
+
+    Args:
+      values: {option name: value}, as `convert()` takes them (see
+        `option_table.OPTIONS`): `splits` a dict or pairs, `image_transform` a dict or an
+        ImageTransform, `label_map` any form `labels.given_label_map` takes, `class_map`
+        a dict, JSON or a file, `layouts` a name or names. Options that fill no field
+        (`runner`, `image_root`, ...) are ignored, `progress_every_s` aside.
+    """
     given = {o.field: values.get(o.name, o.default) for o in OPTIONS if o.field}
     splits = given['buckets']
     given['buckets'] = (tuple(splits.items()) if isinstance(splits, Mapping)

@@ -28,6 +28,12 @@ class DropNoticesTheCommandReplaces(logging.Filter):
   command then states in one line."""
 
   def filter(self, record: logging.LogRecord) -> bool:
+    """Whether the command's handler shows `record` (False: it is one of those notices).
+
+    Args:
+      record: The log record the handler is about to emit; its message and, for the
+        error the command states itself, its `exc_info` decide.
+    """
     try:
       message = record.getMessage()
     except Exception:  # pylint: disable=broad-except
@@ -50,6 +56,12 @@ class CommandFormatter(logging.Formatter):
   program calling `convert()` keeps its own logging."""
 
   def formatMessage(self, record: logging.LogRecord) -> str:
+    """The record's line: `error: `, `warning: ` or nothing before its message.
+
+    Args:
+      record: The log record, its `message` already set by `logging.Formatter.format`;
+        its `levelno` picks the prefix.
+    """
     if record.levelno >= logging.ERROR:
       return f'error: {record.message}'
     if record.levelno >= logging.WARNING:
@@ -81,13 +93,24 @@ _ESCAPED = {c: f'\\x{c:02x}' for c in [*range(0x20), *range(0x7f, 0xa0)] if c no
 class EscapingStream:
   """A text stream that writes control characters as escapes (see `_ESCAPED`).
   `unescaped`: the stream itself, for the progress bar's own carriage returns
-  (`progress.Progress`), which writes nothing from the manifest."""
+  (`progress.Progress`), which writes nothing from the manifest.
+
+  Args:
+    stream: The text stream written to (the command's `sys.stdout` or `sys.stderr`);
+      attributes other than `write` are its own.
+  """
 
   def __init__(self, stream):
     self._stream = stream
     self.unescaped = stream
 
   def write(self, text: str) -> int:
+    """Writes `text` with its control characters escaped; returns what the stream's
+    `write` returns for the escaped text.
+
+    Args:
+      text: What to write; line feeds and tabs pass as they are.
+    """
     return self._stream.write(text.translate(_ESCAPED))
 
   def __getattr__(self, name):
@@ -113,9 +136,14 @@ def _without_traceback(lines: List[str]) -> List[str]:
 def refusal(text: str) -> str:
   """`error: <text>` as the command prints why it stopped: at most
   `policy.REFUSAL_LINES` lines, whatever the number of failed rows or the message an
-  error brings (lines past the limit joined into the last one, cut to ERROR_LINE_CHARS),
-  without a traceback or where in the Beam pipeline it happened, which say nothing to
-  the user."""
+  error brings (lines past the limit joined into the last one, cut to twice
+  ERROR_LINE_CHARS), without a traceback or where in the Beam pipeline it happened,
+  which say nothing to the user.
+
+  Args:
+    text: Why the run stopped, as the exception's message has it: any number of lines,
+      Beam's `[while running '...']` and quoted tracebacks included.
+  """
   text = re.sub(r" \[while running '[^']*'\]", '', text)
   lines = _without_traceback([l.rstrip() for l in text.strip().splitlines() if l.strip()])
   lines = lines or ['the conversion stopped']

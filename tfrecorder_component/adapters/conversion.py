@@ -65,7 +65,16 @@ class ConversionResult:
 
 def check_names(names, where: str = option_table.API, writes: bool = True) -> None:
   """Raises TypeError, as Python does for an unknown keyword, for a name in `names` that
-  is no option taken `where` (`option_table.OPTIONS`), naming the closest one."""
+  is no option taken `where` (`option_table.OPTIONS`), naming the closest one.
+
+  Args:
+    names: The option names given (the keywords of `convert()` or `validate()`, a dict's
+      keys will do).
+    where: Where the options are taken: `option_table.API` (the default), CLI or
+      COMPONENT.
+    writes: False to know only the options of a run that writes no records (what
+      `validate` takes).
+  """
   known = {o.name for o in option_table.taken_by(where, writes)}
   for name in names:
     if name not in known:

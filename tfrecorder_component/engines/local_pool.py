@@ -2,7 +2,7 @@
 `beam.pipeline.ConvertManifests`, the same bytes out, in a fraction of the fixed cost.
 
     parse manifests into chunk files -> vocabulary -> N worker processes convert chunks
-    (each writes its own shard per split, and its shard of every extra output_paths, spills its
+    (each writes its own shard per split, and its shard of every extra layout, spills its
     sorted runs) -> shards named, JSON-lines files merged, duplicates found,
     summary.json and report.html written
 
@@ -567,7 +567,24 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   `ConvertManifests` writes (see there; `split_dirs` and `label_dir` None: only the
   report). `first_error_of`: applied to each error record (the DataFrame index cited).
   `progress`: told each stage, and the rows read, then done and failed, as they go
-  (the caller closes it)."""
+  (the caller closes it).
+
+  Args:
+    first_error_of: A function of an error record (dict) to the one written (a
+      `report.CiteIndex` for manifests written from a DataFrame); the default returns
+      it as it is.
+    label_dir: The folder (local, or on object storage) for the label files, the extra
+      layouts and the output's index; None: none are written.
+    options: The run's options.
+    progress: The run's progress, told the stages and counts; None: none is shown.
+    report_dir: The report's folder; its `.work` subfolder holds the chunks and sorted
+      runs (the caller removes it).
+    sources: The manifest files to read, in order.
+    split_dirs: {split name: its folder of shards} (local, gs:// or s3://), every split
+      the run writes; None: no records are written.
+    workers: Worker processes to fork (`run.local_workers`); at most one per chunk of
+      rows is used.
+  """
   progress = progress or progress_lib.Progress('off')
   start = time.perf_counter()
   progress.stage('reading', counted=True)
@@ -733,7 +750,13 @@ def remove_parts(folders: Sequence[str], shards: bool = False) -> None:
   """Removes the `.part-` files left in `folders` (local, gs:// or s3://) once every shard
   and layout file has its name: those of worker processes that ended without their
   result. `shards`: the shards too (`data_tfrecord-*`), for a run that failed after its
-  workers uploaded theirs (split folders of its own: an artifact's, a new output's)."""
+  workers uploaded theirs (split folders of its own: an artifact's, a new output's).
+
+  Args:
+    folders: The split and layout folders to clean (local, gs:// or s3://; a folder
+      that is missing, or on a file system with no client here, is skipped).
+    shards: Also remove the shards (`data_tfrecord-*`) themselves; default False.
+  """
   prefixes = ('.part-', f'{output_paths.TFRECORD_FILE_NAME}-') if shards else ('.part-',)
   for folder in folders:
     if not files.is_local(folder):

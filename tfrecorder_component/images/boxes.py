@@ -28,7 +28,20 @@ _TOLERANCE = 1e-6
 
 @dataclasses.dataclass(frozen=True)
 class BoxIssue:
-  """A box the rule dropped or clipped."""
+  """A box the rule dropped or clipped.
+
+  Attributes:
+    index: Position of the object in the row's annotations.
+    label: The object's class name.
+    box: The box as annotated, (xmin, ymin, xmax, ymax): in pixels for COCO and Pascal
+      VOC, normalised otherwise.
+    action: What was done: 'dropped', 'clipped' or, for a keypoint, 'hidden' (made
+      unlabelled).
+    reason: Why, one of the reasons listed beside the field: 'not_finite', 'empty',
+      'outside_image', 'clipped', 'keypoint_outside', 'dropped_class' and the others.
+    keypoint: The keypoint's name, for a keypoint issue; None for any other, and then
+      left out of `as_dict()`.
+  """
   index: int      # position of the object in the row's annotations
   label: str
   box: Box       # as annotated (pixels for COCO and Pascal VOC)
@@ -54,7 +67,14 @@ class BoxIssue:
 
 def normalize_boxes(objects: Tuple[ObjectBox, ...], width: int, height: int
                     ) -> Tuple[List[Tuple[int, ObjectBox, Box]], List[BoxIssue]]:
-  """Applies the rule above: ((index, object, normalised box) of kept ones, issues)."""
+  """Applies the rule above: ((index, object, normalised box) of kept ones, issues).
+
+  Args:
+    objects: The row's annotated objects, in its order (an issue's `index` is the position
+      here); pixel or normalised as each one's `normalized` says.
+    width: The stored image's width in pixels, which divides pixel x coordinates.
+    height: The stored image's height in pixels, which divides pixel y coordinates.
+  """
   kept: List[Tuple[int, ObjectBox, Box]] = []
   issues: List[BoxIssue] = []
   for index, obj in enumerate(objects):
@@ -89,7 +109,11 @@ def _normalize(raw: Box, normalized: bool, width: int, height: int
 
 
 def clip_box(box: Box) -> Optional[Box]:
-  """`box` clipped to the image, [0, 1]; None when nothing of it is left inside."""
+  """`box` clipped to the image, [0, 1]; None when nothing of it is left inside.
+
+  Args:
+    box: A normalised (xmin, ymin, xmax, ymax) box.
+  """
   x0, y0, x1, y1 = (min(1.0, max(0.0, float(v))) for v in box)
   if x1 <= x0 or y1 <= y0:
     return None
@@ -97,9 +121,21 @@ def clip_box(box: Box) -> Optional[Box]:
 
 
 def inside(point: Point) -> bool:
-  """Whether a normalised point lies in the image, [0, 1] x [0, 1]."""
+  """Whether a normalised point lies in the image, [0, 1] x [0, 1].
+
+  Args:
+    point: A normalised (x, y); a coordinate that is not finite is outside.
+  """
   return all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in point)
 
 
 def pixel_area(box: Box, width: int, height: int) -> float:
+  """The area of a normalised box in square pixels of a `width` x `height` image (a
+  record's `area` when the manifest gives none).
+
+  Args:
+    box: A normalised (xmin, ymin, xmax, ymax) box.
+    width: The image's width in pixels.
+    height: The image's height in pixels.
+  """
   return (box[2] - box[0]) * width * (box[3] - box[1]) * height

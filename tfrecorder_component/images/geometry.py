@@ -10,7 +10,12 @@ from tfrecorder_component.images.boxes import Box, Point
 
 
 def orient_box(box: Box, orientation: int) -> Box:
-  """Maps a box in the stored pixels to the upright image for an EXIF orientation."""
+  """Maps a box in the stored pixels to the upright image for an EXIF orientation.
+
+  Args:
+    box: A normalised (xmin, ymin, xmax, ymax) box in the stored pixels.
+    orientation: The EXIF orientation tag, 1 to 8; any other value leaves the box as it is.
+  """
   x0, y0, x1, y1 = box
   if orientation == 2:   # mirrored horizontally
     return 1 - x1, y0, 1 - x0, y1
@@ -30,14 +35,31 @@ def orient_box(box: Box, orientation: int) -> Box:
 
 
 def orient_point(point: Point, orientation: int) -> Point:
-  """Maps a point in the stored pixels to the upright image, as `orient_box` a box."""
+  """Maps a point in the stored pixels to the upright image, as `orient_box` a box.
+
+  Args:
+    point: A normalised (x, y) in the stored pixels.
+    orientation: The EXIF orientation tag, 1 to 8; any other value leaves it as it is.
+  """
   x, y = point
   return orient_box((x, y, x, y), orientation)[:2]
 
 
 @dataclasses.dataclass(frozen=True)
 class ResizePlan:
-  """The resize worked out on the upright image's size."""
+  """The resize worked out on the upright image's size.
+
+  Attributes:
+    size: The output's (width, height) in pixels.
+    content: The (width, height) in pixels the kept region is resampled to: `size`,
+      except for 'fit', where it is smaller and padded to `size`.
+    region: The normalised (x0, y0, x1, y1) part of the upright image that is kept: all
+      of it, except for 'crop', which keeps the centre.
+    offset: Where the content's top-left corner lands in the output, (x, y) in pixels:
+      the 'fit' padding, else (0, 0).
+    scale: Output pixels per upright input pixel in x and y, for scaling annotated
+      areas.
+  """
   size: Tuple[int, int]                        # output (width, height)
   content: Tuple[int, int]                     # what the (cropped) image is resampled to
   region: Tuple[float, float, float, float]    # normalised source region that is kept
@@ -47,7 +69,13 @@ class ResizePlan:
 
 def plan_resize(transform, width: int, height: int) -> Optional[ResizePlan]:
   """The resize an ImageTransform asks of an upright image of this size; None when the
-  size stays."""
+  size stays.
+
+  Args:
+    transform: The ImageTransform; its `longest_side`, `size` and `resize_mode` are read.
+    width: The upright image's width in pixels (after EXIF orientation).
+    height: The upright image's height in pixels.
+  """
   full = (0.0, 0.0, 1.0, 1.0)
   if transform.longest_side is not None:
     side = transform.longest_side
@@ -80,6 +108,12 @@ def plan_resize(transform, width: int, height: int) -> Optional[ResizePlan]:
 
 
 def resize_box(box: Box, plan: ResizePlan) -> Box:
+  """Maps a box in the upright image to the output of `plan`, normalised; not clipped.
+
+  Args:
+    box: A normalised (xmin, ymin, xmax, ymax) box in the upright image.
+    plan: The resize, from `plan_resize`.
+  """
   rx0, ry0, rx1, ry1 = plan.region
   cw, ch = plan.content
   ox, oy = plan.offset
@@ -96,11 +130,22 @@ def resize_box(box: Box, plan: ResizePlan) -> Box:
 
 
 def resize_point(point: Point, plan: ResizePlan) -> Point:
+  """Maps a point in the upright image to the output of `plan`, as `resize_box` a box.
+
+  Args:
+    point: A normalised (x, y) in the upright image.
+    plan: The resize, from `plan_resize`.
+  """
   x, y = point
   return resize_box((x, y, x, y), plan)[:2]
 
 
 def as_box(box: Sequence[float]) -> Box:
+  """A box as a tuple of four floats; ValueError unless it has exactly four values.
+
+  Args:
+    box: Any sequence of four numbers (xmin, ymin, xmax, ymax), e.g. a list from JSON.
+  """
   values = tuple(float(v) for v in box)
   if len(values) != 4:
     raise ValueError(f'a box is 4 numbers (xmin, ymin, xmax, ymax), got {box!r}')

@@ -48,7 +48,14 @@ class Raster(NamedTuple):
   """An instance mask at the stored image's size as a pycocotools RLE (`decode` draws
   it), or None when it cannot be drawn; `reason` names what the report lists about it
   ('' when nothing). Kept run-length encoded until written, so an image's masks never
-  all sit in memory as pixels."""
+  all sit in memory as pixels.
+
+  Attributes:
+    rle: The pycocotools RLE ({'size': [height, width], 'counts': ...}), or None when
+      the mask cannot be drawn.
+    reason: The box_issues reason for the mask ('mask_size_mismatch', 'mask_not_finite',
+      'mask_outside_image', 'empty_mask'), or '' when there is nothing to report.
+  """
   rle: Optional[Dict[str, Any]]
   reason: str
 
@@ -61,6 +68,13 @@ def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
   (a polygon coordinate is NaN or infinite: no mask), 'mask_outside_image' (a polygon
   reaching outside the image: drawn unclipped, as pycocotools draws it, so the mask holds
   the part inside), 'empty_mask' (no pixel, as for a polygon wholly outside the image).
+
+  Args:
+    mask: The object's segmentation as annotated: polygons in pixels, or normalised
+      (YOLO, `normalized`), or an RLE.
+    width: The stored image's width in pixels: the mask's width, and what normalised x
+      coordinates are multiplied by.
+    height: The stored image's height in pixels, likewise for y.
   """
   from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
   reason = ''
@@ -94,7 +108,13 @@ def rasterize(mask: InstanceMask, width: int, height: int) -> Raster:
 def polygon_rle(flat: Sequence[float], width: int, height: int) -> Dict[str, Any]:
   """One polygon part (x0, y0, x1, y1, ..., in pixels, finite) as pycocotools'
   `frPyObjects` draws it, also past the image's edges; the rule above for one reaching
-  further than 2**27 pixels."""
+  further than 2**27 pixels.
+
+  Args:
+    flat: The polygon's vertices, x0, y0, x1, y1, ..., in pixels, all finite.
+    width: The image's width in pixels (the RLE's).
+    height: The image's height in pixels (the RLE's).
+  """
   from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
   near = _NEAR_SIZES * max(width, height)
   if all(-near <= v <= limit + near
@@ -201,7 +221,15 @@ def _walk_edge(xs: int, ys: int, xe: int, ye: int, width: int):
 def clip_polygon(flat: Sequence[float], left: float, top: float, right: float,
                  bottom: float) -> List[float]:
   """A polygon (x0, y0, x1, y1, ...) cut to the rectangle [left, right] x [top, bottom]
-  (Sutherland-Hodgman: exact, as the rectangle is convex); flat, possibly empty."""
+  (Sutherland-Hodgman: exact, as the rectangle is convex); flat, possibly empty.
+
+  Args:
+    flat: The polygon's vertices, x0, y0, x1, y1, ...
+    left: The rectangle's smallest x, in the polygon's units.
+    top: Its smallest y.
+    right: Its largest x.
+    bottom: Its largest y.
+  """
   points = list(zip(flat[0::2], flat[1::2]))
   for axis, limit, keep_below in ((0, float(left), False), (0, float(right), True),
                                   (1, float(top), False), (1, float(bottom), True)):
@@ -221,7 +249,11 @@ def clip_polygon(flat: Sequence[float], left: float, top: float, right: float,
 
 def decode(rle: Dict[str, Any]) -> Optional[np.ndarray]:
   """The mask of a Raster's RLE (uint8, 0 or 1, height x width), or None when
-  pycocotools cannot decode it (a malformed compressed RLE)."""
+  pycocotools cannot decode it (a malformed compressed RLE).
+
+  Args:
+    rle: A pycocotools RLE, {'size': [height, width], 'counts': ...}: `Raster.rle`.
+  """
   from pycocotools import mask as coco_mask  # pylint: disable=g-import-not-at-top
   try:
     return np.ascontiguousarray(coco_mask.decode(rle), dtype=np.uint8)
@@ -231,7 +263,12 @@ def decode(rle: Dict[str, Any]) -> Optional[np.ndarray]:
 
 def encode_png(mask: np.ndarray) -> bytes:
   """A 2-D uint8 mask as a single-channel PNG (what `tf.io.decode_png(channels=1)` reads
-  back exactly)."""
+  back exactly).
+
+  Args:
+    mask: A 2-D uint8 array, height x width: an instance mask of 0 and 1 or a class
+      mask of class indices.
+  """
   out = io.BytesIO()
   Image.fromarray(mask, 'L').save(out, 'PNG', optimize=False)
   return out.getvalue()
@@ -246,6 +283,15 @@ def class_mask(data: bytes, colors: Sequence[MaskColor], ids: Dict[str, int],
   `colors`, each listed colour becomes the id of its class in `ids`, black that is not
   listed becomes 0 and any other colour is an error. Raises RowError `bad_mask` naming
   what is wrong, including a size other than the image's.
+
+  Args:
+    data: The mask file's bytes (a PNG, or any image Pillow reads).
+    colors: The annotation colours, ((r, g, b), class name) pairs (Vertex AI's
+      annotationSpecColors); empty when the pixel values are the class indices.
+    ids: The {label: id} map that gives each colour's class its pixel value; ids over
+      255 are an error.
+    width: The stored image's width in pixels, which the mask must match.
+    height: The stored image's height in pixels, which the mask must match.
   """
   try:
     with Image.open(io.BytesIO(data)) as im:

@@ -37,6 +37,13 @@ def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS,
   unless `tf.io.decode_image(data)` succeeds (see `images.formats`). Raises RowError
   with reason `empty`, `not_an_image`, `unsupported_format`, `too_large`, `truncated`
   or `corrupt`.
+
+  Args:
+    data: The image file's bytes.
+    max_pixels: The most width x height allowed (the `max_pixels` option), checked
+      before any pixel is decoded; the default is Pillow's own decompression-bomb limit.
+    decode: Ask TensorFlow's decision (the `verify_decode` option); False reads the
+      header only.
   """
   if not data:
     raise RowError('empty', 'the file is empty (0 bytes)')
@@ -65,6 +72,10 @@ def convert_to_png(data: bytes) -> bytes:
   """Re-encodes an image TensorFlow cannot decode (WebP, TIFF, ...) as lossless PNG.
 
   The first frame is kept; colour modes TensorFlow's PNG decoder lacks become RGB(A).
+  Raises RowError `unsupported_format` when Pillow cannot read or convert it.
+
+  Args:
+    data: The image file's bytes, in any format Pillow reads.
   """
   try:
     with Image.open(io.BytesIO(data)) as im:

@@ -15,11 +15,23 @@ BOX_COLOURS = ((255, 221, 0), (0, 230, 255), (255, 64, 160), (64, 255, 64), (255
 
 
 def box_colour(name: str) -> Tuple[int, int, int]:
+  """The (r, g, b) outline colour of a class: one of BOX_COLOURS, by a CRC-32 of its name,
+  so that a class has the same colour on every image and every run.
+
+  Args:
+    name: The class name.
+  """
   return BOX_COLOURS[zlib.crc32(name.encode('utf-8')) % len(BOX_COLOURS)]
 
 
 def draw_boxes(image, boxes: Sequence[LabelledBox]) -> None:
-  """Draws each box, outlined, with its class name, on a Pillow image (in place)."""
+  """Draws each box, outlined, with its class name, on a Pillow image (in place).
+
+  Args:
+    image: The Pillow image to draw on, e.g. a thumbnail.
+    boxes: (class name, normalised (xmin, ymin, xmax, ymax)) pairs; the name is cut to
+      16 characters.
+  """
   from PIL import ImageDraw  # pylint: disable=g-import-not-at-top
   draw = ImageDraw.Draw(image)
   width, height = image.size
@@ -54,7 +66,15 @@ def tint_masks(image, masks: Sequence[Tuple[str, bytes]] = (),
                class_mask: Optional[bytes] = None) -> None:
   """Tints instance masks ((class name, PNG) pairs, in the class's box colour) or a
   segmentation class mask (PNG of class indices, a colour an index) over `image` (RGB,
-  in place)."""
+  in place).
+
+  Args:
+    image: An RGB Pillow image, tinted in place.
+    masks: (class name, instance mask PNG) pairs; each mask is resized to the image
+      (nearest-neighbour) and tinted where it is not 0.
+    class_mask: A segmentation mask PNG of class indices, or None for none; index 0 is
+      left untinted.
+  """
   for name, mask in masks:
     _tint(image, mask, lambda _, name=name: box_colour(name))
   if class_mask is not None:
@@ -67,7 +87,14 @@ def thumbnail(data: bytes, boxes: Sequence[LabelledBox] = (),
   """A JPEG thumbnail (at most THUMBNAIL px a side) of encoded image bytes, with `boxes`
   drawn on it and `masks` ((class name, instance mask PNG) pairs) or a segmentation
   `class_mask` (PNG of class indices) tinted over it, or None when Pillow cannot decode
-  them (the record is still written)."""
+  them (the record is still written).
+
+  Args:
+    data: The encoded image bytes, as the record stores them.
+    boxes: (class name, normalised (xmin, ymin, xmax, ymax)) pairs to draw.
+    masks: (class name, instance mask PNG) pairs to tint in the class's box colour.
+    class_mask: A segmentation mask PNG of class indices to tint, or None.
+  """
   from PIL import Image  # pylint: disable=g-import-not-at-top
   try:
     with Image.open(io.BytesIO(data)) as im:

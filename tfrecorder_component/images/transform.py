@@ -54,12 +54,23 @@ def _is_int(value) -> bool:
 class ImageTransform:
   """What to do to each image; the default does nothing (`is_identity`).
 
-  `size` is the exact output (width, height), reached by `resize_mode`: 'stretch'
-  (aspect ignored), 'fit' (scaled to fit inside, centred on `pad_color`) or 'crop'
-  (scaled to cover, centre cropped). `longest_side` instead scales so that the longer
-  side has that length, keeping the aspect. `color` is None (keep), 'rgb' or 'grey';
-  `encode` is None (JPEG stays JPEG, everything else re-encoded becomes PNG), 'jpeg'
-  or 'png'.
+  Attributes:
+    auto_orient: Turn the pixels upright by their EXIF orientation tag first; boxes,
+      points and masks turn with them.
+    size: The exact output (width, height) in pixels, reached by `resize_mode`; None:
+      no fixed size.
+    longest_side: Instead of `size`, scales so that the longer side has that length in
+      pixels, keeping the aspect; None: no such scaling.
+    resize_mode: How `size` is reached: 'stretch' (aspect ignored; the default), 'fit'
+      (scaled to fit inside, centred on `pad_color`) or 'crop' (scaled to cover, centre
+      cropped). The last two need `size`.
+    color: None (keep), 'rgb' or 'grey'.
+    encode: None (JPEG stays JPEG, everything else re-encoded becomes PNG), 'jpeg' or
+      'png'.
+    jpeg_quality: Pillow's JPEG quality, 1 to 100 (default 95), for every image written
+      as JPEG.
+    pad_color: (r, g, b), each 0 to 255: the 'fit' padding, and the colour lost alpha
+      is composited onto. Default black.
   """
   auto_orient: bool = False
   size: Optional[Tuple[int, int]] = None
@@ -111,6 +122,13 @@ class ImageTransform:
 
   @classmethod
   def from_json(cls, text: Optional[str]) -> Optional['ImageTransform']:
+    """The transform of a JSON object of its fields (as `to_json` writes it, or the CLI's
+    `--image-transform`); None for no transform. ValueError for text that is not a JSON
+    object, or fields `from_dict` refuses.
+
+    Args:
+      text: The JSON text; None or '' means no transform.
+    """
     if not text:
       return None
     try:
@@ -124,7 +142,13 @@ class ImageTransform:
   @classmethod
   def from_dict(cls, fields: Dict[str, Any]) -> 'ImageTransform':
     """The transform of a dict of its fields; an unknown key is a ValueError naming the
-    closest field."""
+    closest field.
+
+    Args:
+      fields: {field name: value}, e.g. {'size': [224, 224], 'resize_mode': 'fit'};
+        fields left out keep their defaults, and values are checked as the constructor
+        checks them.
+    """
     known = [f.name for f in dataclasses.fields(cls)]
     for key in fields:
       if key not in known:
@@ -139,11 +163,20 @@ class ImageTransform:
 class TransformResult:
   """The bytes to store and the boxes and points in them.
 
-  `boxes` has one entry per input box, clipped to [0, 1], or None for a box that left
-  the image or became empty; `points` the input points normalised in the output, or
-  None for one outside it. `scale` is output pixels per upright input pixel in x and y,
-  for scaling annotated areas. `orientation` and `plan` are the geometry applied, which
-  `transform_mask` applies to masks.
+  `orientation` and `plan` are the geometry applied, which `transform_mask` applies to
+  masks.
+
+  Attributes:
+    data: The bytes to store: the re-encoded image, or the input bytes when nothing
+      changed.
+    boxes: One entry per input box, normalised in the output and clipped to [0, 1], or
+      None for a box that left the image or became empty.
+    changed: Whether the image was re-encoded; False: `data` is the input, untouched.
+    scale: Output pixels per upright input pixel in x and y, for scaling annotated
+      areas; (1.0, 1.0) without a resize.
+    points: The input points normalised in the output, or None for one outside it.
+    orientation: The EXIF orientation applied, 1 to 8 (1: none).
+    plan: The resize applied, or None for none.
   """
   data: bytes
   boxes: List[Optional[Box]]
@@ -161,7 +194,13 @@ def _unchanged(data: bytes, boxes: List[Box], points: Sequence[Point]) -> Transf
 
 def transform_mask(mask: np.ndarray, result: TransformResult) -> np.ndarray:
   """A mask of the stored image's size (2-D uint8) through the geometry of `result`:
-  EXIF orientation, then the resize, nearest-neighbour and padded with 0."""
+  EXIF orientation, then the resize, nearest-neighbour and padded with 0.
+
+  Args:
+    mask: A 2-D array, height x width of the stored image, of values 0 to 255 (an
+      instance mask's 0 and 1, or a class mask's indices).
+    result: The `apply_transform` result of the mask's image.
+  """
   if result.orientation == 1 and result.plan is None:
     return mask
   im = Image.fromarray(np.asarray(mask, dtype=np.uint8), 'L')
@@ -273,6 +312,12 @@ def apply_transform(data: bytes, transform: ImageTransform,
   the first frame of a multi-frame image is transformed. Raises ValueError for a box
   that is not 4 numbers, RowError `transform_failed` when the image cannot be decoded
   or encoded.
+
+  Args:
+    data: The image file's bytes.
+    transform: What to do; an identity transform returns `data` untouched.
+    boxes: Normalised (xmin, ymin, xmax, ymax) boxes, each any sequence of 4 numbers.
+    points: Normalised (x, y) points: keypoints and oriented-box corners.
   """
   boxes = [geometry.as_box(box) for box in boxes]
   if transform.is_identity:

@@ -59,7 +59,13 @@ def _causes(e: BaseException) -> Iterable[BaseException]:
 
 
 def classify(e: BaseException) -> str:
-  """'missing', 'not_a_file', 'permission_denied', 'transient' or 'unreadable'."""
+  """'missing', 'not_a_file', 'permission_denied', 'transient' or 'unreadable'.
+
+  Args:
+    e: The exception a file system raised for a read. Its chained causes and what Beam
+      wrapped in it are looked at first (by type, errno or class name), then its text,
+      where Arrow's clients put the status.
+  """
   for c in _causes(e):
     name = type(c).__name__
     if isinstance(c, IsADirectoryError):
@@ -98,7 +104,12 @@ _ADVICE = {
 
 def file_systems(uri: str = ''):
   """Beam's `FileSystems`, imported when a path that is not local (`uri`) needs it; a
-  MissingExtra names the extra its scheme needs where that is not installed."""
+  MissingExtra names the extra its scheme needs where that is not installed.
+
+  Args:
+    uri: The path or URI it is wanted for, whose scheme's extra is checked. Default '':
+      no check (the caller has checked, or needs no extra).
+  """
   if uri:
     extras.require_for_uri(uri)
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
@@ -106,30 +117,54 @@ def file_systems(uri: str = ''):
 
 
 def is_local(path: str) -> bool:
-  """Whether `path` is a local path (no scheme), handled without Beam."""
+  """Whether `path` is a local path (no scheme), handled without Beam.
+
+  Args:
+    path: A path or URI; one holding `://` (a file:// URI too) is not local.
+  """
   return '://' not in path
 
 
 def absolute(path: str) -> str:
   """`path` made absolute if local (as this process's working folder resolves it), for
-  processes that do not share that folder: Beam's workers, Dataflow's. URIs as given."""
+  processes that do not share that folder: Beam's workers, Dataflow's. URIs as given.
+
+  Args:
+    path: A local path, relative or absolute, or a URI.
+  """
   return os.path.abspath(path) if is_local(path) else path
 
 
 def join(path: str, *parts: str) -> str:
-  """`path` joined with `parts`, as Beam's `FileSystems.join` joins them."""
+  """`path` joined with `parts`, as Beam's `FileSystems.join` joins them.
+
+  Args:
+    path: The folder: a local path (joined with `os.path.join`) or a URI, whose scheme
+      picks the file system.
+    parts: The names to append, in order.
+  """
   return os.path.join(path, *parts) if is_local(path) else file_systems(path).join(path, *parts)
 
 
 def open_file(path: str) -> BinaryIO:
-  """`path` opened for reading bytes, as they are (no decompression)."""
+  """`path` opened for reading bytes, as they are (no decompression).
+
+  Args:
+    path: A local path or a URI on any Beam file system.
+  """
   if is_local(path):
     return open(path, 'rb')
   return file_systems(path).open(path, compression_type='uncompressed')
 
 
 def create_file(path: str) -> BinaryIO:
-  """`path` created (with its parent folders) for writing bytes, as they are."""
+  """`path` created (with its parent folders) for writing bytes, as they are.
+
+  Args:
+    path: A local path, a gs:// or s3:// URI (written by this process's Arrow client
+      where it has one, else by Beam) or a URI on another Beam file system. A file
+      already there is replaced.
+  """
   if is_local(path):
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     return open(path, 'wb')
@@ -144,7 +179,13 @@ def create_file(path: str) -> BinaryIO:
 
 def rename(source: str, target: str) -> None:
   """Renames a file (local: at once; gs:// and s3://: copied by the store, then the
-  source deleted; elsewhere Beam's `FileSystems.rename`)."""
+  source deleted; elsewhere Beam's `FileSystems.rename`).
+
+  Args:
+    source: The file to rename: a local path or a URI, whose scheme picks how.
+    target: Its new path, on the same file system as `source`; a local file already
+      there is replaced.
+  """
   if is_local(source):
     os.replace(source, target)
   elif storage.client_for(source) is not None:
@@ -155,23 +196,44 @@ def rename(source: str, target: str) -> None:
 
 
 def exists(path: str) -> bool:
+  """Whether a file or folder exists at `path` (a URI: as Beam's `FileSystems.exists`
+  answers).
+
+  Args:
+    path: A local path or a URI.
+  """
   return os.path.exists(path) if is_local(path) else file_systems(path).exists(path)
 
 
 def size(path: str) -> int:
-  """The size of the file at `path`, in bytes."""
+  """The size of the file at `path`, in bytes.
+
+  Args:
+    path: A local path, or a URI naming one file on any Beam file system.
+  """
   if is_local(path):
     return os.path.getsize(path)
   return file_systems(path).match([path])[0].metadata_list[0].size_in_bytes
 
 
 def has_glob(pattern: str) -> bool:
+  """Whether `pattern` holds a glob character: `*`, `?` or `[`.
+
+  Args:
+    pattern: A path or URI, as given to `match`.
+  """
   return any(c in pattern for c in '*?[')
 
 
 def match(pattern: str) -> List[str]:
   """The paths `pattern` matches, as Beam's `FileSystems.match` lists them; a local path,
-  or the files directly inside a local folder (`folder/*`), without Beam."""
+  or the files directly inside a local folder (`folder/*`), without Beam.
+
+  Args:
+    pattern: A path or glob on any file system: a local one without a glob character
+      is checked for existence, a local `folder/*` listed (files only), everything
+      else matched by Beam. What matches nothing, or cannot be listed, gives [].
+  """
   if is_local(pattern) and not has_glob(pattern):
     return [pattern] if os.path.exists(pattern) else []
   folder, name = os.path.split(pattern)
@@ -191,7 +253,11 @@ def match(pattern: str) -> List[str]:
 
 def list_objects(prefix: str) -> List[str]:
   """The paths, relative to `prefix`, of the objects under a gs:// or s3:// prefix (at
-  any depth), sorted: one listing."""
+  any depth), sorted: one listing.
+
+  Args:
+    prefix: The folder's URI, with or without a trailing `/`.
+  """
   prefix = prefix.rstrip('/')
   return sorted(p[len(prefix) + 1:] for p in match(prefix + '/**')
                 if p.startswith(prefix + '/'))
@@ -199,7 +265,12 @@ def list_objects(prefix: str) -> List[str]:
 
 def remove(path: str) -> None:
   """Removes a file or a whole folder (or gs:// or s3:// object or prefix), if it exists.
-  An object store has no folders: a prefix is removed object by object, as listed."""
+  An object store has no folders: a prefix is removed object by object, as listed.
+
+  Args:
+    path: A local path, or a URI: the object of that name and every object under
+      `path/` are deleted.
+  """
   if '://' in path:
     storage.prepare_file_systems(path)
     found = match(path) + [path.rstrip('/') + '/' + p for p in list_objects(path)]
@@ -210,7 +281,13 @@ def remove(path: str) -> None:
 
 
 def write_text(path: str, text: str) -> None:
-  """Writes `text` as UTF-8 to `path` on any Beam file system."""
+  """Writes `text` as UTF-8 to `path` on any Beam file system.
+
+  Args:
+    path: A local path or a URI, created as `create_file` creates it (parent folders
+      made, a file already there replaced).
+    text: The whole content of the file.
+  """
   with create_file(path) as f:
     f.write(text.encode('utf-8'))
 
@@ -238,6 +315,16 @@ def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEF
 
   Files larger than `max_bytes` are refused (`too_large`) after reading at most
   `max_bytes + 1` bytes.
+
+  Args:
+    uri: A local path, a file:// URI (either must name a regular file), a gs:// or s3://
+      URI (read by this process's Arrow client) or a URI on another Beam file system.
+    max_bytes: The largest file accepted, in bytes; default 64 MiB (DEFAULT_MAX_BYTES).
+    attempts: Tries in all while the failure is transient (a reset or timeout, HTTP 429
+      or 5xx); after the last, the row fails as `unreadable`. At least 1.
+    backoff_seconds: The wait after the first failed try; it doubles after each later
+      one.
+    sleep: Called with the seconds to wait between tries; tests pass a stand-in.
   """
   for attempt in range(1, attempts + 1):
     try:
@@ -273,7 +360,15 @@ def describe_os_error(error: BaseException, output_dir: Optional[str] = None
                       ) -> Optional[str]:
   """One line for a file system error anywhere in `error` (a worker's error reaches the
   command as text): what happened, and the path, or the output folder when the error
-  names none. None if there is none."""
+  names none. None if there is none.
+
+  Args:
+    error: The exception caught. An OSError among it and its causes with a named errno
+      (no space, quota, permission, read-only file system, I/O) is used, else the first
+      `[Errno N] ...: 'path'` in its text.
+    output_dir: The run's output folder, named when the error names no path; None: the
+      line then names no place.
+  """
   for cause in _causes(error):
     if isinstance(cause, OSError) and cause.errno in _NAMED_ERRNOS:
       return _os_line(cause.errno, cause.filename, output_dir)

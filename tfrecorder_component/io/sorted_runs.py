@@ -13,8 +13,22 @@ BLOCK_BYTES = 64 * 2**10  # read from each run at a time while merging
 def read_entries(f: BinaryIO, entry_size: Callable[[bytes, int], int], header_size: int,
                  name: str, length: Optional[int] = None) -> Iterator[bytes]:
   """The entries of open file `f` from where it stands, to its end or over `length`
-  bytes, read BLOCK_BYTES at a time. `entry_size(buffer, at)` gives the size of the entry
-  at `at` from its first `header_size` bytes. `name` names the file in errors."""
+  bytes, read BLOCK_BYTES at a time.
+
+  Args:
+    f: A binary file open for reading, standing at the first entry to read.
+    entry_size: `entry_size(buffer, at)` gives the size in bytes of the entry at `at`
+      from its first `header_size` bytes (more than `buffer` holds while those do not
+      tell it all).
+    header_size: The bytes an entry must have in the buffer before `entry_size` is
+      asked its size.
+    name: The file's path or name, for the errors.
+    length: The bytes to read from where `f` stands (a slice of the file); None: to
+      its end.
+
+  Raises:
+    ValueError: `f` ends inside an entry, or before `length` bytes.
+  """
   pending = b''
   left = length
   while left is None or left:
@@ -42,7 +56,16 @@ class RunSpiller:
   """Entries (bytes) gathered until there are `run_entries`, then `write(path, entries)`
   writes them, sorted, as a new run file in `folder`; `runs` holds what each `write`
   returned. So one process holds at most one run's entries (a Beam bundle's in
-  `beam.sorted_runs.SpillRuns`, a local worker's in `engines/local_pool.py`)."""
+  `beam.sorted_runs.SpillRuns`, a local worker's in `engines/local_pool.py`).
+
+  Args:
+    folder: The folder the run files are made in: a local path or a URI.
+    run_entries: The entries held before they are written as a run; `sys.maxsize`:
+      only when `spill` is called.
+    write: `write(path, entries)` sorts `entries` and writes them to the new file
+      `path` (`files.join(folder, 'run-<uuid>')`); what it returns (the path, in this
+      package) is appended to `runs`.
+  """
 
   def __init__(self, folder: str, run_entries: int, write: Callable[[str, List[bytes]], Any]):
     self._folder = folder
@@ -52,6 +75,11 @@ class RunSpiller:
     self.runs: List[Any] = []
 
   def add(self, entries: Iterable[bytes]) -> None:
+    """Holds `entries`, writing a run each time `run_entries` are held.
+
+    Args:
+      entries: Packed entries, in any order.
+    """
     for packed in entries:
       self._entries.append(packed)
       if len(self._entries) >= self._run_entries:

@@ -44,7 +44,13 @@ _PIECE = 8 << 20
 class Staging:
   """The local stand-ins of a run's remote outputs: `path(p)` is where the run writes what
   goes to `p` (a local `p` is itself), `publish()` uploads what was written there, and
-  `close()` (or leaving the `with` block) removes the scratch folder."""
+  `close()` (or leaving the `with` block) removes the scratch folder.
+
+  Args:
+    outputs: The run's folders written beside its shards (the report folder, the label
+      folder): local paths or URIs. A scratch folder is made (`root`) only when one of
+      them is on gs:// or s3://.
+  """
 
   def __init__(self, outputs: List[str]):
     self._remote = any(storage.is_object_store(p) for p in outputs)
@@ -57,13 +63,23 @@ class Staging:
     return self._remote
 
   def path(self, uri: Optional[str]) -> Optional[str]:
-    """Where the run writes what goes to `uri` (None stays None)."""
+    """Where the run writes what goes to `uri` (None stays None).
+
+    Args:
+      uri: A path or URI the run writes. A gs:// or s3:// one maps to
+        `<root>/<scheme>/<bucket>/<path>`; any other is returned as it is.
+    """
     if uri is None or not storage.is_object_store(uri):
       return uri
     scheme, rest = uri.split('://', 1)
     return os.path.join(self.root, scheme, *[p for p in rest.split('/') if p])
 
   def paths(self, uris: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
+    """`path` of each value of `uris`, under the same keys (None stays None).
+
+    Args:
+      uris: {name: path or URI} of what the run writes, or None.
+    """
     return None if uris is None else {k: self.path(v) for k, v in uris.items()}
 
   def _uploads(self) -> List[Tuple[str, str]]:
@@ -107,6 +123,11 @@ class Staging:
 def upload(local: str, uri: str) -> None:
   """Writes the local file `local` as the object `uri`, as every remote file is written
   (`files.create_file`: this process's Arrow client of its scheme, else Beam's file
-  system)."""
+  system).
+
+  Args:
+    local: The local file to copy, read 8 MiB at a time.
+    uri: The object it becomes (gs:// or s3://); one already there is replaced.
+  """
   with open(local, 'rb') as source, files.create_file(uri) as target:
     shutil.copyfileobj(source, target, _PIECE)

@@ -61,13 +61,21 @@ _beam_primed = False
 
 
 def is_remote(uri: str) -> bool:
-  """Whether `uri` names a file on another machine (a scheme other than file://)."""
+  """Whether `uri` names a file on another machine (a scheme other than file://).
+
+  Args:
+    uri: A local path or a URI.
+  """
   scheme = uri.split('://', 1)[0] if '://' in uri else ''
   return bool(scheme) and scheme != 'file'
 
 
 def is_object_store(uri: str) -> bool:
-  """Whether `uri` is read by this module's own clients (gs:// or s3://)."""
+  """Whether `uri` is read by this module's own clients (gs:// or s3://).
+
+  Args:
+    uri: A local path or a URI; only the lower-case prefixes `gs://` and `s3://` count.
+  """
   return uri.startswith(('gs://', 's3://'))
 
 
@@ -116,7 +124,13 @@ def prepare_file_systems(*uris: str) -> None:
   would retry credential discovery for about 21 s first. Beam's remote file systems get
   default pipeline options when no pipeline has set any: S3's needs them (its boto3
   client then reads the endpoint and keys from the environment), and GCS's would parse
-  the command line as Beam arguments and warn about every word. Cheap to call again."""
+  the command line as Beam arguments and warn about every word. Cheap to call again.
+
+  Args:
+    uris: The paths and URIs this process is about to read or write; a remote one
+      whose extra is not installed raises MissingExtra. None given: only what needs no
+      URI (an emulator's anonymous GCS client, Beam's S3 writer once Beam is imported).
+  """
   global _beam_primed
   for uri in uris:
     if is_remote(uri):
@@ -217,7 +231,11 @@ def _client(scheme: str):
 
 def client_for(uri: str):
   """This process's Arrow file system for a gs:// or s3:// `uri` (made once, kept), or
-  None: another scheme, or one this pyarrow cannot serve."""
+  None: another scheme, or one this pyarrow cannot serve.
+
+  Args:
+    uri: A local path or a URI; only its scheme is looked at.
+  """
   return _client(uri[:2]) if is_object_store(uri) else None
 
 
@@ -227,7 +245,13 @@ def _arrow_path(uri: str) -> str:
 
 def open_object(uri: str) -> BinaryIO:
   """A file object reading `uri` from its start: one request for gs:// and s3:// (Arrow's
-  clients), Beam's `FileSystems.open` for every other scheme and for local paths."""
+  clients), Beam's `FileSystems.open` for every other scheme and for local paths.
+
+  Args:
+    uri: A local path or a file:// URI, opened only if it names a regular file
+      (NotARegularFile for a FIFO, a device, a socket or a dangling link), or a URI on
+      any Beam file system.
+  """
   if is_object_store(uri):
     extras.require_for_uri(uri)
     client = _client(uri[:2])
@@ -263,7 +287,13 @@ class ObjectWriter:
   exists once `close()` has returned; a writer whose process is killed leaves no object
   (the stores complete an upload only when told), and one left by an error (`with`, or
   `abort()`) is deleted.
-  `close()` raises the upload's failure, if any; so does a later `write`."""
+  `close()` raises the upload's failure, if any; so does a later `write`.
+
+  Args:
+    client: The Arrow file system of the URI's scheme (`client_for(uri)`).
+    uri: The object to write, `gs://bucket/name` or `s3://bucket/name`; it is also the
+      writer's `name`. An object already there is replaced.
+  """
 
   def __init__(self, client, uri: str):
     import queue  # pylint: disable=g-import-not-at-top
@@ -335,6 +365,13 @@ class ObjectWriter:
     pass
 
   def write(self, data) -> int:
+    """Queues `data` for the upload thread and returns its length; waits only while
+    more than WRITE_QUEUE_BYTES would be held. Raises the upload's failure, if any, and
+    ValueError once the writer is closed.
+
+    Args:
+      data: Bytes or any bytes-like object; copied before it is queued.
+    """
     if self._failure is not None:
       raise self._failure
     if self._closed:
@@ -398,7 +435,11 @@ class ObjectWriter:
 
 def create_object(uri: str) -> Optional[ObjectWriter]:
   """An ObjectWriter for the gs:// or s3:// `uri`, or None where this pyarrow has no
-  client for its scheme (then Beam's file system writes it)."""
+  client for its scheme (then Beam's file system writes it).
+
+  Args:
+    uri: The object to write, a gs:// or s3:// URI.
+  """
   client = client_for(uri)
   return None if client is None else ObjectWriter(client, uri)
 
@@ -428,7 +469,13 @@ def move_object(source: str, target: str) -> None:
   deleted. gs://: Arrow's client (GCS's rewrite). s3://: boto3's managed copy (one
   CopyObject, or a multipart copy past S3's 5 GB limit) where boto3 is installed (Beam's
   `[aws]` extra, which S3 outputs need), since Arrow's S3 client leaves an empty
-  "folder/" object behind each object it deletes; else Arrow's."""
+  "folder/" object behind each object it deletes; else Arrow's.
+
+  Args:
+    source: The object to rename, a gs:// or s3:// URI whose scheme has a client.
+    target: Its new URI, in the same store as `source`; an object already there is
+      replaced.
+  """
   s3 = _boto3_s3() if source.startswith('s3://') else None
   if s3 is not None:
     bucket, name = _bucket_key(source)
@@ -441,7 +488,11 @@ def move_object(source: str, target: str) -> None:
 
 
 def delete_object(uri: str) -> None:
-  """Deletes the object `uri` (gs:// or s3://, as `move_object` does), if it exists."""
+  """Deletes the object `uri` (gs:// or s3://, as `move_object` does), if it exists.
+
+  Args:
+    uri: The object's gs:// or s3:// URI.
+  """
   s3 = _boto3_s3() if uri.startswith('s3://') else None
   if s3 is not None:
     bucket, name = _bucket_key(uri)
@@ -454,7 +505,12 @@ def delete_object(uri: str) -> None:
 
 
 def list_names(prefix: str) -> list:
-  """The names of the objects directly under the gs:// or s3:// folder `prefix`."""
+  """The names of the objects directly under the gs:// or s3:// folder `prefix`.
+
+  Args:
+    prefix: The folder's URI, with or without a trailing `/`; one holding nothing lists
+      nothing. Its scheme must have an Arrow client here (`client_for`).
+  """
   import pyarrow.fs as pafs  # pylint: disable=g-import-not-at-top
   client = client_for(prefix)
   try:
@@ -500,7 +556,12 @@ def _open_local(path: str) -> BinaryIO:
 def missing_bucket(uri: str) -> Optional[str]:
   """The bucket of a gs:// or s3:// `uri` when that bucket does not exist (or cannot be
   seen with these credentials), else None. Object stores answer a read of a missing
-  object and of a missing bucket alike; this tells them apart for the error message."""
+  object and of a missing bucket alike; this tells them apart for the error message.
+
+  Args:
+    uri: The URI a read found missing; another scheme than gs:// or s3://, or one this
+      pyarrow has no client for, gives None.
+  """
   if not is_object_store(uri):
     return None
   client = _client(uri[:2])

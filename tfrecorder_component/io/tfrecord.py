@@ -1,6 +1,7 @@
 """TFRecord framing and gzipped TFRecord shards, with a gzip level that is a choice and a C
 CRC32C: records framed as TensorFlow's record writer frames them, written record by record
-on any file system, and read back in order with each frame's CRCs checked.
+on any file system, and read back in order (`read_frames` checks each frame's CRCs;
+`read_shard` reads a run's own gzipped shards back, zlib checking each member's CRC32).
 
 Encoded images barely compress (about 0.5% for JPEG), yet deflate runs at a few tens of
 MB/s per core on them, so the default level is 0: stored deflate blocks, still a valid
@@ -21,13 +22,21 @@ from tfrecorder_component.io import files
 from tfrecorder_component.option_table import DEFAULT_COMPRESSION_LEVEL  # pylint: disable=unused-import
 
 def masked_crc32c(data: bytes) -> bytes:
-  """TFRecord's masked CRC32C of `data`, as the 4 bytes a frame holds."""
+  """TFRecord's masked CRC32C of `data`, as the 4 bytes a frame holds.
+
+  Args:
+    data: The bytes the CRC covers: a frame's 8-byte length, or its record.
+  """
   crc = google_crc32c.value(data)
   return struct.pack('<I', (((crc >> 15) | (crc << 17)) + 0xa282ead8) & 0xffffffff)
 
 
 def tfrecord_frame(record: bytes) -> bytes:
-  """One record in the TFRecord format: length, CRC of length, data, CRC of data."""
+  """One record in the TFRecord format: length, CRC of length, data, CRC of data.
+
+  Args:
+    record: One serialized record (a `tf.train.Example`'s bytes).
+  """
   return b''.join(_frame_parts(record))
 
 
@@ -37,7 +46,11 @@ def _frame_parts(record: bytes) -> Tuple[bytes, bytes, bytes, bytes]:
 
 
 def tfrecord_frames(records) -> bytes:
-  """Records in the TFRecord format, one after the other (each record copied once)."""
+  """Records in the TFRecord format, one after the other (each record copied once).
+
+  Args:
+    records: Serialized records (bytes), framed in the order given.
+  """
   return b''.join([part for record in records for part in _frame_parts(record)])
 
 
@@ -45,7 +58,18 @@ def read_frames(f: BinaryIO, path: str, first: int = 0, limit: Optional[int] = N
             keep: Callable[[int], bool] = lambda j: True) -> Iterator[bytes]:
   """The records of an open TFRecord stream from where it stands (record `first` of its
   file), `limit` of them at most; a record `keep` refuses (by its number in the file)
-  is skipped. ValueError naming the file and record for a CRC mismatch or a cut."""
+  is skipped. ValueError naming the file and record for a CRC mismatch or a cut.
+
+  Args:
+    f: An uncompressed binary stream standing at a record's header; it must be seekable
+      where `keep` skips records.
+    path: The file's path, for the errors.
+    first: The number in its file of the record `f` stands at; 0: the file's first.
+    limit: The records to go through from `first`, skipped ones included; the stream
+      must hold them all (ValueError if it ends first). None: to the stream's end.
+    keep: `keep(j)` is False for a record number `j` to skip (another reader's); its
+      data is then neither read nor checked. Default: every record is kept.
+  """
   j = first
   while limit is None or j < first + limit:
     header = f.read(12)
@@ -79,7 +103,12 @@ def read_shard(path: str) -> Iterator[bytes]:
   """The records of one gzipped TFRecord shard, in order. Inflated a block at a time and
   cut into records in memory (gzip's own reader makes two small reads a record, several
   times slower); zlib checks each gzip member's CRC32 and length. A shard that ends
-  inside a gzip member or a record raises EOFError."""
+  inside a gzip member or a record raises EOFError.
+
+  Args:
+    path: The shard (gzip members, one or more), a local path or a URI on any Beam file
+      system.
+  """
   with files.open_file(path) as raw:
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
     begun = False  # whether the current gzip member has had input
@@ -110,7 +139,13 @@ def read_shard(path: str) -> Iterator[bytes]:
 
 
 class GzipStream:
-  """A gzip stream over an open binary file; closing it closes both."""
+  """A gzip stream over an open binary file; closing it closes both.
+
+  Args:
+    raw: The binary file the compressed bytes go to (a local file, an ObjectWriter, a
+      Beam file); `finish` lets an ObjectWriter end its upload without waiting.
+    level: The gzip level, 0 (stored blocks: no compression) to 9.
+  """
 
   def __init__(self, raw: BinaryIO, level: int):
     self._raw = raw
@@ -119,6 +154,11 @@ class GzipStream:
                                mtime=0)
 
   def write(self, data: bytes) -> None:
+    """Compresses `data` into the stream.
+
+    Args:
+      data: The bytes to write (a shard's TFRecord frames).
+    """
     self._gzip.write(data)
 
   def finish(self) -> None:
@@ -135,7 +175,14 @@ class GzipStream:
 
 
 class ShardWriter:
-  """A gzipped TFRecord shard written record by record on any file system."""
+  """A gzipped TFRecord shard written record by record on any file system.
+
+  Args:
+    path: The shard to create: a local path or a URI (`files.create_file`); a file
+      already there is replaced.
+    compression_level: The gzip level, 0 to 9; default 0 (DEFAULT_COMPRESSION_LEVEL):
+      stored deflate blocks.
+  """
 
   def __init__(self, path: str, compression_level: int = DEFAULT_COMPRESSION_LEVEL):
     self.path = path
@@ -144,6 +191,12 @@ class ShardWriter:
     self._file = GzipStream(files.create_file(path), compression_level)
 
   def write(self, records) -> None:
+    """Frames `records` and writes them, adding to the counts `records` and `bytes`.
+
+    Args:
+      records: Serialized records (bytes), in order: a sequence, since they are
+        counted with `len`.
+    """
     data = tfrecord_frames(records)
     self._file.write(data)
     self.records += len(records)

@@ -30,11 +30,21 @@ LABEL_COLUMNS = ('label', 'labels', 'class', 'category')
 
 
 def is_label_column(name: str) -> bool:
+  """Whether a header column holds labels: `label`, `labels`, `class`, `category`, or a
+  name starting with `label` (`label_1`, `label_2`, ...).
+
+  Args:
+    name: the column's name from the header, stripped and lower-cased.
+  """
   return name in LABEL_COLUMNS or name.startswith('label')
 
 
 def is_header(fields: List[str]) -> bool:
-  """Whether a CSV row names columns: it names a URI column and holds no data value."""
+  """Whether a CSV row names columns: it names a URI column and holds no data value.
+
+  Args:
+    fields: the row's fields as the csv reader gives them (not stripped).
+  """
   names = [f.strip().lower() for f in fields]
   if not any(n in URI_COLUMNS for n in names):
     return False
@@ -45,6 +55,12 @@ def is_header(fields: List[str]) -> bool:
 
 
 def looks_like_path(field: str) -> bool:
+  """Whether a field could be a file path: it holds a slash, a backslash, a dot or a
+  colon. A looser test than `looks_like_uri`.
+
+  Args:
+    field: a CSV field; spaces around it are ignored.
+  """
   f = field.strip()
   return '/' in f or '\\' in f or '.' in f or ':' in f
 
@@ -54,13 +70,24 @@ _EXTENSION = re.compile(r'\.[A-Za-z0-9]{2,5}\Z')
 
 
 def looks_like_uri(field: str) -> bool:
-  """Whether a field reads as an image location rather than a column name."""
+  """Whether a field reads as an image location rather than a column name: it starts
+  with a scheme (`gs:`), `/`, `\\`, `./` or `../`, or ends in an extension of 2 to 5
+  letters or digits.
+
+  Args:
+    field: a CSV field; spaces around it are ignored.
+  """
   f = field.strip()
   return bool(_URI_START.match(f) or _EXTENSION.search(f))
 
 
 def has_ml_use_column(first_row: List[str]) -> bool:
-  """Without a header: whether the first data row starts with an ML_USE field."""
+  """Without a header: whether the first data row starts with an ML_USE field.
+
+  Args:
+    first_row: the fields of the file's first row. Its first field counts as ML_USE
+      when it is an ML_USE word (any case), empty, or no file path (`looks_like_path`).
+  """
   first = first_row[0]
   return first.strip().upper() in ('TRAIN', 'TRAINING', 'VALIDATION', 'VALIDATE', 'EVAL',
                                    'TEST', 'UNASSIGNED', '') or not looks_like_path(first)
@@ -103,7 +130,13 @@ def csv_rows(path: str, text: Union[str, Iterable[str]]
   naming that line, and reading resumes on the next line, so no row after it is lost
   or swallowed into a field. A quoted field may still span lines (a DataFrame's cell
   may hold a line break); the row is then named by its last line, and a label that
-  holds the break fails as `bad_label` (labels lose only spaces and tabs around them)."""
+  holds the break fails as `bad_label` (labels lose only spaces and tabs around them).
+
+  Args:
+    path: the manifest's path, named in the RowErrors.
+    text: the CSV's whole text, or its lines as a text file opened with newline=''
+      gives them (read one row at a time, never held whole).
+  """
   lines = _Lines(io.StringIO(text, newline='') if isinstance(text, str) else text)
   reader = csv.reader(lines, skipinitialspace=False, strict=True)
   while True:
@@ -126,7 +159,15 @@ def csv_rows(path: str, text: Union[str, Iterable[str]]
 
 
 def feature_columns(path: str, fields: List[str], used: List[int]) -> List[Tuple[int, str]]:
-  """The header's named columns outside `used`, as (index, name): the extra features."""
+  """The header's named columns outside `used`, as (index, name): the extra features.
+
+  Args:
+    path: the manifest's path, named in the ManifestError raised for a column name
+      that is reserved (`check_feature_name`) or given twice.
+    fields: the header row's fields; names are stripped, empty ones skipped.
+    used: the 0-based indexes of the columns the format reads itself (image URI,
+      ML_USE, labels, mask, box coordinates).
+  """
   columns = [(i, f.strip()) for i, f in enumerate(fields) if i not in used and f.strip()]
   seen = set()
   for _, name in columns:
@@ -139,14 +180,30 @@ def feature_columns(path: str, fields: List[str], used: List[int]) -> List[Tuple
 
 
 def raw_features(fields: List[str], columns: List[Tuple[int, str]]) -> Tuple[Tuple[str, str], ...]:
-  """The non-empty values of the feature columns of a row, as (name, text), sorted by name."""
+  """The non-empty values of the feature columns of a row, as (name, text), sorted by name.
+
+  Args:
+    fields: the data row's fields; a column past the row's end counts as empty.
+    columns: the feature columns, as `feature_columns` gives them: (index, name).
+  """
   return tuple(sorted((name, fields[i].strip()) for i, name in columns
                       if i < len(fields) and fields[i].strip()))
 
 
 def split_of(path: str, row: int, fields: List[str], split_col: Optional[int],
              uri: str) -> Union[Optional[str], RowError]:
-  """The TFX split of a row's ML_USE field, or an `unknown_split` RowError."""
+  """The TFX split of a row's ML_USE field, or an `unknown_split` RowError.
+
+  None for a file without an ML_USE column, and for an empty or UNASSIGNED value (the
+  row is hash-split).
+
+  Args:
+    path: the manifest's path, named in the RowError.
+    row: the row's 1-based line number, named in the RowError.
+    fields: the row's fields; a column past the row's end reads as empty.
+    split_col: the 0-based index of the ML_USE column; None when the file has none.
+    uri: the row's image URI as written, named in the RowError.
+  """
   if split_col is None:
     return None
   value = fields[split_col] if split_col < len(fields) else ''
@@ -159,7 +216,12 @@ def split_of(path: str, row: int, fields: List[str], split_col: Optional[int],
 
 
 def header_columns(fields: List[str]) -> Tuple[List[str], Optional[int], int]:
-  """A header's lower-cased names, its ML_USE column (or None) and its URI column."""
+  """A header's lower-cased names, its ML_USE column (or None) and its URI column.
+
+  Args:
+    fields: the header row's fields; it must name a URI column (`is_header`), else
+      StopIteration escapes.
+  """
   names = [f.strip().lower() for f in fields]
   split_col = next((i for i, n in enumerate(names) if n in SPLIT_COLUMNS), None)
   uri_col = next(i for i, n in enumerate(names) if n in URI_COLUMNS)
@@ -223,7 +285,15 @@ def check_column_order(path: str, layout: 'CsvLayout',
   """Refuses a headerless CSV whose columns are not in AutoML's order, where reading it
   would write wrong labels or fail every row: its label columns hold ML_USE words or
   image paths, or its first column holds labels and the second image paths
-  (`label,image_uri`)."""
+  (`label,image_uri`).
+
+  Args:
+    path: the manifest's path, named in the ManifestError.
+    layout: the layout read from the first row (`from_first_row`): where it expects the
+      ML_USE, URI and label columns.
+    sample: the file's first rows (at most ORDER_SAMPLE_ROWS), as (line number,
+      fields), checked before any row is read.
+  """
   _check_labels_first(path, layout, sample)
   for col in layout.label_columns(max(len(fields) for _, fields in sample)):
     values = [fields[col] for _, fields in sample if col < len(fields)]
@@ -250,7 +320,14 @@ def suggest_header(sample: List[Tuple[int, List[str]]], uri_col: int = 0) -> str
   """A header for headerless rows: `split` for ML_USE columns, `image_uri` for paths (or
   column `uri_col` if no column holds paths), `label` for the first other column, then
   box coordinates where the 8 columns after it hold numbers (a detection CSV), else
-  `label_<n>`."""
+  `label_<n>`.
+
+  Args:
+    sample: headerless rows as (line number, fields); each column is judged by its
+      values in all of them.
+    uri_col: the 0-based column to name `image_uri` when no column holds paths: the
+      one the layout reads the URI from.
+  """
   width = max(len(fields) for _, fields in sample)
   columns = [[fields[col] for _, fields in sample if col < len(fields)] for col in range(width)]
   names: List[str] = []
@@ -273,12 +350,25 @@ def suggest_header(sample: List[Tuple[int, List[str]]], uri_col: int = 0) -> str
 
 class CsvLayout:
   """The columns every AutoML CSV layout has: ML_USE, URI and extra features, and where
-  relative URIs resolve (set by `parse_rows`). Subclasses add their label columns."""
+  relative URIs resolve (set by `parse_rows`). Subclasses add their label columns.
+
+  Args:
+    split_col: the 0-based index of the ML_USE column; None when the file has none.
+    uri_col: the 0-based index of the image URI column.
+    width: the header's column count, which every row must have; None without a
+      header.
+    feature_cols: the extra feature columns as (index, name) (`feature_columns`);
+      None: none.
+  """
 
   ORDER = 'ML_USE,IMAGE_URI,LABEL'  # the columns of a headerless file, as AutoML orders them
 
   def label_columns(self, width: int) -> List[int]:
-    """The columns that hold labels in rows `width` wide."""
+    """The columns that hold labels in rows `width` wide.
+
+    Args:
+      width: the number of fields of the rows (the widest row of a sample).
+    """
     raise NotImplementedError
 
   def __init__(self, split_col: Optional[int], uri_col: int, width: Optional[int] = None,
@@ -359,6 +449,19 @@ class _Layout(CsvLayout):
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+  """The rows of an AutoML classification CSV (see the module), each a ManifestRow or
+  a RowError, in file order.
+
+  Args:
+    path: the manifest's path: named in errors, and the folder relative image URIs
+      resolve against when `image_root` is None.
+    text: the CSV's whole text, or its lines as a text file opened with newline=''
+      gives them.
+    image_root: the folder (local path or URI) relative image URIs resolve against;
+      None: the manifest's folder.
+    feature_types: declared types of extra columns ({name: 'int' | 'float' |
+      'string'}); a column not declared gets a type inferred from its values.
+  """
   return parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
 
 
@@ -368,7 +471,21 @@ def parse_rows(path: str, text: str, feature_types: Optional[Mapping[str, str]],
   (`layout_class.from_header` / `from_first_row`); `parse_row(path, row, fields, layout)`
   turns each row into a ManifestRow or RowError; extra columns are then typed. Relative
   image URIs resolve against `image_root` (`layout.image_root`), by default the
-  manifest's folder."""
+  manifest's folder.
+
+  Args:
+    path: the manifest's path, named in errors.
+    text: the CSV's whole text, or its lines as a text file opened with newline=''
+      gives them; read twice when the file has extra columns (`typed_items`).
+    feature_types: declared types of extra columns ({name: 'int' | 'float' |
+      'string'}); None or {}: every type is inferred from the file's values.
+    layout_class: the format's CsvLayout subclass, with the class methods
+      `from_header(path, fields)` and `from_first_row(fields)`.
+    parse_row: the format's row parser, called as above for each data row, in file
+      order.
+    image_root: the folder (local path or URI) relative image URIs resolve against;
+      None: the manifest's folder.
+  """
 
   def untyped() -> Iterator[ParsedItem]:
     layout = None
@@ -457,7 +574,16 @@ def _one_hot_row(path: str, row: int, fields: List[str], uri: str, split: Option
 
 
 class LabelCounts(NamedTuple):
-  """Rows of a headerless AutoML CSV by their number of labels (`label_counts`)."""
+  """Rows of a headerless AutoML CSV by their number of labels (`label_counts`).
+
+  Attributes:
+    single: the number of rows with one label.
+    multi: the number of rows with more than one label.
+    first_multi: the first of those rows, as (line number, fields, non-empty label
+      fields); None when there is none.
+    spaced: whether a label field after the first of such a row begins with a space
+      (a sign of an unquoted comma inside a label).
+  """
   single: int  # rows with one label
   multi: int  # rows with more than one
   # (row, fields, label fields) of the first of those
@@ -471,7 +597,13 @@ def label_counts(path: str, lines: Iterable[str]) -> Optional[LabelCounts]:
   is the first of those, and whether a later label field of one begins with a space
   (`Bird, blue`: an unquoted comma inside a label, as CSV writers put no space after
   the comma between fields). None for a file with a header, whose label columns are
-  named (several on purpose, `label_1,label_2`, or one-hot)."""
+  named (several on purpose, `label_1,label_2`, or one-hot).
+
+  Args:
+    path: the manifest's path (named in the RowErrors of bad rows, which are skipped).
+    lines: the CSV's lines, as a text file opened with newline='' gives them (or its
+      whole text as one str).
+  """
   single = multi = 0
   first_multi, spaced, layout = None, False, None
   for entry in csv_rows(path, lines):

@@ -38,6 +38,10 @@ def sniff(head: str) -> bool:
 
   Rows with nothing after the URI (an image without objects, or unlabelled) say
   nothing either way; the first row with more decides.
+
+  Args:
+    head: the file's first characters (up to 64 KiB, as the registry sniffs them); only
+      its first 1,000 lines are looked at, and a CSV syntax error in them is a no.
   """
   reader = csv.reader(io.StringIO(head.lstrip('\ufeff'), newline=''))
   label_col: Optional[int] = None
@@ -109,6 +113,20 @@ class _Layout(CsvLayout):
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+  """The lines of an AutoML detection CSV (see the module), each a ManifestRow of one
+  box (or of an image without objects) or a RowError, in file order; the rows of one
+  image are merged later (`merge_image_rows`).
+
+  Args:
+    path: the manifest's path: named in errors, and the folder relative image URIs
+      resolve against when `image_root` is None.
+    text: the CSV's whole text, or its lines as a text file opened with newline=''
+      gives them.
+    image_root: the folder (local path or URI) relative image URIs resolve against;
+      None: the manifest's folder.
+    feature_types: declared types of extra columns ({name: 'int' | 'float' |
+      'string'}); a column not declared gets a type inferred from its values.
+  """
   return parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
 
 

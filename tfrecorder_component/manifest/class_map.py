@@ -41,7 +41,14 @@ ClassMap = Tuple[Tuple[str, Optional[str]], ...]  # sorted (class, new class or 
 
 def parse_class_map(value: Union[None, str, os.PathLike, Mapping[str, Any]]) -> ClassMap:
   """A class map from a dict, JSON text, or the path of a .json / .yaml file holding
-  one; () for None. Raises UsageError naming what is wrong."""
+  one; () for None. Raises UsageError naming what is wrong.
+
+  Args:
+    value: {class as annotated: class to write, or None to drop it}, `"*"` for the
+      classes not listed (see the module); or that object as JSON text (a str starting
+      with `{` or `[`); or the path of a .json, .yaml or .yml file holding it (any other
+      str or os.PathLike). None, '' or {}: no class map. Names are stripped of spaces.
+  """
   if value is None or (isinstance(value, (str, dict)) and not value):
     return ()
   where = 'class_map'
@@ -83,7 +90,12 @@ def parse_class_map(value: Union[None, str, os.PathLike, Mapping[str, Any]]) -> 
 
 
 def describe(class_map: ClassMap) -> Optional[dict]:
-  """The class map as summary.json shows it; None for none."""
+  """The class map as summary.json shows it; None for none.
+
+  Args:
+    class_map: the run's class map as `parse_class_map` gives it: sorted (class, new
+      class or None) pairs; () for none.
+  """
   return {old: new for old, new in class_map} if class_map else None
 
 
@@ -100,7 +112,17 @@ class _Mapping:
 
 
 def apply_class_map(row: ManifestRow, class_map: ClassMap) -> ParsedItem:
-  """`row` with its classes mapped (see the module)."""
+  """`row` with its classes mapped (see the module).
+
+  A detection row keeps its objects, those of a dropped class marked `dropped_class`; a
+  classification row whose every label is dropped becomes a `dropped_class` RowError.
+
+  Args:
+    row: a parsed manifest row; a segmentation row (one with a mask) raises
+      ManifestError, since a mask's pixel values are its class ids.
+    class_map: sorted (class, new class or None) pairs (`parse_class_map`); (): the
+      row is returned as it is.
+  """
   if not class_map:
     return row
   if row.mask_uri is not None:
@@ -130,5 +152,9 @@ def apply_class_map(row: ManifestRow, class_map: ClassMap) -> ParsedItem:
 
 
 def is_dropped(obj) -> bool:
-  """Whether a class map dropped this object (its label is not in the vocabulary)."""
+  """Whether a class map dropped this object (its label is not in the vocabulary).
+
+  Args:
+    obj: an ObjectBox of a row the class map was applied to (`apply_class_map`).
+  """
   return obj.invalid == DROPPED

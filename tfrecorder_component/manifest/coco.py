@@ -51,8 +51,20 @@ def parse(path: str, text: Any, *, image_root: Optional[str] = None,
   """The rows of a COCO JSON file, in file order: first the images that fail (in
   "images" order), then the annotations of no image (in "annotations" order), then each
   image with its annotations' boxes (in "images" order), preceded by its annotations
-  that fail. `text` is the file's text, or (a streamed file) anything else: the file at
-  `path` is then read as it is parsed, never held whole."""
+  that fail.
+
+  Args:
+    path: the COCO JSON file's path: named in errors, read from when `text` is not a
+      str, and the folder image file names resolve against when `image_root` is None.
+    text: the file's text, or (a streamed file) anything else: the file at `path` is
+      then read as it is parsed, never held whole.
+    image_root: the folder (local path or URI) image file names resolve against; None:
+      the JSON file's folder.
+    feature_types: ignored: COCO has no extra columns.
+    annotations: what to read beyond boxes: 'masks' (each object's `segmentation`),
+      'keypoints' (its `keypoints`, named by its category); empty: both are dropped as
+      the file is read.
+  """
   del feature_types  # COCO has no extra columns
   folder = tempfile.mkdtemp(prefix='tfrecorder-coco-')
   try:

@@ -40,6 +40,18 @@ _Box = Tuple[str, float, float, float, float]
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None, **unused) -> Iterator[ParsedItem]:
+  """The entries of a Create ML JSON file (see the module), one ManifestRow an image or
+  a RowError, in list order.
+
+  Args:
+    path: the JSON file's path: named in errors, the folder whose name gives the split,
+      and the folder image file names resolve against when `image_root` is None.
+    text: the file's whole text (parsed at once with `json.loads`).
+    image_root: the folder (local path or URI) image file names resolve against; None:
+      the JSON file's folder.
+    feature_types: ignored: Create ML has no extra fields.
+    unused: any other keyword a format's parser may be passed; ignored.
+  """
   del feature_types, unused  # Create ML has no extra fields
   try:
     entries = json.loads(text)

@@ -91,6 +91,20 @@ Attributes = Tuple[Tuple[str, Union[int, float, str]], ...]
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
           annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+  """The `<image>` elements of a CVAT for images XML file (see the module), one
+  ManifestRow an image or a RowError, in file order.
+
+  Args:
+    path: the XML file's path: named in errors, and the folder images are looked for
+      in (itself, or its `images` folder) when `image_root` is None.
+    text: the file's whole text (its bytes, `xml_bytes`, are parsed incrementally).
+    image_root: the folder (local path or URI) every image `name` resolves against;
+      None: found beside the XML file, as Datumaro does (see the module).
+    feature_types: ignored: CVAT has no extra columns.
+    annotations: what to read beyond boxes: 'masks' (each shape's outline or bitmap),
+      'keypoints' (the `<points>` of a group_id, as its object's keypoints; the file is
+      then read twice); empty: neither.
+  """
   del feature_types  # CVAT has no extra columns
   width = _keypoint_width(path, text) if 'keypoints' in annotations else 0
   reader = _Reader(path, _Images(path, image_root), 'masks' in annotations,

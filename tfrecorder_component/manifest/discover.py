@@ -38,7 +38,19 @@ from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT
 
 
 class Found(NamedTuple):
-  """What a source path stands for (`find`)."""
+  """What a source path stands for (`find`).
+
+  Attributes:
+    layout: what the path was read as, in words, for the log ('manifests', 'class
+      folders of images', ...).
+    paths: the manifest files to read, including those written into the scratch folder.
+    splits: {path: the TFX split every row of it takes}. None, as for a path not
+      listed, imposes none: its rows keep the split they give, else are hash split.
+    image_roots: {path: the folder its relative image URIs resolve against}; a path not
+      listed resolves against its own folder. An image_root the run gives wins over both.
+    formats: {path: its format name}, for the manifests whose format the layout fixes,
+      whatever format the run names.
+  """
   layout: str  # what it was read as, in words, for the log
   paths: List[str]  # the manifest files to read
   # {path: the split every row of it takes (None: unassigned, split by hash)}
@@ -54,7 +66,12 @@ def manifest_files(pattern: str) -> List[str]:
   directly inside it when it names a folder. Folders and files without a manifest
   extension (.csv, .jsonl, .txt, .json for COCO, .xml for Pascal VOC) are skipped, so a
   manifest may sit next to its images; in a folder that holds a data set's own file,
-  the other manifest-like files are its parts (`_dataset_parts`)."""
+  the other manifest-like files are its parts (`_dataset_parts`).
+
+  Args:
+    pattern: a manifest file, a glob, or a folder (a prefix on gs:// or s3://), on any
+      Beam file system. Only a folder's direct children are listed.
+  """
   found = files.match(pattern)
   folder = not files.has_glob(pattern) and all(_is_dir(p) for p in found)
   if folder:  # a folder, or a prefix of an object store
@@ -109,7 +126,17 @@ def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Fou
   folder's list of images, a Pascal VOC list's images that have no annotation file) are
   written into `scratch_dir`, the run's report folder. `image_root`: the one the run
   gives, which wins over the folders a layout implies. Raises UsageError when the path
-  does not exist, ManifestError (one line) when it is a layout that is not read."""
+  does not exist, ManifestError (one line) when it is a layout that is not read.
+
+  Args:
+    source: a local path or a gs:// or s3:// URI: a manifest file, a folder of
+      manifests, a dataset folder or an image folder.
+    scratch_dir: the folder (the run's report folder) that manifests the layout
+      implies are written into.
+    image_root: the image folder the run gives; None: none. Here it only stands in for
+      a COCO subset's images where the root holds no images folder for it; the caller
+      puts it before `Found.image_roots`.
+  """
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
   folder = '://' in source or os.path.isdir(source)
@@ -427,7 +454,12 @@ def folder_manifest(root: str) -> str:
   dataset of another kind (`_refusal`): folders named as a dataset's parts (Pascal VOC's
   JPEGImages/, YOLO's images/ and labels/, KITTI's image_2/, ...), a class folder of
   annotation files, or images in a folder inside a class folder, which are never read
-  as classes or left out."""
+  as classes or left out.
+
+  Args:
+    root: the image folder: a local path (made absolute) or a gs:// or s3:// prefix,
+      listed once.
+  """
   if '://' in root:
     return _remote_folder_manifest(root.rstrip('/'))
   root = os.path.abspath(root)

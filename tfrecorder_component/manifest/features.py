@@ -31,13 +31,23 @@ def _past_int64(digits: str) -> bool:
 
 
 def parse_number(text: str) -> Optional[float]:
-  """The number written in `text` ('0.5', '-1e-3', 'nan'), or None when it is not one."""
+  """The number written in `text` ('0.5', '-1e-3', 'nan'), or None when it is not one.
+
+  Args:
+    text: a CSV field or JSON string; spaces around it are ignored. 'nan', 'inf' and
+      'infinity' (any case, signed) are numbers.
+  """
   text = text.strip()
   return float(text) if _NUMBER.match(text) else None
 
 
 def as_number(value: object) -> Optional[float]:
-  """A JSON coordinate (a number or a numeric string) as a float, or None."""
+  """A JSON coordinate (a number or a numeric string) as a float, or None.
+
+  Args:
+    value: a decoded JSON value. A bool, null, list or object, a string that is no
+      number (`parse_number`) and an int past a float's range give None.
+  """
   if isinstance(value, str):
     return parse_number(value)
   if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -49,7 +59,14 @@ def as_number(value: object) -> Optional[float]:
 
 
 def check_feature_name(path: str, name: str) -> None:
-  """Raises ManifestError for a column name that would clash with the record's own features."""
+  """Raises ManifestError for a column name that would clash with the record's own features.
+
+  Args:
+    path: what the error names as the name's source: the manifest's path, or
+      'feature_types'.
+    name: the column's (or JSON field's, or declared feature's) name, which becomes the
+      feature's key; it may not start with 'image/'.
+  """
   if name.startswith(RESERVED_FEATURE_PREFIX):
     raise ManifestError(f'{path}: column {name!r} would become a feature named '
                         f'{name!r}; names starting with {RESERVED_FEATURE_PREFIX!r} are '
@@ -57,7 +74,14 @@ def check_feature_name(path: str, name: str) -> None:
 
 
 def check_feature_types(feature_types: Optional[Mapping[str, str]]) -> Dict[str, str]:
-  """Validates declared feature types ({name: 'int' | 'float' | 'string'})."""
+  """Validates declared feature types ({name: 'int' | 'float' | 'string'}).
+
+  Returns them as a new dict; raises ManifestError for an unknown type or a reserved
+  name (`check_feature_name`).
+
+  Args:
+    feature_types: {feature name: 'int' | 'float' | 'string'}; None: none declared.
+  """
   declared = dict(feature_types or {})
   for name, type_ in declared.items():
     if type_ not in FEATURE_TYPES:
@@ -73,7 +97,15 @@ def _format_value(value: Union[FeatureValue, bool]) -> str:
 
 
 def convert_feature(value: Union[FeatureValue, bool], type_: str) -> FeatureValue:
-  """Converts a CSV text or JSON value to `type_`; raises ValueError when it does not fit."""
+  """Converts a CSV text or JSON value to `type_`; raises ValueError when it does not fit.
+
+  Args:
+    value: a CSV field's text (spaces around a number ignored), or a JSON value (a
+      number, a string or a bool).
+    type_: 'string' (JSON non-strings as JSON writes them: true, 3, 0.5), 'int' (an
+      integer in int64's range; a whole float such as 3.0 counts) or 'float' (finite
+      values within float32's range, nan and inf kept).
+  """
   if type_ == 'string':
     return _format_value(value)
   if isinstance(value, str):
@@ -145,6 +177,16 @@ def typed_items(path: str, parse: Callable[[], Iterable[ParsedItem]],
   whole, and a file without extra columns is parsed once. `from_text`: values are CSV
   text (see `_TypeInference`). A value that does not convert to a declared type makes
   the row a `bad_feature` error.
+
+  Args:
+    path: the manifest's path, named in the `bad_feature` RowErrors.
+    parse: a function that returns a fresh iterator of the file's items, features
+      untyped; called once, or twice when a row has features.
+    feature_types: declared types ({name: 'int' | 'float' | 'string'}, as
+      `check_feature_types` checked them); a feature not declared is inferred.
+    from_text: True when feature values are CSV text, False when they are JSON values
+      that keep their own type.
+    what: what the errors call a feature: 'column' (CSV) or 'field' (JSON).
   """
   inference = _TypeInference(from_text)
   passed = 0

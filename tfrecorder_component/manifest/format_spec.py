@@ -16,6 +16,29 @@ Parser = Callable[..., Iterator[ParsedItem]]
 
 @dataclasses.dataclass(frozen=True)
 class ManifestFormat:
+  """One manifest format: its name, the files it claims, and how they are read.
+
+  Attributes:
+    name: the format's name, as `manifest_format` takes it ('coco_json', ...).
+    extensions: the file extensions it claims, lower case, with the dot.
+    sniff: whether a file's first characters (up to 64 KiB, leading BOM and blanks
+      stripped) are this format; asked where the extension alone does not decide.
+    parse: the parser: `parse(path, text, *, image_root, feature_types[,
+      annotations])` yielding rows and RowErrors in file order (see `Parser`).
+    one_row_an_image: True when parse yields one row an image, so nothing is left to
+      merge across rows.
+    one_row_a_box: True when each row is one box of an image: a row that fails fails
+      its image whole.
+    annotations: what beyond boxes the format can read when asked ('masks',
+      'keypoints'); a conversion asking for another is refused.
+    rows: how a file's rows are counted before it is parsed: the bytes that begin each
+      row, a count per file, or a function of the file's path.
+    streamed: True when parse also takes its text as a stream of lines (a text file),
+      so the file is never held whole.
+    objects_from: for a format whose objects lie outside the file (YOLO's label
+      files), a function of the file's path and the run's image_root naming where, in
+      words, for the warning of a run that found no object; None: the file holds them.
+  """
   name: str
   extensions: Tuple[str, ...]    # lower case, with the dot
   sniff: Callable[[str], bool]   # whether a file's first characters are this format
@@ -38,7 +61,7 @@ class ManifestFormat:
   streamed: bool = False
   # Where parse reads the objects of a file's images, and what to check, in words, for
   # the warning of a detection run whose records hold no object at all
-  # (`steps.report.no_object_warning`): a function of the file's path and the run's
+  # (`steps.warnings.no_object_warning`): a function of the file's path and the run's
   # image_root (YOLO: the label folders its images' label files were looked for in).
   # None: the file itself holds them.
   objects_from: Optional[Callable[..., str]] = None

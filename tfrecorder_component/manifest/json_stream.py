@@ -27,7 +27,13 @@ class Text:
   numbers...): the whole of a str, or a file read READ_BYTES at a time and decoded as
   the reader decodes a manifest (UTF-8, a BOM dropped, bad bytes kept as surrogates).
   `buffer[at:]` is what is left to read; errors name the line, column and character of
-  the whole text, as `json.loads`' do."""
+  the whole text, as `json.loads`' do.
+
+  Args:
+    text: the whole JSON text; '' when it is read from `file`.
+    file: a binary file to read the text from, READ_BYTES at a time (closed on leaving
+      the `with` block); None: `text` is all there is.
+  """
 
   _SPACE = re.compile(r'[ \t\n\r]*')
   _ENOUGH = 16  # characters past a value that show it has ended (a number, NaN...)
@@ -44,6 +50,14 @@ class Text:
 
   @classmethod
   def open(cls, path: str, text: Any) -> 'Text':
+    """The text of a manifest, for a `with` block: `text` itself when it is a str, else
+    the file at `path`, opened here.
+
+    Args:
+      path: the manifest's path on any Beam file system, opened when `text` is no str.
+      text: the manifest's whole text, or anything else (a streamed file's lines, which
+        are not read) to read it from `path`.
+    """
     if isinstance(text, str):
       return cls(text)
     return cls('', files.open_file(path))
@@ -81,7 +95,14 @@ class Text:
       self._more()
 
   def value(self, decoder: json.JSONDecoder) -> Any:
-    """The JSON value that starts here (after `next`), read past."""
+    """The JSON value that starts here (after `next`), read past.
+
+    Reads on from the file while the value may run past the buffer's end; raises
+    ValueError, naming line, column and character, where the text is not JSON.
+
+    Args:
+      decoder: the decoder whose `raw_decode` reads the value (its object_hook applies).
+    """
     while True:
       try:
         value, end = decoder.raw_decode(self.buffer, self.at)
@@ -98,12 +119,26 @@ class Text:
       return value
 
   def expect(self, character: str, message: str) -> None:
+    """Reads past `character`, the next one that is not white space, or raises
+    ValueError with `message` where another is there.
+
+    Args:
+      character: the one character expected (':' after a member's name).
+      message: the error's message, as `json.loads` words it ("Expecting ':'
+        delimiter"); the position is added.
+    """
     if self.next() != character:
       raise self.error(message, self.at)
     self.at += 1
 
   def error(self, message: str, at: int) -> ValueError:
-    """`json.JSONDecodeError`'s message for `message` at `buffer[at]`."""
+    """`json.JSONDecodeError`'s message for `message` at `buffer[at]`.
+
+    Args:
+      message: what is wrong, as `json.loads` words it ('Extra data', ...).
+      at: the index in `buffer` of the character at fault; the message gives its line,
+        column and character in the whole text.
+    """
     position = self._start + at
     breaks = self.buffer.count('\n', 0, at)
     last = (self._start + self.buffer.rindex('\n', 0, at) if breaks else
@@ -116,7 +151,13 @@ def members(stream: Text, decoder: json.JSONDecoder) -> Iterator[str]:
   """The names of the members of the object the text holds, each yielded with the
   stream at its value, which the caller reads (or skips) before the next; then checks
   that nothing follows. Raises NotAnObject (after reading it through, so that a text
-  that is not JSON is told as such) for any other value."""
+  that is not JSON is told as such) for any other value.
+
+  Args:
+    stream: the text, not yet read.
+    decoder: the decoder that reads the member names (and a value that is no object,
+      read through before NotAnObject).
+  """
   if stream.buffer.startswith('\ufeff'):
     raise stream.error('Unexpected UTF-8 BOM (decode using utf-8-sig)', 0)
   if stream.next() != '{':
@@ -147,7 +188,12 @@ def _end(stream: Text) -> None:
 
 
 def items(stream: Text, decoder: json.JSONDecoder) -> Iterator[Any]:
-  """The values of the array the stream is at, one at a time."""
+  """The values of the array the stream is at, one at a time.
+
+  Args:
+    stream: the text, at the array's `[` (after `next`).
+    decoder: the decoder that reads each value (its object_hook applies to each).
+  """
   stream.at += 1  # [
   if stream.next() == ']':
     stream.at += 1
@@ -164,7 +210,12 @@ def items(stream: Text, decoder: json.JSONDecoder) -> Iterator[Any]:
 
 
 def skip(stream: Text, decoder: json.JSONDecoder) -> None:
-  """Reads past the value the stream is at (an array a value at a time)."""
+  """Reads past the value the stream is at (an array a value at a time).
+
+  Args:
+    stream: the text, at the value (white space before it is skipped).
+    decoder: the decoder that reads the value, or each of the array's values.
+  """
   if stream.next() == '[':
     for _ in items(stream, decoder):
       pass

@@ -35,6 +35,9 @@ reads it. One row a task, its row number its 1-based position in the list. Rules
   leave its objects unlabelled in the record.
 - Splits: a file in a folder named train, valid, val, validation, eval or test (any
   case) gives its rows that split; else hash split.
+
+Length: one format, whose rules (tasks, the annotation chosen, regions, rotations) follow
+Label Studio's converter one by one.
 """
 from __future__ import annotations
 
@@ -66,6 +69,22 @@ Box = Tuple[float, float, float, float]
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
           annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+  """The tasks of a Label Studio JSON export (see the module), one ManifestRow a task or
+  a RowError, in list order.
+
+  Args:
+    path: the JSON file's path: named in errors, the folder whose name gives the split,
+      and the folder images resolve against when `image_root` is None.
+    text: the file's whole text (parsed at once with `json.loads`); a single task
+      object is read as a list of one.
+    image_root: Label Studio's media folder or local files document root (a local path
+      or URI): where `/data/upload/...` and `/data/local-files/?d=...` images, and
+      relative paths, are read from; None: the JSON file's folder.
+    feature_types: declared types of the image-level values read as features
+      ({from_name: 'int' | 'float' | 'string'}); one not declared is inferred.
+    annotations: what to read beyond boxes: 'masks' (each object's polygon, or a
+      rectangle's four corners, as its mask); empty: none.
+  """
   tasks = _load(path, text)
   split = split_of_folder(path)
   masks = 'masks' in annotations
@@ -185,7 +204,15 @@ def _image_of(data: dict, results: List[object]) -> object:
 def resolve_image(uri: str, path: str, image_root: Optional[str] = None) -> str:
   """Where a task's image is read from: Label Studio's server paths (see the module)
   as files under `image_root` (by default the JSON file's folder), others as
-  `resolve_uri` gives them."""
+  `resolve_uri` gives them.
+
+  Args:
+    uri: the task's image as written: a Label Studio server path (`/data/upload/...`,
+      `/data/local-files/?d=...`, also behind an http(s) host), a URI or a path.
+    path: the JSON file's path, whose folder is the default root.
+    image_root: Label Studio's media folder or local files document root; None: the
+      JSON file's folder.
+  """
   server = uri
   parts = urllib.parse.urlsplit(uri)
   if parts.scheme in ('http', 'https') and parts.path.startswith('/data/'):

@@ -63,6 +63,19 @@ Points = Tuple[Tuple[float, float], ...]
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
           annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+  """The one row of a LabelMe JSON file (see the module): its image as a ManifestRow,
+  or a `bad_row` RowError.
+
+  Args:
+    path: the JSON file's path: named in errors, and the folder `imagePath` resolves
+      against when `image_root` is None.
+    text: the file's whole text.
+    image_root: the folder (local path or URI) `imagePath` resolves against; None: the
+      JSON file's folder.
+    feature_types: ignored: the `flags/<name>` features are always ints (0 or 1).
+    annotations: what to read beyond boxes: 'masks' (each object's polygon or bitmap);
+      empty: none.
+  """
   del feature_types  # LabelMe has no extra columns
   yield _parse(path, text, image_root, 'masks' in annotations)
 

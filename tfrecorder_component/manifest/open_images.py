@@ -37,7 +37,7 @@ eval; `test-...`: test), or FiftyOne's `<split>/labels/` folder; else unassigned
 Rows are grouped per ImageID in bounded memory whatever the file's size: a file whose
 ImageIDs come in order (as Open Images' do) is read twice, once to see that they do,
 then yielding each image as its last line is read; any other file's lines are sorted
-by ImageID on local temporary disk (`steps.sort.ExternalSort`). Either way images come in
+by ImageID on local temporary disk (`io.sort.ExternalSort`). Either way images come in
 ImageID order (of IDs of one length, as Open Images' are, text order). A line that
 cannot be read fails its image, naming the line and why.
 
@@ -93,7 +93,18 @@ def parse(path: str, text: Any, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
           **unused) -> Iterator[ParsedItem]:
   """The images of an Open Images CSV, each with its boxes or labels (see the module).
-  `text` is the file's text, or its lines (a text file, which is read more than once)."""
+
+  Args:
+    path: the CSV's path: named in errors; its name (or FiftyOne's `<split>/labels/`
+      folder) gives the split, and its folder is where class description files and,
+      when `image_root` is None, the images are looked for.
+    text: the file's text, or its lines (a text file, which is read more than once).
+    image_root: the folder (local path or URI) that holds `<ImageID>.jpg`, directly or
+      in the split's folder; None: the CSV's folder, or Datumaro's or FiftyOne's image
+      folder beside it (see the module).
+    feature_types: ignored: no extra columns are read.
+    unused: any other keyword a format's parser may be passed; ignored.
+  """
   del feature_types, unused  # no extra columns are read
   split_word = _split_word(path)
   split = split_for_ml_use(split_word) if split_word in _SPLITS else None

@@ -24,7 +24,12 @@ XML_ERRORS = (ET.ParseError, ValueError, UnicodeError)
 def xml_bytes(text: str) -> bytes:
   """A manifest's text (decoded from UTF-8 with 'surrogateescape' by the reader) as the
   bytes it was read from, for `ET.fromstring` or `ET.iterparse`: parsed as bytes, the
-  XML declaration's encoding (such as ISO-8859-1) applies. Pascal VOC and CVAT XML."""
+  XML declaration's encoding (such as ISO-8859-1) applies. Pascal VOC and CVAT XML.
+
+  Args:
+    text: the XML file's text as the reader decoded it; undecodable bytes, kept as lone
+      surrogates, become those bytes again.
+  """
   return text.encode('utf-8', 'surrogateescape')
 
 
@@ -34,6 +39,18 @@ _FALSE = ('', '0', 'false', 'no')
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+  """The one row of a Pascal VOC XML file (see the module): its image with its objects'
+  pixel boxes, or a `bad_row` RowError.
+
+  Args:
+    path: the XML file's path: named in errors, its name the image's (`<name>.jpg`)
+      without a `<filename>`, and its folder the one the image resolves against when
+      `image_root` is None.
+    text: the file's whole text (`xml_bytes`).
+    image_root: the folder (local path or URI) `<filename>` resolves against (a devkit
+      root's `JPEGImages/`); None: the XML file's folder.
+    feature_types: ignored: Pascal VOC has no extra columns.
+  """
   del feature_types  # Pascal VOC has no extra columns
   yield _parse(path, text, image_root)
 

@@ -26,13 +26,24 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
                         class_map: ClassMap = ()) -> Iterator[ParsedItem]:
   """Parses one manifest file's text into rows, or RowErrors for rows that fail.
 
-  `split_override` (from an `input_config` split pattern) assigns every row of the
-  file to that split, whatever its ML_USE column says. Relative image URIs and COCO /
-  Pascal VOC file names resolve against `image_root`, by default the manifest's (or
-  annotation file's) folder. `feature_types` declares the types of
-  extra columns ({name: 'int' | 'float' | 'string'}). `annotations`: what to read
-  beyond boxes ('masks', 'keypoints'); a format that has none of them is a ManifestError.
-  `class_map`: the run's classes to keep, drop, rename or merge (`class_map.py`).
+  Args:
+    path: the manifest's path: named in errors, its extension (and `text`) telling
+      its format when `fmt` is None, its folder the default `image_root`.
+    text: the manifest's whole text, or, for a streamed format, its lines as a text file
+      opened with newline='' gives them (COCO then reads the file at `path` itself).
+    fmt: the format's name (`registry.MANIFEST_FORMATS`); None: detected from `path`
+      and the first 65,536 characters of `text` (which must then be a str).
+    split_override: the split every row of the file takes, whatever its ML_USE column
+      says (from an `input_config` split pattern, or a layout's split folder); None:
+      the rows keep their own.
+    image_root: the folder relative image URIs and COCO / Pascal VOC file names
+      resolve against; None: the manifest's (or annotation file's) folder.
+    feature_types: declares the types of extra columns ({name: 'int' | 'float' |
+      'string'}); None: all inferred.
+    annotations: what to read beyond boxes ('masks', 'keypoints'); a format that has
+      none of them is a ManifestError.
+    class_map: the run's classes to keep, drop, rename or merge (`class_map.py`), as
+      sorted (class, new class or None) pairs; (): none.
   """
   declared = check_feature_types(feature_types)
   spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
@@ -120,7 +131,23 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
   enough to size the chunks it is read in), its items, parsed as they are consumed, and
   its format. A CSV or JSONL manifest is read as it is parsed, so no reader holds it
   whole; a COCO JSON file is streamed by its parser from the path; a Pascal VOC file is one
-  document, read whole."""
+  document, read whole.
+
+  Args:
+    path: the manifest file's path or URI on any Beam file system.
+    fmt: the format's name (`registry.MANIFEST_FORMATS`); None: detected from the path's
+      extension and the file's first 64 KiB.
+    split_override: the split every row of the file takes, whatever its ML_USE column
+      says (an `input_config` split, a layout's split folder); None: the rows keep
+      their own.
+    image_root: the folder relative image URIs resolve against; None: the manifest's
+      folder.
+    feature_types: declared types of extra columns ({name: 'int' | 'float' |
+      'string'}); None: all inferred.
+    annotations: what to read beyond boxes ('masks', 'keypoints').
+    class_map: the run's class map, as sorted (class, new class or None) pairs; ():
+      none.
+  """
   raw = _read(path, _SNIFF_CHARS + 1)
   whole = len(raw) <= _SNIFF_CHARS
   head = raw[:_SNIFF_CHARS]
@@ -162,6 +189,14 @@ class _streamed_text:  # pylint: disable=invalid-name
 
 
 class ManifestItems(NamedTuple):
+  """One manifest file being read (`iter_manifest_file`).
+
+  Attributes:
+    lines: the file's line count: exact for a file of at most 64 KiB, else estimated
+      from its size and its first 64 KiB (to size the chunks it is read in).
+    items: its rows and RowErrors, in file order, parsed as they are consumed.
+    format: the file's format, as named or detected.
+  """
   lines: int
   items: Iterator[ParsedItem]
   format: ManifestFormat
@@ -173,7 +208,21 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
                        annotations: AbstractSet[str] = frozenset(),
                        class_map: ClassMap = ()) -> List[ParsedItem]:
-  """Reads one manifest file from any Beam file system and parses it, in file order."""
+  """Reads one manifest file from any Beam file system and parses it, in file order.
+
+  Args:
+    path: the manifest file's path or URI.
+    fmt: the format's name; None: detected (`iter_manifest_file`).
+    split_override: the split every row of the file takes; None: the rows keep their
+      own.
+    image_root: the folder relative image URIs resolve against; None: the manifest's
+      folder.
+    feature_types: declared types of extra columns ({name: 'int' | 'float' |
+      'string'}); None: all inferred.
+    annotations: what to read beyond boxes ('masks', 'keypoints').
+    class_map: the run's class map, as sorted (class, new class or None) pairs; ():
+      none.
+  """
   return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
                                  feature_types=feature_types, annotations=annotations,
                                  class_map=class_map).items)

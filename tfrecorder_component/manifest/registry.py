@@ -31,6 +31,13 @@ MANIFEST_EXTENSIONS = tuple(sorted({e for f in FORMATS for e in f.extensions}))
 
 
 def by_name(name: str, path: Optional[str] = None) -> ManifestFormat:
+  """The format named `name`; raises ManifestError, listing the names, for an unknown
+  one.
+
+  Args:
+    name: the format's name, as `manifest_format` takes it (`MANIFEST_FORMATS`).
+    path: the manifest the name was given for, named in the error; None: none named.
+  """
   for f in FORMATS:
     if f.name == name:
       return f
@@ -40,7 +47,14 @@ def by_name(name: str, path: Optional[str] = None) -> ManifestFormat:
 
 
 def detect(path: str, head: str) -> ManifestFormat:
-  """The format of the file at `path` whose text starts with `head` (see the module)."""
+  """The format of the file at `path` whose text starts with `head` (see the module).
+
+  Args:
+    path: the file's path or URI; its extension, in any case, names the formats that
+      claim it.
+    head: the file's first characters (the reader passes 65,536); a BOM and white space
+      before the first are skipped.
+  """
   lower = path.lower()
   claimed = [f for f in FORMATS if lower.endswith(f.extensions)]
   if len(claimed) == 1:
@@ -53,5 +67,10 @@ def detect(path: str, head: str) -> ManifestFormat:
 
 
 def detect_format(path: str, head: str) -> str:
-  """The name of the format `detect` finds."""
+  """The name of the format `detect` finds.
+
+  Args:
+    path: the file's path or URI, whose extension names the formats that claim it.
+    head: the file's first characters.
+  """
   return detect(path, head).name

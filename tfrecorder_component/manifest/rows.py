@@ -36,6 +36,14 @@ class InstanceMask:
   one object are merged) or a run-length encoding of `rle_size` (height, width), its
   `rle_counts` uncompressed (a tuple of run lengths) or compressed (COCO's string).
   Rasterised with pycocotools when the record is built (`images.masks`).
+
+  Attributes:
+    polygons: the polygon parts, each a flat x1, y1, x2, y2, ... tuple; () for an RLE.
+    rle_size: an RLE's (height, width) in pixels; None for polygons.
+    rle_counts: an RLE's run lengths: a tuple of ints (uncompressed) or COCO's
+      compressed string; None for polygons.
+    normalized: True when the polygons are fractions of the image's width and height
+      in [0, 1] (YOLO), False when they are in pixels.
   """
   polygons: Tuple[Tuple[float, ...], ...] = ()
   rle_size: Optional[Tuple[int, int]] = None
@@ -52,6 +60,36 @@ class ObjectBox:
   YOLO) or in pixels (COCO, Pascal VOC; `normalized=False`); keypoints and corners are in
   the same frame as the box. They are checked, clipped and normalised against the
   image's real size when the record is built.
+
+  Attributes:
+    label: the object's class, as annotated (then as the class map names it).
+    xmin: the box's left edge.
+    ymin: the box's top edge (y grows downwards).
+    xmax: the box's right edge.
+    ymax: the box's bottom edge.
+    normalized: True when the coordinates are fractions of the image's size, False
+      when they are pixels.
+    is_crowd: whether the object is a crowd of several (COCO's iscrowd, Open Images'
+      IsGroupOf), written as `image/object/is_crowd`.
+    difficult: whether the object is marked difficult (Pascal VOC, X-AnyLabeling).
+    truncated: whether the object is marked truncated (Pascal VOC, Open Images).
+    area: the object's area in pixels, as annotated (COCO); None: the box's own area.
+    mask: its instance mask, read when include_masks asks for it; None: none.
+    keypoints: with include_keypoints, (x, y, visibility) triples in the box's frame,
+      one per name of `keypoint_names`, padded with (0, 0, 0) to the file's longest
+      list; (): none.
+    keypoint_names: the names of `keypoints`, in order ('' for padding).
+    invalid: why the object cannot be written as annotated ('bad_area', 'point_shape',
+      'dropped_class', ...), so that the record step drops it and lists it in
+      box_issues; '' for a valid object.
+    source_id: the class id the source gives (COCO's category_id, a YOLO class index),
+      which the run's id for the class keeps where it can; None: none, or the class
+      map renamed the class.
+    corners: an oriented box's four corners, x1, y1, ... x4, y4, in the box's frame
+      (YOLO OBB, rotated CVAT, LabelMe and Label Studio boxes); the axis-aligned box
+      encloses them. (): none.
+    attributes: what else the source says of the object, as (name, value) pairs, a
+      value an int, a float or a string, each written as `image/object/<name>`.
   """
   label: str
   xmin: float
@@ -99,7 +137,27 @@ MaskColor = Tuple[Tuple[int, int, int], str]
 
 @dataclasses.dataclass(frozen=True)
 class ManifestRow:
-  """One image of a manifest, with where it came from."""
+  """One image of a manifest, with where it came from.
+
+  Attributes:
+    source: the manifest file's path.
+    row: the row's 1-based position in that file (its line, or its place in a list).
+    image_uri: the image's URI as written in the manifest; also the record's source id.
+    resolved_uri: where the image's bytes are read from (`resolve_uri`).
+    labels: the image's classes (for detection, its objects' classes, once each).
+    split: the TFX split name ('train', 'eval', 'test', ...); None when unassigned:
+      the row is hash split.
+    label_ids: the ids of `labels` in the run's vocabulary, set in the pipeline; ()
+      until then.
+    objects: detection: the image's objects (() for an image without any); None for
+      classification and segmentation.
+    features: extra manifest columns / JSON fields as typed features: (name, value)
+      pairs, sorted by name.
+    mask_uri: segmentation: the class mask's URI as written; None for other tasks.
+    resolved_mask_uri: where the class mask's bytes are read from.
+    mask_colors: a colour mask's (colour, class) pairs; (): the mask's pixel values are
+      the class indices.
+  """
   source: str                 # the manifest file
   row: int                    # 1-based position of the row in that file
   image_uri: str              # as written in the manifest; also the record's source id
@@ -132,7 +190,13 @@ def merge_image_rows(rows: Sequence[ManifestRow]) -> Union[ManifestRow, RowError
   COCO) as one row. Objects keep annotation order: by manifest file and row, and within
   one row (COCO's annotations of an image) in the order given, so the record is the
   same whatever order a runner brings the rows in. Rows that give different splits are
-  a RowError."""
+  a RowError.
+
+  Args:
+    rows: one or more detection rows (`objects` not None) of the same image URI and
+      manifest; the first in file order gives the merged row's fields, the features of
+      all are merged (a later row's value of a name wins).
+  """
   if len(rows) == 1:
     return rows[0]
   rows = sorted(rows, key=lambda r: (r.source, r.row))  # stable: COCO's order kept
@@ -151,7 +215,13 @@ def merge_image_rows(rows: Sequence[ManifestRow]) -> Union[ManifestRow, RowError
 
 
 def split_for_ml_use(value: str) -> Optional[str]:
-  """Maps an ML_USE value (any case) to a TFX split name; raises KeyError if unknown."""
+  """Maps an ML_USE value (any case) to a TFX split name; raises KeyError if unknown.
+
+  Args:
+    value: the ML_USE field (TRAIN, VALIDATION, TEST, UNASSIGNED, the aliases of
+      `ML_USE_TO_SPLIT`, or empty); spaces around it are ignored. Empty and
+      UNASSIGNED give None.
+  """
   return ML_USE_TO_SPLIT[value.strip().upper()]
 
 
@@ -159,7 +229,12 @@ def split_of_folder(path: str) -> Optional[str]:
   """The split a manifest's folder names, or None: Roboflow exports a dataset as train/,
   valid/ and test/ folders, each with its own annotation file (`valid/_annotations.csv`:
   'eval'). The folder names are ML_USE values in any case, as for a source folder of
-  split folders (sources.py): train, training, valid, val, validation, eval, test."""
+  split folders (sources.py): train, training, valid, val, validation, eval, test.
+
+  Args:
+    path: the manifest's path or URI (backslashes read as `/`); only the name of the
+      folder that holds it counts.
+  """
   folder = posixpath.basename(posixpath.dirname(path.replace('\\', '/')))
   return ML_USE_TO_SPLIT.get(folder.upper()) if folder else None
 
@@ -169,6 +244,14 @@ def resolve_uri(image_uri: str, manifest_path: str, image_root: Optional[str] = 
 
   Absolute paths and URIs with a scheme are kept; relative ones never depend on the
   working directory unless `image_root` itself is relative.
+
+  Args:
+    image_uri: the image's URI as the manifest writes it; a `file://` prefix is
+      dropped, and the rest is returned as it is.
+    manifest_path: the manifest's path, whose folder is the base when `image_root` is
+      None ('.' for a path without a folder).
+    image_root: the folder (a local path, `file://` path or URI) relative URIs resolve
+      against; None or '': the manifest's folder.
   """
   uri = image_uri
   if uri.startswith('file://'):
@@ -190,6 +273,12 @@ ParsedItem = Union[ManifestRow, RowError]
 
 def short(value: object, limit: int = 80, text: Optional[str] = None) -> str:
   """A value as an error message quotes it: `text` (default its repr), cut to `limit`
-  characters with '...'."""
+  characters with '...'.
+
+  Args:
+    value: the value quoted, as its repr when `text` is None.
+    limit: the most characters returned, '...' included.
+    text: the value as already written (a JSON dump, say); None: `repr(value)`.
+  """
   text = repr(value) if text is None else text
   return text if len(text) <= limit else text[:limit - 3] + '...'

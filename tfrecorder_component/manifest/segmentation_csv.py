@@ -30,7 +30,12 @@ def _mask_column(names: List[str]) -> Optional[int]:
 
 
 def sniff(head: str) -> bool:
-  """Whether the first row is a header naming an image column and a mask column."""
+  """Whether the first row is a header naming an image column and a mask column.
+
+  Args:
+    head: the file's first characters; only its first CSV row is read, and a syntax
+      error in it is a no.
+  """
   try:
     fields = next(csv.reader(io.StringIO(head.lstrip('\ufeff'), newline='')), [])
   except csv.Error:
@@ -69,6 +74,20 @@ class _Layout(CsvLayout):
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+  """The rows of a segmentation CSV (see the module), each a ManifestRow with its mask
+  or a RowError, in file order. A file without a header naming a mask column is a
+  ManifestError.
+
+  Args:
+    path: the manifest's path: named in errors, and the folder relative image and mask
+      URIs resolve against when `image_root` is None.
+    text: the CSV's whole text, or its lines as a text file opened with newline=''
+      gives them.
+    image_root: the folder (local path or URI) relative image and mask URIs resolve
+      against; None: the manifest's folder.
+    feature_types: declared types of extra columns ({name: 'int' | 'float' |
+      'string'}); a column not declared gets a type inferred from its values.
+  """
   try:
     yield from parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
   except _NoLayout as e:  # the layout's errors name no file

@@ -16,7 +16,13 @@ from tfrecorder_component.manifest.discover import IMAGE_EXTENSIONS, folder_mani
 
 def dataframe_manifest(df) -> str:
   """A DataFrame in AutoML columns (`split`, `image_uri`, `label` and any extra columns,
-  which become typed features) as CSV text, URIs as written."""
+  which become typed features) as CSV text, URIs as written.
+
+  Args:
+    df: a pandas DataFrame with an image URI column (one of `automl_csv.URI_COLUMNS`,
+      any case), else ManifestError; a label column whose cells are lists (multi-label)
+      is spread into one column per label position.
+  """
   columns = [str(c) for c in df.columns]
   if not any(c.strip().lower() in automl_csv.URI_COLUMNS for c in columns):
     raise ManifestError(f'the DataFrame needs an image URI column (one of '
@@ -49,7 +55,12 @@ def _labels_spread(df, is_label_column):
 
 def dataframe_row_index(df) -> Tuple[Tuple[int, Any], ...]:
   """(row of `dataframe_manifest`'s CSV, index label) for each DataFrame row: the line
-  where the row ends, as the CSV reader counts lines (a cell may hold line breaks)."""
+  where the row ends, as the CSV reader counts lines (a cell may hold line breaks).
+
+  Args:
+    df: the DataFrame `dataframe_manifest` wrote, in the same row order; index labels
+      that are not ints or strs are given as their str (numpy scalars as their value).
+  """
   line, out = 1, []  # line 1 is the header
   for label, values in zip(df.index, df.itertuples(index=False, name=None)):
     breaks = sum(v.count('\r') + v.count('\n') - v.count('\r\n')
@@ -68,7 +79,17 @@ def input_paths(source, image_root=None, label_map=None,
                 class_map=None) -> List[Tuple[str, str]]:
   """(what, path) of each input of a `convert()` that is a file or folder: the source
   (a manifest, or a folder of manifests or images; a DataFrame has none), the image
-  root, a label map or class map given as a path. The output may not overlap any."""
+  root, a label map or class map given as a path. The output may not overlap any.
+
+  Args:
+    source: the `convert()` source: a DataFrame (no input path), or a path or URI (a
+      local file is named 'manifest', a local folder 'input folder', a URI 'input').
+    image_root: the run's image_root option; None or '': none.
+    label_map: the run's label_map option; an input only when it is a path or an object
+      with a `uri` (a TFX artifact), not a dict or list.
+    class_map: the run's class_map option; an input only when it is a path, not a dict
+      or JSON text.
+  """
   found = []
   if not (hasattr(source, 'to_csv') and hasattr(source, 'columns')):
     path = os.fspath(source)
@@ -85,7 +106,22 @@ def input_paths(source, image_root=None, label_map=None,
 
 
 class Manifests(NamedTuple):
-  """What a `convert()` source stands for (`manifests_for`)."""
+  """What a `convert()` source stands for (`manifests_for`).
+
+  Attributes:
+    paths: the manifest files to read (for a DataFrame or an image folder, the one
+      written into the report folder).
+    image_root: the folder every manifest's relative image URIs resolve against (a
+      DataFrame's: the working directory); None: each manifest's own folder, or its
+      entry in `image_roots`.
+    row_index: a DataFrame's (manifest row, index label) pairs
+      (`dataframe_row_index`), for error reports; () for a path.
+    splits: {path: the TFX split every row of it takes}, from split folders or a
+      dataset's split lists; None, as for a path not listed: the rows keep their own.
+    image_roots: {path: the folder its relative image URIs resolve against}, where a
+      layout says (VOC's JPEGImages/, COCO's images/<subset>/).
+    formats: {path: its format name}, for manifests a layout writes or fixes.
+  """
   paths: List[str]
   image_root: Optional[str]  # None: each manifest's own folder (or `image_roots`)
   row_index: Tuple[Tuple[int, Any], ...]  # a DataFrame's (row, index label) pairs
@@ -104,7 +140,16 @@ def manifests_for(source, report_dir: str, image_root: Optional[str] = None) -> 
   the split of each manifest where its layout gives one (`discover.find`: split folders,
   as Roboflow's exports lay out train/, valid/ and test/; Pascal VOC's split lists; COCO's
   subsets). For a DataFrame (URIs relative to the working directory, as a notebook means
-  them) or an image folder, a manifest is written into `report_dir`."""
+  them) or an image folder, a manifest is written into `report_dir`.
+
+  Args:
+    source: a pandas DataFrame in AutoML columns, or a path or URI (str or
+      os.PathLike) that `discover.find` reads.
+    report_dir: the run's report folder, where implied manifests are written.
+    image_root: the run's image_root option: passed to `discover.find` (for a COCO
+      root without an images folder); the returned `image_root` does not carry it,
+      the caller puts it first.
+  """
   if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, dataframe_manifest(source))

@@ -58,7 +58,18 @@ def _split_of_export(path: str) -> Optional[str]:
 def parse(path: str, text: Union[str, Iterable[str]], *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
   """The rows of a TF Object Detection CSV (a str, or the lines of a text file), one a
-  box, in file order; RowErrors for rows that cannot be read."""
+  box, in file order; RowErrors for rows that cannot be read.
+
+  Args:
+    path: the manifest's path: named in errors; its folder (train/, valid/, ...) or a
+      VoTT `<split>-export.csv` name gives the split, and its folder is where file
+      names resolve when `image_root` is None.
+    text: the CSV as a str, or the lines of a text file opened with newline=''.
+    image_root: the folder (local path or URI) file names resolve against; None: the
+      CSV's folder.
+    feature_types: declared types of extra columns ({name: 'int' | 'float' |
+      'string'}); a column not declared gets a type inferred from its values.
+  """
   split = split_of_folder(path) or _split_of_export(path)
 
   def untyped() -> Iterator[ParsedItem]:

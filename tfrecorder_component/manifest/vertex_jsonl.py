@@ -30,6 +30,19 @@ BOX_KEYS = ('xMin', 'yMin', 'xMax', 'yMax')
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+  """The lines of a Vertex AI JSONL file (see the module), one ManifestRow or RowError a
+  non-blank line, in file order; a row's number is its line.
+
+  Args:
+    path: the manifest's path: named in errors, and the folder relative image and mask
+      URIs resolve against when `image_root` is None.
+    text: the file's whole text, or its lines as a text file opened with newline=''
+      gives them (`lf_lines`).
+    image_root: the folder (local path or URI) relative image and mask URIs resolve
+      against; None: the manifest's folder.
+    feature_types: declared types of the other top-level fields ({name: 'int' |
+      'float' | 'string'}); a field not declared gets a type inferred from its values.
+  """
 
   def untyped() -> Iterator[ParsedItem]:
     for number, line in enumerate(lf_lines(text), start=1):
@@ -46,7 +59,12 @@ _LABEL_KEYS = ('label', 'labels', 'class', 'category', 'displayname')
 def lf_lines(text: Union[str, Iterable[str]]) -> Iterator[str]:
   """The lines of a JSON Lines text, split at LF only (a CRLF line keeps its CR, which
   JSON reads as white space), the same for a small file's text and for a large file's
-  lines as a text file opened with newline='' gives them (split at CR too)."""
+  lines as a text file opened with newline='' gives them (split at CR too).
+
+  Args:
+    text: the whole text, or its lines as a text file opened with newline='' gives
+      them, which are joined until one ends in LF.
+  """
   if isinstance(text, str):
     yield from io.StringIO(text, newline='\n')
     return

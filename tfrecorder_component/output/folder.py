@@ -79,7 +79,12 @@ _NAMED = 5  # entries a message names before "and N more"
 def written_by_a_run(name: str) -> bool:
   """Whether `name`, at the top of an output folder, is one a run writes: a split, the
   label files, the index, a layout's folder, the report (or a failed run's, kept inside
-  an old output), `_SUCCESS`."""
+  an old output), `_SUCCESS`.
+
+  Args:
+    name: An entry's name directly under the output folder (or the first part of an
+      object's path under an output prefix), not a path.
+  """
   return name.startswith(output_paths.SPLIT_PREFIX) or name in _RUN_NAMES
 
 
@@ -156,7 +161,17 @@ def refuse_overlap(output_dir: str, inputs: Iterable[Tuple[str, Optional[str]]])
   `inputs` ((what, path): a manifest, an image folder or root, a label map, a class map):
   a run there would put its files among the user's, a later run read them as input, and
   an overwrite replace them. Local paths are compared with links resolved; URIs as
-  written. Checked before anything is read or created."""
+  written. Checked before anything is read or created.
+
+  Args:
+    output_dir: The output folder, a local path or a URI (gs://, s3://).
+    inputs: (what, path) pairs: `what` names the input in the message ('manifest',
+      'image folder', ...); `path` is a local path or a URI, and a None or empty one is
+      skipped.
+
+  Raises:
+    UsageError: The output folder is, holds or lies inside one of `inputs`.
+  """
   out = _comparable(output_dir)
   for what, path in inputs:
     if not path:
@@ -176,7 +191,12 @@ def refuse_overlap(output_dir: str, inputs: Iterable[Tuple[str, Optional[str]]])
 
 
 def local_folder(path: str) -> str:
-  """`path` made absolute if local (and created), else without a trailing slash."""
+  """`path` made absolute if local (and created), else without a trailing slash.
+
+  Args:
+    path: A local folder (relative to the working directory, or absolute), created with
+      its parents if missing; or a URI (gs://, s3://), which is not touched.
+  """
   if '://' in path:
     return path.rstrip('/')
   path = os.path.abspath(path)
@@ -185,7 +205,15 @@ def local_folder(path: str) -> str:
 
 
 def output_folder(output_dir: str) -> str:
-  """`output_dir`, absolute if local, after checking it is not a file."""
+  """`output_dir`, absolute if local, after checking it is not a file.
+
+  Args:
+    output_dir: The output folder as the user named it: a local path (relative or
+      absolute; it need not exist yet) or a URI, whose trailing slash is dropped.
+
+  Raises:
+    UsageError: A local `output_dir` that is an existing file.
+  """
   if '://' in output_dir:
     return output_dir.rstrip('/')
   output_dir = os.path.abspath(output_dir)
@@ -306,7 +334,18 @@ def _recover(output_dir: str) -> None:
 
 
 class OutputSwap:
-  """A run's place in `output_dir` (see the module); `work` is where it writes."""
+  """A run's place in `output_dir` (see the module); `work` is where it writes.
+
+  Constructing it creates and locks a local folder (removing what a killed run left) and
+  refuses, with a UsageError, a folder it may not write into.
+
+  Args:
+    output_dir: The output folder: a local path, absolute as `output_folder` gives it,
+      or a URI (gs://, s3://) without a trailing slash.
+    overwrite: Replace an earlier output of this tool in `output_dir` (only the names a
+      run writes; other files stay). Default False: the folder must be new, empty or
+      hold only an unfinished or failed run's leftovers.
+  """
 
   def __init__(self, output_dir: str, overwrite: bool = False):
     self.output_dir = output_dir
@@ -351,7 +390,7 @@ class OutputSwap:
       listed = files.list_objects(output_dir)  # an object store has no folder to test for
       finished = output_paths.SUCCESS_MARKER in listed
       # A run writes its report's scratch files first (under report/.work/): objects of
-      # this output_paths, some of them a run's scratch files or a failed run's summary, and no
+      # this layout, some of them a run's scratch files or a failed run's summary, and no
       # _SUCCESS are what a killed or failed run left.
       tops = sorted({p.split('/', 1)[0] for p in listed})
       earlier = _earlier_output(tops, _read_remote(output_dir, listed))

@@ -27,7 +27,13 @@ _installed = False
 
 def on_interrupt(cleanup: Callable[[], str]) -> int:
   """Registers `cleanup` (returning what it left, for the line printed); returns a key
-  for `done`."""
+  for `done`.
+
+  Args:
+    cleanup: Called with no arguments, in the signal thread, when SIGINT or SIGTERM
+      ends the command; returns a phrase for the printed line (what it left as it
+      was), or '' to add nothing.
+  """
   with _lock:
     key = id(cleanup)
     _cleanups[key] = cleanup
@@ -35,6 +41,11 @@ def on_interrupt(cleanup: Callable[[], str]) -> int:
 
 
 def done(key: int) -> None:
+  """Unregisters a clean-up once what it guards has ended; an unknown key is ignored.
+
+  Args:
+    key: What `on_interrupt` returned for the clean-up.
+  """
   with _lock:
     _cleanups.pop(key, None)
 
@@ -94,7 +105,12 @@ def _echoes_control_characters(stream) -> bool:
 def line_start(sig: int) -> str:
   """What goes before the line an interrupted command prints, so that it starts a line
   of its own: the progress bar's line is ended (`progress.end_bars`); without a bar, a
-  newline after the `^C` a terminal echoes for Ctrl-C."""
+  newline after the `^C` a terminal echoes for Ctrl-C.
+
+  Args:
+    sig: The signal that ended the command (signal.SIGINT or signal.SIGTERM); only
+      SIGINT's `^C` is echoed.
+  """
   progress = sys.modules.get('tfrecorder_component.output.progress')  # no import in this thread
   if progress is not None and progress.end_bars():
     return ''

@@ -65,7 +65,12 @@ def end_bars() -> bool:
 def count(rows: int, failed: int = 0) -> None:
   """Adds `rows` done, `failed` of them failed, to this process's sink (`counting`); a
   no-op where none is installed (a Beam worker on Dataflow), so converters call it
-  unconditionally, once a row."""
+  unconditionally, once a row.
+
+  Args:
+    rows: Rows converted since the last call, failed ones included.
+    failed: How many of `rows` failed.
+  """
   sink = _sink
   if sink is not None:
     sink(rows, failed)
@@ -73,7 +78,12 @@ def count(rows: int, failed: int = 0) -> None:
 
 @contextlib.contextmanager
 def counting(sink: Optional[Sink]) -> Iterator[None]:
-  """`count` adds to `sink` in this process while the block runs."""
+  """`count` adds to `sink` in this process while the block runs.
+
+  Args:
+    sink: Called with (rows, failed) for each `count`; None: rows are not counted
+      while the block runs. The sink before is installed again after it.
+  """
   global _sink
   given, _sink = _sink, sink
   try:
@@ -83,7 +93,12 @@ def counting(sink: Optional[Sink]) -> Iterator[None]:
 
 
 def set_sink(sink: Optional[Sink]) -> None:
-  """Installs `sink` for the rest of this process (a forked worker's whole life)."""
+  """Installs `sink` for the rest of this process (a forked worker's whole life).
+
+  Args:
+    sink: Called with (rows, failed) for each `count` (a `SharedCounts.adder`); None:
+      rows are no longer counted.
+  """
   global _sink
   _sink = sink
 
@@ -91,7 +106,12 @@ def set_sink(sink: Optional[Sink]) -> None:
 class SharedCounts:
   """Rows done and failed per worker process, in shared memory made before the fork:
   each worker adds to its own slot (no lock: one writer a slot), the drawing process
-  reads the sums."""
+  reads the sums.
+
+  Args:
+    slots: How many worker processes count (one slot each); at least 1 is made, and a
+      slot number past the last wraps around.
+  """
 
   def __init__(self, slots: int):
     self._slots = max(1, slots)
@@ -99,7 +119,12 @@ class SharedCounts:
 
   def adder(self, slot: int, after: Optional[Callable[[], None]] = None) -> Sink:
     """A sink adding to `slot`'s counts, then calling `after` (the drawing process's own
-    redraw, when it converts rows itself)."""
+    redraw, when it converts rows itself).
+
+    Args:
+      slot: The worker's slot, from 0 (taken modulo the number of slots).
+      after: Called with no arguments after each addition; None: nothing is.
+    """
     array, i = self._array, 2 * (slot % self._slots)
 
     def add(rows: int, failed: int) -> None:
@@ -110,13 +135,22 @@ class SharedCounts:
     return add
 
   def slot(self, slot: int) -> Tuple[int, int]:
-    """(rows done, rows failed) of `slot`."""
+    """(rows done, rows failed) of `slot`.
+
+    Args:
+      slot: The worker's slot, from 0 (taken modulo the number of slots).
+    """
     i = 2 * (slot % self._slots)
     return self._array[i], self._array[i + 1]
 
   def restore(self, slot: int, counts: Tuple[int, int]) -> None:
     """Sets `slot`'s counts back to `counts` (`slot`'s, before a process whose rows are
-    converted again began adding to it); no process may be adding to it."""
+    converted again began adding to it); no process may be adding to it.
+
+    Args:
+      slot: The slot of the process that ended (taken modulo the number of slots).
+      counts: (rows done, rows failed) to set, as `slot(slot)` read them earlier.
+    """
     i = 2 * (slot % self._slots)
     self._array[i], self._array[i + 1] = counts
 
@@ -141,7 +175,17 @@ def _isatty(stream) -> bool:
 
 
 class Progress:
-  """The run's progress, drawn by one process: see the module's docstring."""
+  """The run's progress, drawn by one process: see the module's docstring.
+
+  Args:
+    mode: 'bar' (a live tqdm bar), 'lines' (plain lines), 'log' (logging INFO records)
+      or 'off' (nothing shown, for a run that reports no progress); another raises
+      ValueError.
+    every_s: Seconds between two plain lines ('lines', 'log'); the bar redraws every
+      DRAW_EVERY_S whatever it is.
+    stream: Where the bar and lines go; default sys.stderr. A stream that escapes
+      control characters and has an `unescaped` attribute is written through that.
+  """
 
   def __init__(self, mode: str = 'log', every_s: float = LOG_EVERY_S, stream=None):
     if mode not in ('bar', 'lines', 'log', 'off'):
@@ -170,7 +214,13 @@ class Progress:
   def for_run(cls, every_s: Optional[float] = None, stream=None) -> 'Progress':
     """The reporter of a run: `every_s` None: logging lines only; else a live bar where
     `stream` (default stderr) is a terminal, plain lines every `every_s` seconds where
-    it is not."""
+    it is not.
+
+    Args:
+      every_s: The run's `progress_every_s`: seconds between plain lines; None for
+        logging lines (every LOG_EVERY_S) and no terminal output.
+      stream: Where to draw; default sys.stderr, whose being a terminal picks the bar.
+    """
     if every_s is None:
       return cls('log', LOG_EVERY_S)
     stream = sys.stderr if stream is None else stream
@@ -180,7 +230,14 @@ class Progress:
   def stage(self, name: str, total: Optional[int] = None, counted: bool = False) -> None:
     """The run goes on to stage `name`. `total` given or `counted`: its rows are counted
     from 0 (of `total`, where known); else the counts shown stay those of the last
-    counted stage."""
+    counted stage.
+
+    Args:
+      name: The stage as shown ('reading', 'converting', 'writing shards' ...).
+      total: The rows the stage will count, where known (a percentage and an ETA are
+        shown); None: no total.
+      counted: Count the stage's rows from 0 even without a `total`.
+    """
     with self._lock:
       now = time.monotonic()
       if self._counted and (self._stage or '').startswith('converting'):
@@ -199,7 +256,12 @@ class Progress:
         self.tick()
 
   def update(self, rows: int, failed: int = 0) -> None:
-    """The counted stage's rows done and failed so far (absolute); redraws when due."""
+    """The counted stage's rows done and failed so far (absolute); redraws when due.
+
+    Args:
+      rows: Rows done so far in the stage, failed ones included.
+      failed: How many of `rows` failed.
+    """
     with self._lock:
       self._rows, self._failed = rows, failed
       self.tick()
@@ -225,7 +287,12 @@ class Progress:
 
   def close(self, outcome: str = 'done') -> None:
     """The final counts: the bar left on screen, or one last line, named `outcome`
-    ('done', or 'stopped' for a run that failed or was interrupted)."""
+    ('done', or 'stopped' for a run that failed or was interrupted). Closing twice does
+    nothing more.
+
+    Args:
+      outcome: The final stage's name, 'done' or 'stopped'.
+    """
     with self._lock:
       if self._closed:
         return
@@ -278,7 +345,11 @@ class Progress:
     """While the block runs, a thread calls `redraw` (default: `tick`, which redraws the
     bar's elapsed time) every DRAW_EVERY_S, for a block that may not say anything for
     long (a large COCO JSON read before its first rows). The thread has ended when the
-    block has: no worker process is forked while it runs."""
+    block has: no worker process is forked while it runs.
+
+    Args:
+      redraw: Called with no arguments every DRAW_EVERY_S from the thread; None: `tick`.
+    """
     if self.mode == 'off':
       yield
       return

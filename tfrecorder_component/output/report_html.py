@@ -29,6 +29,13 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 def size_bucket(width: int, height: int) -> str:
+  """The name of the SIZE_BUCKETS bucket an image falls in, by its longest side
+  ('256-511 px').
+
+  Args:
+    width: The image's width in pixels.
+    height: The image's height in pixels.
+  """
   longest = max(width, height)
   return next(name for bound, name in SIZE_BUCKETS if longest < bound)
 
@@ -56,9 +63,17 @@ def _histogram(counts: Mapping[str, int], cls: str, order: Sequence[str] = ()) -
 def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]]],
            errors: List[Dict[str, Any]], title: str = 'Conversion report',
            box_issues: Sequence[Dict[str, Any]] = ()) -> str:
-  """The page: `summary` as summary.json holds it, `samples` {label: [(uri, JPEG
-  thumbnail)]}, `errors` the first failed rows, `box_issues` the first dropped or
-  clipped boxes."""
+  """The page, as one HTML string.
+
+  Args:
+    summary: The run's summary as summary.json holds it (its warnings, label ids and
+      duplicates added).
+    samples: {label: [(uri, JPEG thumbnail bytes)]}, the contact sheet's images.
+    errors: The first failed rows (error records of errors.jsonl), shown in a table;
+      where there are none, the section reads 'None.'.
+    title: The page's title and heading.
+    box_issues: The first dropped or clipped boxes (records of box_issues.jsonl).
+  """
   parts = [f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_e(title)}</title>'
            f'<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>']
   parts.extend(f'<p class="bad warning">Warning: {_e(w)}</p>'

@@ -33,7 +33,13 @@ def _shards(pattern: str) -> List[str]:
 
 def split_names(examples_dir: str) -> List[str]:
   """The splits under an output folder or Examples artifact (`Split-<name>` folders);
-  raises ValueError if there is no such folder or it holds no shard."""
+  raises ValueError if there is no such folder or it holds no shard.
+
+  Args:
+    examples_dir: An output folder of `convert` or an Examples artifact, finished (its
+      `_SUCCESS` written): a local path, or a gs://, s3:// or other URI that Beam's file
+      systems read.
+  """
   if files.is_local(examples_dir):
     if not os.path.isdir(examples_dir):
       raise ValueError(f'{examples_dir} does not exist' if not os.path.exists(examples_dir)
@@ -54,7 +60,12 @@ def split_names(examples_dir: str) -> List[str]:
 
 
 def check_split(examples_dir: str, split: Optional[str]) -> List[str]:
-  """The splits to read: `split`, or every split if None; ValueError for an unknown one."""
+  """The splits to read: `split`, or every split if None; ValueError for an unknown one.
+
+  Args:
+    examples_dir: The output folder or Examples artifact, as `split_names` takes it.
+    split: A split name (`train`, not `Split-train`); None: every split.
+  """
   names = split_names(examples_dir)
   if split is None:
     return names
@@ -64,7 +75,13 @@ def check_split(examples_dir: str, split: Optional[str]) -> List[str]:
 
 
 def read_records(examples_dir: str, split: str) -> Iterator[bytes]:
-  """The serialized records of one split, read from its gzipped TFRecord shards."""
+  """The serialized records of one split, read from its gzipped TFRecord shards.
+
+  Args:
+    examples_dir: The output folder or Examples artifact, as `split_names` takes it.
+    split: The split's name; one without shards yields nothing (`check_split` first
+      where that should be an error).
+  """
   folder = output_paths.split_dir(examples_dir, split)
   if files.is_local(folder):
     folder = glob.escape(folder)
@@ -95,7 +112,13 @@ def inspect_examples(examples_dir: str, records: int = 3,
                      split: Optional[str] = None) -> Dict[str, Any]:
   """Counts per split and per label, and the first `records` records (without their
   image bytes), in split order; of `split` alone where given (ValueError for an unknown
-  one)."""
+  one).
+
+  Args:
+    examples_dir: The output folder or Examples artifact, as `split_names` takes it.
+    records: How many records to return, across the splits read (0: none).
+    split: Only this split; None: every split.
+  """
   per_split: Dict[str, int] = {}
   labels: Dict[str, Dict[str, int]] = {}
   shown: List[Dict[str, Any]] = []
@@ -120,7 +143,15 @@ def inspect_examples(examples_dir: str, records: int = 3,
 def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
                   split: Optional[str] = 'train') -> str:
   """Writes a PNG with one row per label of up to `per_label` decoded images from
-  `split` (or every split if None), and returns `path`."""
+  `split` (or every split if None), and returns `path`.
+
+  Args:
+    examples_dir: The output folder or Examples artifact, as `split_names` takes it.
+    path: The PNG file to write, a local path; its folder is made if missing.
+    per_label: Images per label row, at most; an image with several labels shows in
+      each of their rows.
+    split: The split to take images from (default train); None: every split.
+  """
   from PIL import Image, ImageDraw  # pylint: disable=g-import-not-at-top
   splits = check_split(examples_dir, split)
   tiles: Dict[str, List[Image.Image]] = {}

@@ -77,7 +77,17 @@ Record = Dict[str, Any]
 @dataclasses.dataclass(frozen=True)
 class Source:
   """What a split is read from: its shard files in order, with each one's record
-  offsets (byte offset, framed size) from its `.idx` file, or None (GZIP shards)."""
+  offsets (byte offset, framed size) from its `.idx` file, or None (GZIP shards).
+
+  Attributes:
+    split: The split's name.
+    paths: The shard files, in order (local paths or URIs).
+    compressed: Whether the shards are gzipped (TFX's shards; the `tfrecord` layout's
+      are not).
+    offsets: For each shard, an int64 array [records, 2] of each record's byte offset
+      and framed size, read from its `.idx` file; None where the shards have none (GZIP
+      shards, or an `.idx` file missing): `plan` then deals the shards' slots.
+  """
   split: str
   paths: Tuple[str, ...]
   compressed: bool
@@ -94,7 +104,12 @@ class Source:
 def read_index(output_dir: str) -> Dict[str, Any]:
   """The output's examples.json ({'split_names', 'records_per_split', 'task', 'features',
   'layouts'}); for an output written before it, the same from its report's summary.json
-  (TFX shards only). ValueError when `output_dir` is not a finished output."""
+  (TFX shards only). ValueError when `output_dir` is not a finished output.
+
+  Args:
+    output_dir: An output folder of `convert` or an Examples artifact URI (local, gs://,
+      s3://), finished (its `_SUCCESS` written).
+  """
   why = output_paths.unfinished(output_dir, files.exists)
   if why:
     raise ValueError(why)
@@ -121,7 +136,15 @@ def split_source(output_dir: str, split: str, layout: str = 'auto',
                  index: Optional[Dict[str, Any]] = None) -> Source:
   """The files `split` is read from: `layout` 'tfrecord' (the layout's uncompressed
   shards, with their `.idx` files where all are there), 'tfx' (the GZIP shards), or
-  'auto': 'tfrecord' when the output has it, else 'tfx'."""
+  'auto': 'tfrecord' when the output has it, else 'tfx'.
+
+  Args:
+    index: The output's index as `read_index` returns it; None: read here.
+    layout: 'auto' (the default), 'tfrecord' or 'tfx'; another is a ValueError, as is
+      'tfrecord' for an output without that layout.
+    output_dir: An output folder of `convert` or an Examples artifact URI.
+    split: The split's name; one the output does not have is a ValueError.
+  """
   if layout not in LAYOUTS:
     raise ValueError(f'layout must be one of {", ".join(LAYOUTS)}, got {layout!r}')
   index = read_index(output_dir) if index is None else index
@@ -187,7 +210,17 @@ def _pair(value: Optional[int], count: Optional[int], names: str,
 @dataclasses.dataclass(frozen=True)
 class Part:
   """What one reader reads of one shard: records [first, end) (with `.idx` offsets), or,
-  with `slots`, record j when j % modulus is in `slots` (GZIP shards); else all."""
+  with `slots`, record j when j % modulus is in `slots` (GZIP shards); else all.
+
+  Attributes:
+    shard: The shard's index in `Source.paths`.
+    first: The first record read (with `.idx` offsets), counted in the shard.
+    end: The record after the last one read (with `.idx` offsets); None: read the
+      shard from its start, all of it or by `slots`.
+    slots: The slots (record numbers modulo `modulus`) this reader takes of a shared
+      GZIP shard; None: every record.
+    modulus: The number of slots a shared shard is dealt in: the number of readers.
+  """
   shard: int
   first: int = 0
   end: Optional[int] = None
@@ -212,7 +245,14 @@ def _slot_owners(shard: int, shards: int, readers: int) -> List[int]:
 
 def plan(source: Source, reader: int, readers: int) -> List[Part]:
   """The parts of `source` that reader `reader` of `readers` reads (see the module's
-  docstring): together, the readers' parts hold every record once."""
+  docstring): together, the readers' parts hold every record once.
+
+  Args:
+    reader: This reader's number, 0 to `readers` - 1 (rank * num_workers + worker).
+    readers: The readers sharing the split (world_size * num_workers).
+    source: The split's files (`split_source`); with offsets, the records are split by
+      count, else the shards' slots are dealt.
+  """
   counts = source.counts
   if counts is not None:
     total = sum(counts)
@@ -241,7 +281,12 @@ def plan(source: Source, reader: int, readers: int) -> List[Part]:
 
 
 def read_part(source: Source, part: Part) -> Iterator[bytes]:
-  """The serialized records of one part of `plan`."""
+  """The serialized records of one part of `plan`.
+
+  Args:
+    part: The part to read, one of `plan(source, ...)`'s.
+    source: The split's files the part was planned from.
+  """
   path = source.paths[part.shard]
   with files.open_file(path) as raw:
     if part.end is not None:  # with offsets: seek to the first, read to the end
@@ -281,7 +326,15 @@ def parse_record(data: bytes, features: Dict[str, Dict[str, Any]],
                  keys: Optional[Sequence[str]] = None) -> Record:
   """One serialized record as {key: numpy scalar, bytes or 1-D array}, typed by
   `features` (examples.json's): every key of `keys` (default: all of `features`, and any
-  key the record has beyond them)."""
+  key the record has beyond them).
+
+  Args:
+    data: One serialized tf.train.Example.
+    features: {key: {'type': 'bytes' | 'int64' | 'float', 'scalar': ...}}, the
+      `features` of the output's index; a key not in it is read as a 1-D array.
+    keys: The keys to give, each present in the result (an empty array where the record
+      lacks it); None: every key of `features` and of the record.
+  """
   feature_map = example_proto.Example.FromString(data).features.feature
   wanted = list(features) if keys is None else keys
   out: Record = {}
@@ -304,7 +357,13 @@ def decode_image(data: bytes, channels: Optional[int] = None) -> np.ndarray:
   """Encoded image bytes as an array [height, width, channels] with Pillow: uint8
   (uint16 for a 16-bit grayscale PNG), channels as stored (1 gray, 2 gray + alpha,
   3 RGB, 4 RGBA; palette images as RGB, or RGBA when they have transparency; CMYK as
-  RGB), or `channels` (1, 3 or 4) converted to. The first frame of an animation."""
+  RGB), or `channels` (1, 3 or 4) converted to. The first frame of an animation.
+
+  Args:
+    channels: 1, 3 or 4 to convert to (1 keeps a 16-bit grayscale PNG 16-bit); None:
+      as stored. Another value is a ValueError.
+    data: The encoded image (any format Pillow opens).
+  """
   from PIL import Image  # pylint: disable=g-import-not-at-top
   with Image.open(io.BytesIO(data)) as im:
     im.load()
@@ -409,7 +468,11 @@ class RecordDataset:
     return int((self.index.get('records_per_split') or {}).get(self.split, 0))
 
   def set_epoch(self, epoch: int) -> None:
-    """The epoch, which seeds the shuffle with `seed`: call it before each epoch."""
+    """The epoch, which seeds the shuffle with `seed`: call it before each epoch.
+
+    Args:
+      epoch: The epoch's number (0 at first); a whole number.
+    """
     self.epoch = int(epoch)
 
   def reader(self) -> Tuple[int, int]:

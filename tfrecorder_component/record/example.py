@@ -30,7 +30,28 @@ from tfrecorder_component.feature_keys import (CLASS_LABEL, CLASS_TEXT, CORNER_X
 
 
 class DetectedObject(NamedTuple):
-  """One object of a detection record, its box normalised to the stored image."""
+  """One object of a detection record, its box normalised to the stored image.
+
+  Attributes:
+    label: The object's class name, as the annotation gives it (`image/object/class/text`).
+    class_id: Its class id in label_map.pbtxt, 1-based.
+    box: (xmin, ymin, xmax, ymax), each a fraction of the stored image's width or
+      height, in [0, 1].
+    area: Its area in pixels of the stored image: the annotated area (COCO) scaled with
+      the image, else the box's.
+    is_crowd: Whether it marks a crowd of objects (COCO's `iscrowd`).
+    difficult: Whether the annotation marks it hard to recognise (VOC's `difficult`).
+    truncated: Whether the annotation marks it cut off (VOC's `truncated`).
+    mask: Its instance mask, a PNG of 0 and 1 the stored image's size; written only
+      with `include_masks`. None: no mask.
+    keypoints: (x, y, visibility) of each keypoint, x and y normalised; (0, 0, 0) for
+      one not labelled. Written only with `include_keypoints`.
+    keypoint_names: The name of each of `keypoints`, in the same order.
+    corners: An oriented box's 4 (x, y) corners, normalised, in annotation order; ():
+      none, and the box's own corners are written where another object has some.
+    attributes: (name, value) pairs of the object's other annotated attributes
+      (`ObjectBox.attributes`), each written as `image/object/<name>`.
+  """
   label: str
   class_id: int  # 1-based
   box: Tuple[float, float, float, float]  # xmin, ymin, xmax, ymax in [0, 1]
@@ -57,6 +78,18 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
   none; with their `masks` and `keypoints` when asked for) or a segmentation record of
   `class_mask` (a PNG). Fields are appended in place: three times faster than building
   Feature objects.
+
+  Args:
+    row: The manifest row: its task, its image URI (`image/filename` is its base name,
+      `image/source_id` the whole), its labels and their ids, its extra features.
+    data: The image's encoded bytes, as stored (also hashed into `image/key/sha256`).
+    info: What the image's header says: its format, height, width and channels.
+    objects: A detection record's objects; None or empty: a record of no object, its
+      object lists present and empty.
+    masks: Whether to write each object's `mask` (`include_masks`).
+    keypoints: Whether to write the objects' keypoints (`include_keypoints`).
+    class_mask: A segmentation record's mask of class ids, PNG-encoded, written as
+      `image/segmentation/class/encoded`.
   """
   example = tf_example.Example()
   feature = example.features.feature
@@ -177,7 +210,13 @@ def record_features(signatures: Dict[str, int], records: int) -> Dict[str, Dict[
   """{key: {'type': 'bytes' | 'int64' | 'float', 'records': records holding it, 'scalar':
   whether every record holds it with exactly one value}} of the records written, from
   their `steps.row.feature_signature` counts. A key written with two types (an extra
-  column read as text in one manifest, as a number in another) has them joined by '|'."""
+  column read as text in one manifest, as a number in another) has them joined by '|'.
+
+  Args:
+    signatures: {a record's `feature_signature`: how many records written have it}.
+    records: How many records were written; a key is `scalar` only when that many hold
+      it with exactly one value.
+  """
   out: Dict[str, Dict[str, Any]] = {}
   for signature, n in signatures.items():
     for line in signature.split('\n') if signature else ():

@@ -24,6 +24,9 @@ labels.txt holds one label per id from the task's first id up: line k is the lab
 `first + k`, and an empty line an id no label has (a given or COCO map with gaps), so
 `tf.lookup.TextFileInitializer` maps line numbers to ids. Labels never hold line breaks
 or control characters (the manifest readers refuse them, `bad_label`).
+
+Length: the ids' one order of precedence, the two files that carry them and their readers,
+which must agree.
 """
 from __future__ import annotations
 
@@ -42,7 +45,11 @@ LABEL_MAP_FILE = 'label_map.pbtxt'
 
 def vocabulary_order(labels: Iterable[str]) -> List[str]:
   """The labels in id order: by number when every label is an integer (`2` before
-  `10`, as a digits data set means them), else sorted as text."""
+  `10`, as a digits data set means them), else sorted as text.
+
+  Args:
+    labels: The labels to order; one given twice is listed twice.
+  """
   labels = list(labels)
   if labels and all(re.fullmatch(r'[+-]?\d+', l) for l in labels):
     return sorted(labels, key=lambda l: (int(l), l))
@@ -51,27 +58,52 @@ def vocabulary_order(labels: Iterable[str]) -> List[str]:
 
 def first_label_id(task: str) -> int:
   """Class ids start at 0 for classification, at 1 for detection and segmentation (0 is
-  the background)."""
+  the background).
+
+  Args:
+    task: The run's task, a `Task` value: 'classification', 'detection' or
+      'segmentation'.
+  """
   return 0 if task == 'classification' else 1
 
 
 @dataclasses.dataclass(frozen=True)
 class GivenLabelMap:
   """A label map given to a run (`read_given_label_map`): (label, id) pairs, or for a
-  labels.txt (label, line index) pairs whose ids start at the task's first id."""
+  labels.txt (label, line index) pairs whose ids start at the task's first id.
+
+  Attributes:
+    source: Where the map was read from (a path or URI, or 'the label_map argument'),
+      for messages.
+    items: (label, id) pairs, or with `by_line` (label, line index) pairs, in the order
+      given.
+    by_line: Whether `items` hold line indexes (a labels.txt, or a list of labels)
+      rather than ids.
+  """
   source: str
   items: Tuple[Tuple[str, int], ...]
   by_line: bool = False
 
   def ids(self, first_id: int) -> Dict[str, int]:
+    """{label: id}: the ids as given, or for `by_line` the line index plus `first_id`.
+
+    Args:
+      first_id: The task's first class id (`first_label_id`), which line 0 takes.
+    """
     return {label: i + (first_id if self.by_line else 0) for label, i in self.items}
 
 
 @dataclasses.dataclass(frozen=True)
 class Vocabulary:
-  """The run's {label: id} in id order, and how it came about: `appended` (labels a
-  given map lacked, given new ids), `unknown` (labels a closed map lacks: their rows
-  fail), `conflicts` (one line each: source ids that could not be kept)."""
+  """The run's {label: id} in id order, and how it came about.
+
+  Attributes:
+    ids: {label: id}, in id order.
+    appended: Labels a given map lacked, given new ids (`append_new_labels`).
+    unknown: Labels a closed map lacks: their rows fail (`unknown_label`).
+    conflicts: One line each: source ids that could not be kept (a label with several,
+      or an id another label holds).
+  """
   ids: Dict[str, int]
   appended: Tuple[str, ...] = ()
   unknown: Tuple[str, ...] = ()
@@ -82,7 +114,18 @@ def assign_ids(labels: Iterable[str], first_id: int, given: Optional[GivenLabelM
                append_new_labels: bool = False,
                source_ids: Mapping[str, Iterable[int]] = ()) -> Vocabulary:
   """The ids of a run whose rows hold `labels`, by the precedence in the module's
-  docstring. `source_ids`: {label: the ids its source gives it} (COCO category ids)."""
+  docstring.
+
+  Args:
+    labels: The labels the run's rows hold; repeats are fine.
+    first_id: The task's first class id (`first_label_id`): 0 or 1.
+    given: The label map given to the run, whose ids are kept; None: none was given.
+    append_new_labels: Whether labels `given` lacks take new ids (their source ids
+      where free, else the next after the largest); otherwise they are `unknown`.
+    source_ids: {label: the ids its source gives it} (COCO category ids). Where the
+      lowest is below `first_id` (a source numbering from 0), all are moved up by the
+      difference.
+  """
   labels = set(labels)
   ids: Dict[str, int] = given.ids(first_id) if given else {}
   new = [l for l in vocabulary_order(labels) if l not in ids]
@@ -120,19 +163,37 @@ def _quote(text: str) -> str:
 
 
 def label_map_pbtxt(ids: Mapping[str, int]) -> str:
-  """StringIntLabelMap text format, one `item` per label, in id order."""
+  """StringIntLabelMap text format, one `item` per label, in id order.
+
+  Args:
+    ids: {label: id}; each label is written quoted, with quotes, backslashes and line
+      breaks escaped.
+  """
   return ''.join(f'item {{\n  name: {_quote(name)}\n  id: {i}\n}}\n'
                  for name, i in sorted(ids.items(), key=lambda item: item[1]))
 
 
 def labels_txt(ids: Mapping[str, int], first_id: int) -> str:
   """One line per id from `first_id` to the largest: its label, or empty for an id no
-  label has."""
+  label has.
+
+  Args:
+    ids: {label: id}; a label whose id is below `first_id` gets no line.
+    first_id: The id of the first line: the task's first class id.
+  """
   by_id = {i: label for label, i in ids.items()}
   return ''.join(by_id.get(i, '') + '\n' for i in range(first_id, max(by_id, default=-1) + 1))
 
 
 def write_label_files(directory: str, ids: Mapping[str, int], first_id: int = 0) -> None:
+  """Writes `labels.txt` and `label_map.pbtxt` of `ids` into `directory`, replacing any.
+
+  Args:
+    directory: The folder, a local path or a URI on any Beam file system.
+    ids: The run's {label: id}.
+    first_id: The task's first class id, that of labels.txt's first line; default 0
+      (classification).
+  """
   for name, text in ((LABELS_FILE, labels_txt(ids, first_id)),
                      (LABEL_MAP_FILE, label_map_pbtxt(ids))):
     files.write_text(files.join(directory, name), text)
@@ -195,7 +256,13 @@ def _items(text: str, source: str) -> List[Dict[str, str]]:
 def parse_label_map(text: str, source: str = LABEL_MAP_FILE) -> Dict[str, int]:
   """{name: id} of a label_map.pbtxt's text, in file order; UsageError naming `source`
   and the item for an item without a quoted name or whole-number id, or a name or id
-  given twice."""
+  given twice.
+
+  Args:
+    text: The file's text: `item { name: ... id: ... }` blocks (`display_name` stands in
+      for a missing `name`; other fields are ignored).
+    source: The file's path or name, for the errors.
+  """
   out: Dict[str, int] = {}
   owners: Dict[int, str] = {}
   for number, fields in enumerate(_items(text, source), start=1):
@@ -217,7 +284,12 @@ def read_given_label_map(path: str) -> GivenLabelMap:
   """The label map at `path`: a label_map.pbtxt (ids as written), a labels.txt (line k:
   the task's first id + k; empty lines are ids no label has), or a folder holding
   label_map.pbtxt (an earlier output, an Examples artifact URI), on any Beam file system.
-  UsageError naming the path when it cannot be read or is malformed."""
+  UsageError naming the path when it cannot be read or is malformed.
+
+  Args:
+    path: A path or URI: a file named `*.pbtxt` or `*.txt`, else a folder holding
+      label_map.pbtxt (or a file read as one); or an object with a `uri` (an artifact).
+  """
   path = os.fspath(getattr(path, 'uri', path))
   candidates = [path] if path.endswith(('.pbtxt', '.txt')) else [
       files.join(path, LABEL_MAP_FILE), path]
@@ -250,7 +322,12 @@ def read_given_label_map(path: str) -> GivenLabelMap:
 def given_label_map(value) -> Optional[GivenLabelMap]:
   """A `label_map` argument as a GivenLabelMap: None; a path or URI (see
   `read_given_label_map`), or an Examples artifact; a {label: id} mapping; or a list of
-  labels in id order from the task's first id."""
+  labels in id order from the task's first id.
+
+  Args:
+    value: The `label_map` option as given, in any of those forms; a GivenLabelMap is
+      returned as it is.
+  """
   if value is None or isinstance(value, GivenLabelMap):
     return value
   if isinstance(value, Mapping):
@@ -270,7 +347,13 @@ def given_label_map(value) -> Optional[GivenLabelMap]:
 
 def label_notes(summary: Mapping[str, object]) -> List[str]:
   """Lines naming the labels of a run's summary that no record holds, that a given label
-  map lacked (appended, or failing their rows) and source ids not kept."""
+  map lacked (appended, or failing their rows) and source ids not kept.
+
+  Args:
+    summary: The run's summary; its `labels_left_out`, `labels_appended`, `label_ids`,
+      `labels_unknown`, `label_map_given` and `label_id_conflicts` are read, and a key
+      missing or empty gives no line.
+  """
   named = lambda labels: ', '.join(repr(l) for l in labels)
   lines = []
   if summary.get('labels_left_out'):
@@ -306,7 +389,12 @@ def read_label_map(examples_uri: str) -> Dict[str, int]:
 def merged_label_maps(maps: Sequence[Tuple[str, Mapping[str, int]]]) -> Dict[str, int]:
   """One {label: id} for data written with several label maps ((where, map) pairs):
   their union when they agree (a later span's map extends an earlier one); ValueError in
-  one line naming both when a label has two ids or an id two labels."""
+  one line naming both when a label has two ids or an id two labels.
+
+  Args:
+    maps: (where, {label: id}) pairs, `where` (an output folder) naming the map in the
+      error.
+  """
   merged: Dict[str, int] = {}
   where_label: Dict[str, str] = {}
   owners: Dict[int, Tuple[str, str]] = {}

@@ -9,6 +9,7 @@ write the same bytes.
     jsonl.py     the report's JSON-lines files, sorted by where each line comes from
     duplicates.py  the duplicate index: entries, sorted runs, merged hash ranges
     report.py    counts, the summary, summary.json and report.html
+    warnings.py  what a run that did not fail may have misread, in the summary's warnings
     policy.py    the error policy: how many failed rows a run may have, told in lines
     outputs.py   the names the steps and both engines share
 

@@ -41,7 +41,13 @@ Item = Union[ManifestRow, Dict[str, Any]]
 
 
 def pack_chunk(items: Sequence[Item], folder: str) -> Chunk:
-  """Writes `items` to a new file in `folder` (any file system); returns their Chunk."""
+  """Writes `items` to a new file in `folder`; returns their Chunk.
+
+  Args:
+    items: the rows (ManifestRows) and error records (dicts) to carry, in order.
+    folder: the run's chunk folder, on any file system; the file is named
+      `chunk-<random hex>`.
+  """
   labels = set()
   tasks = set()
   source_ids = set()
@@ -65,7 +71,11 @@ def pack_chunk(items: Sequence[Item], folder: str) -> Chunk:
 
 
 def unpack_chunk(chunk: Chunk) -> List[Item]:
-  """The rows and error records of a Chunk, in order, read from its file."""
+  """The rows and error records of a Chunk, in order, read from its file.
+
+  Args:
+    chunk: a Chunk from `pack_chunk`; only its path (the third element) is read.
+  """
   with files.open_file(chunk[2]) as f:
     return [ManifestRow(*t) if isinstance(t, tuple) else t
             for t in pickle.loads(zlib.decompress(f.read()))]
@@ -88,7 +98,19 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
   URI), row), for `merge_image_rows`, as do, for a format of one row a box, the error
   records of rows that failed naming their image (`merged_item` fails the image whole).
   A COCO JSON is streamed, its join sorted on local temporary disk, by the worker
-  reading it."""
+  reading it.
+
+  Args:
+    source: the manifest file to read, with its format, split, image root, feature types
+      and class map.
+    chunk_dir: the run's chunk folder (any file system) the chunks' files are written
+      in.
+    annotations: what to read beyond boxes (`ConversionOptions.annotations`): 'masks',
+      'keypoints'.
+    rows_per_batch: the fewest items a chunk is sized for (the last may hold fewer).
+    max_chunks: the most chunks the file is cut into while they hold at most
+      MAX_CHUNK_ROWS items.
+  """
   storage.prepare_file_systems(source.path, source.image_root or '', chunk_dir)
   lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
                                           image_root=source.image_root,
@@ -119,7 +141,12 @@ def merged_item(rows: Sequence[Item]) -> Item:
   could not merge is an error record. An image one of whose rows failed to parse (an
   error record among `rows`) fails whole, as its first failed row, naming the rows
   that are not written with it: writing it without the failed row's box would write an
-  object as background."""
+  object as background.
+
+  Args:
+    rows: the items of one image, keyed alike in `parse_manifest`'s OBJECTS output
+      ((source, image URI)): its ManifestRows and the error records of its failed rows.
+  """
   failed = sorted((r for r in rows if not isinstance(r, ManifestRow)),
                   key=lambda e: (str(e['source']), e['row'] or 0))
   if failed:

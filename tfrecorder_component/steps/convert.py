@@ -123,6 +123,10 @@ class ChunkConverter:
   their reads in flight (`concurrent_reads` at a time in the process), across chunks,
   and are converted in order; `finish` converts the rest. Rows, batches and their order
   are the same as reading in line.
+
+  Args:
+    options: the run's options: the reads' limits and `concurrent_reads`, the checks,
+      the transform and the buckets each row is converted with.
   """
 
   def __init__(self, options: ConversionOptions):
@@ -135,7 +139,13 @@ class ChunkConverter:
     self._batch = _Batch()
 
   def convert(self, chunk: Chunk, vocabulary: Dict[str, Any]) -> Iterator[Output]:
-    """The outputs of the chunk's rows converted so far (remote ones may wait)."""
+    """The outputs of the chunk's rows converted so far (remote ones may wait).
+
+    Args:
+      chunk: the Chunk to convert; its error records leave at once, tagged ERRORS.
+      vocabulary: the run's vocabulary (`VocabularyBuilder.vocabulary`), whose 'labels'
+        and 'ids' give the rows' label ids; the same object for a bundle.
+    """
     self._vocabulary = vocabulary
     rows = []
     for item in unpack_chunk(chunk):
@@ -227,7 +237,16 @@ class ChunkConverter:
 class VocabularyBuilder:
   """The run's vocabulary from Chunks of rows (`labels.assign_ids`) and their task:
   classification, detection or segmentation (a run converts one of them). Its
-  accumulator is (labels, tasks, (label, source id) pairs), three sets."""
+  accumulator is (labels, tasks, (label, source id) pairs), three sets.
+
+  Args:
+    given: the label map given to the run, whose ids are kept; None: ids are assigned
+      from the rows' labels.
+    append_new_labels: with `given`, give labels it lacks the next free ids instead of
+      failing their rows.
+    class_map: the run's class map (`manifest.class_map`), only shown in the vocabulary
+      (`class_map`); the rows' labels are already mapped.
+  """
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
                append_new_labels: bool = False, class_map: ClassMap = ()):
@@ -241,6 +260,13 @@ class VocabularyBuilder:
 
   @staticmethod
   def add(acc, chunk: Chunk):
+    """Adds a chunk's labels, tasks and source ids to `acc`; returns it.
+
+    Args:
+      acc: an accumulator, as `new` makes it; updated in place.
+      chunk: the Chunk whose labels, tasks and (label, source id) pairs are added (its
+        rows are not read).
+    """
     labels, tasks, _, source_ids, _ = chunk
     acc[0].update(labels)
     acc[1].update(t for t in tasks.split(',') if t)  # '': only failed rows
@@ -249,6 +275,11 @@ class VocabularyBuilder:
 
   @staticmethod
   def merge(accumulators):
+    """One accumulator holding the union of each set of `accumulators`.
+
+    Args:
+      accumulators: accumulators as `new` and `add` make them (any iterable).
+    """
     accumulators = list(accumulators)
     return tuple(set().union(*(a[k] for a in accumulators)) for k in range(3))
 
@@ -256,7 +287,14 @@ class VocabularyBuilder:
     """{'labels': in id order, 'ids': theirs, 'task', 'seen': the rows' labels,
     'appended' / 'unknown': labels a given label map lacks (given new ids / failing
     their rows), 'conflicts': source ids not kept, one line each, 'given': where the
-    given label map was read from, or None, 'class_map': the run's class map, or None}."""
+    given label map was read from, or None, 'class_map': the run's class map, or None}.
+
+    Args:
+      acc: the merged accumulator of every chunk of the run.
+
+    Raises:
+      ManifestError: the chunks' rows mix tasks.
+    """
     labels, tasks, source_pairs = acc
     if len(tasks) > 1:
       raise ManifestError(f'the manifests mix {" and ".join(sorted(tasks))} rows; convert '

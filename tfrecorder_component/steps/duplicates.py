@@ -43,6 +43,11 @@ _HEADER = struct.Struct(f'>{BUCKETS + 1}Q')  # where each bucket starts, and the
 
 
 def entry(stat: RecordStat) -> bytes:
+  """A record's packed entry for the duplicate index (the layout above).
+
+  Args:
+    stat: the written record's stat; its `sha256` (hex), `uri` and `split` are packed.
+  """
   uri, split = stat.uri.encode('utf-8', 'surrogatepass'), stat.split.encode('utf-8')
   return _ENTRY.pack(bytes.fromhex(stat.sha256), len(uri), len(split)) + uri + split
 
@@ -55,7 +60,12 @@ def _member(packed: bytes) -> Tuple[str, str]:
 
 
 def write_run(path: str, entries: List[bytes]) -> int:
-  """Writes `entries`, sorted, as a run file at `path`; returns its size in bytes."""
+  """Writes `entries`, sorted, as a run file at `path`; returns its size in bytes.
+
+  Args:
+    path: the new run file, under the index folder (any file system).
+    entries: packed entries (`entry`); sorted in place.
+  """
   entries.sort()
   offsets, at, bucket = [], 0, 0
   for packed in entries:
@@ -71,7 +81,13 @@ def write_run(path: str, entries: List[bytes]) -> int:
 
 
 def read_slice(path: str, first: int, end: int) -> Iterator[bytes]:
-  """The entries of buckets [first, end) of a run file, in order, read a block at a time."""
+  """The entries of buckets [first, end) of a run file, in order, read a block at a time.
+
+  Args:
+    path: a run file that `write_run` wrote; any other raises ValueError.
+    first: the first bucket (a digest's first byte, 0 to 255) to read.
+    end: the bucket after the last to read, 1 to 256.
+  """
   with files.open_file(path) as f:
     head = f.read(len(_MAGIC) + _HEADER.size)
     if head[:len(_MAGIC)] != _MAGIC:
@@ -89,7 +105,14 @@ def _entry_size(buffer: bytes, at: int) -> int:
 
 def ranges(runs: List[Tuple[str, int]],
             range_bytes: int) -> Iterator[Tuple[int, int, Tuple[str, ...]]]:
-  """Hash ranges of whole buckets, about `range_bytes` of entries each, with every run."""
+  """Hash ranges of whole buckets, about `range_bytes` of entries each, with every run:
+  (first bucket, end bucket, run paths) tasks for `merge_range`; none without runs.
+
+  Args:
+    runs: (path, size in bytes) of each run file, as `write_run` wrote them.
+    range_bytes: about how many bytes of entries one range takes (RANGE_BYTES); the
+      ranges are 1 to 256.
+  """
   if not runs:
     return
   total = sum(size for _, size in runs)
@@ -101,7 +124,12 @@ def ranges(runs: List[Tuple[str, int]],
 
 
 def describe(sha256: str, members) -> Dict[str, Any]:
-  """A repeated hash as duplicates.jsonl has it."""
+  """A repeated hash as duplicates.jsonl has it.
+
+  Args:
+    sha256: the content hash, in hex.
+    members: the (URI, split) pair of each record with that hash, in any order.
+  """
   members = sorted(members)
   splits = sorted({split for _, split in members})
   return {'sha256': sha256, 'uris': [u for u, _ in members],
@@ -109,8 +137,12 @@ def describe(sha256: str, members) -> Dict[str, Any]:
 
 
 def merge_range(task: Tuple[int, int, Tuple[str, ...]]) -> Iterator[Dict[str, Any]]:
-  """(first bucket, end bucket, run paths) in; a dict per hash seen more than once. The
-  runs' slices are merged as they are read, a block of each at a time."""
+  """A dict per hash seen more than once in a range (`describe`). The runs' slices are
+  merged as they are read, a block of each at a time.
+
+  Args:
+    task: (first bucket, end bucket, run paths), as `ranges` gives it.
+  """
   first, end, paths = task
   group: List[bytes] = []
   for packed in heapq.merge(*(read_slice(p, first, end) for p in paths)):

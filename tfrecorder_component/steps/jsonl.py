@@ -25,7 +25,13 @@ _LENGTHS = struct.Struct('>II')  # key length, line length; then the key and the
 
 def row_key(*fields) -> bytes:
   """A sort key of (source, row numbers...): the source's text, then each number (None
-  first), so keys compare as the fields do."""
+  first), so keys compare as the fields do.
+
+  Args:
+    fields: the source (a manifest path, or any value, taken as text) and then the
+      numbers that place the line in it (a row, a box's index), each a whole number of
+      0 or more or None.
+  """
   source, numbers = fields[0], fields[1:]
   return (str(source).encode('utf-8', 'surrogatepass') + b'\0'
           + b''.join(struct.pack('>Q', 0 if n is None else max(int(n) + 1, 0))
@@ -48,13 +54,24 @@ def _line(entry: bytes) -> bytes:
 
 
 def entry(record: Dict[str, Any], key: Callable[[Dict[str, Any]], bytes]) -> bytes:
-  """A dict's run entry: the lengths, its key (`key(record)`) and its JSON line."""
+  """A dict's run entry: the lengths, its key (`key(record)`) and its JSON line.
+
+  Args:
+    record: the line's dict, JSON-serializable; written with its keys sorted.
+    key: makes the line's sort key (bytes) from the dict (`row_key` builds one).
+  """
   sort_key = key(record)
   line = json.dumps(record, ensure_ascii=False, sort_keys=True).encode('utf-8') + b'\n'
   return _LENGTHS.pack(len(sort_key), len(line)) + sort_key + line
 
 
 def write_run(path: str, entries: List[bytes]) -> str:
+  """Writes `entries`, sorted by key then line, as a run file at `path`; returns `path`.
+
+  Args:
+    path: the new run file, in the scratch folder (any file system).
+    entries: run entries (`entry`); sorted in place.
+  """
   entries.sort(key=_sort_key)
   with files.create_file(path) as f:
     f.write(b''.join(entries))
@@ -67,7 +84,15 @@ def _read_run(path: str) -> Iterator[bytes]:
 
 
 def merge_runs(run_paths: List[str], path: str, scratch_dir: str) -> str:
-  """Writes the lines of every run, merged in key order, into `path`; removes the runs."""
+  """Writes the lines of every run, merged in key order, into `path`; removes the runs.
+  Returns `path`.
+
+  Args:
+    run_paths: the run files (`write_run`), in any order; none writes an empty file.
+    path: the JSON-lines file to write (errors.jsonl, ...), replaced if it is there.
+    scratch_dir: the folder the runs were written in; removed whole once the file is
+      written.
+  """
   with files.create_file(path) as out:
     for entry in heapq.merge(*(_read_run(r) for r in sorted(run_paths)), key=_sort_key):
       out.write(_line(entry))

@@ -29,7 +29,12 @@ def _order(error: Dict[str, Any]):
 def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
   """The first `limit` failed rows of an errors.jsonl in manifest and row order (none if
   the file is missing). The file is in the order the workers wrote it; this reads it
-  once, keeping `limit` rows."""
+  once, keeping `limit` rows.
+
+  Args:
+    path: the errors.jsonl file, on any file system.
+    limit: how many failed rows to return, at most.
+  """
   if not files.exists(path):
     return []
   with files.open_file(path) as f:
@@ -40,7 +45,13 @@ def read_errors(path: str, limit: int) -> List[Dict[str, Any]]:
 def first_errors_by_reason(path: str, limit: int) -> List[Dict[str, Any]]:
   """`limit` failed rows of an errors.jsonl, in manifest and row order: the first one,
   then the first of each other reason, then the next ones (reading the file once, keeping
-  `limit` rows and one a reason): rows of several reasons show each kind of failure."""
+  `limit` rows and one a reason): rows of several reasons show each kind of failure.
+
+  Args:
+    path: the errors.jsonl file, on any file system; none are returned if it is
+      missing.
+    limit: how many failed rows to return, at most; below 1 none.
+  """
   if limit < 1 or not files.exists(path):
     return []
   first: List[Dict[str, Any]] = []
@@ -74,12 +85,23 @@ _LINE_BREAKS = re.compile('[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+')
 
 def one_line(text: str) -> str:
   """`text` on one line: its line breaks made spaces (a message or a URI of the data
-  must not add lines of its own)."""
+  must not add lines of its own).
+
+  Args:
+    text: what to show, any value (taken as `str`); each run of line breaks, as
+      `str.splitlines` finds them, becomes one space.
+  """
   return _LINE_BREAKS.sub(' ', str(text))
 
 
 def format_error(error: Dict[str, Any]) -> str:
-  """A failed row on one line: where it is, its URI, its reason and message."""
+  """A failed row on one line: where it is, its URI, its reason and message.
+
+  Args:
+    error: an error record as errors.jsonl has it (`errors.error_record`); where it is:
+      its DataFrame `index` if it has one, else its source and row, else its COCO
+      annotation, else its source alone.
+  """
   uri = f' {error["uri"]!r}:' if error.get('uri') else ''
   if 'index' in error:
     where = f'DataFrame index {error["index"]!r}'
@@ -98,7 +120,15 @@ def _cut(line: str, limit: int = ERROR_LINE_CHARS) -> str:
 
 def failed_rows_lines(errors_path: str, failed: int, limit: int) -> List[str]:
   """The first `limit` failed rows of an errors.jsonl, one indented line each, and how
-  many more there are."""
+  many more there are.
+
+  Args:
+    errors_path: the errors.jsonl file, on any file system; no rows are listed if it is
+      missing.
+    failed: how many rows failed in all (the summary's `rows_failed`), for the "and N
+      more" line.
+    limit: how many failed rows to list, at most.
+  """
   errors = read_errors(errors_path, limit)
   lines = ['  ' + _cut(format_error(e)) for e in errors]
   if failed > len(errors):
@@ -107,7 +137,11 @@ def failed_rows_lines(errors_path: str, failed: int, limit: int) -> List[str]:
 
 
 def reason_counts(errors_per_reason: Dict[str, int]) -> str:
-  """'7 missing, 3 not_an_image': the failed rows per reason, the most first."""
+  """'7 missing, 3 not_an_image': the failed rows per reason, the most first.
+
+  Args:
+    errors_per_reason: {reason: failed rows}, as the summary's `errors_per_reason`.
+  """
   return ', '.join(f'{n:,} {reason}' for reason, n in sorted(
       errors_per_reason.items(), key=lambda item: (-item[1], item[0])))
 
@@ -159,7 +193,15 @@ def image_root_hint(rows: int, errors_per_reason: Dict[str, int], errors_path: s
                     shown: Sequence[Dict[str, Any]]) -> Optional[str]:
   """When most rows (MISSING_SHARE_FOR_IMAGE_ROOT) failed as `missing` and their URIs
   are relative: where they were looked for, and that IMAGE_ROOT says where they are
-  relative to. None otherwise."""
+  relative to. None otherwise.
+
+  Args:
+    rows: how many manifest rows were read.
+    errors_per_reason: {reason: failed rows}; its `missing` count is compared with
+      `rows`.
+    errors_path: the errors.jsonl file, read for a `missing` row when `shown` has none.
+    shown: the failed rows the message already names (error records).
+  """
   if errors_per_reason.get('missing', 0) < MISSING_SHARE_FOR_IMAGE_ROOT * rows:
     return None
   error = _first_missing(errors_path, shown)
@@ -173,7 +215,17 @@ class TooManyFailedRows(RuntimeError):
   """More rows failed than `max_error_ratio` allows. The message, at most REFUSAL_LINES
   lines however many rows failed, gives the counts by reason and, once the report is
   where it is kept (`with_report`), the first failed rows (row, URI, reason) and the
-  report's errors.jsonl."""
+  report's errors.jsonl.
+
+  Args:
+    rows: how many manifest rows were read (above 0).
+    failed: how many of them failed.
+    max_error_ratio: the fraction of the rows allowed to fail, as the run was given it.
+    errors_path: the kept report's errors.jsonl, read for the first failed rows; None:
+      the message gives the counts only.
+    errors_per_reason: {reason: failed rows}, for the counts by reason; None: none
+      shown.
+  """
 
   def __init__(self, rows: int, failed: int, max_error_ratio: float,
                errors_path: Optional[str] = None,
@@ -199,6 +251,11 @@ class TooManyFailedRows(RuntimeError):
     super().__init__(message)
 
   def with_report(self, errors_path: str) -> 'TooManyFailedRows':
+    """The same refusal, its message naming the first failed rows and the report.
+
+    Args:
+      errors_path: the errors.jsonl of the report where it is kept.
+    """
     return TooManyFailedRows(self.rows, self.failed, self.max_error_ratio, errors_path,
                              self.errors_per_reason)
 
@@ -206,7 +263,14 @@ class TooManyFailedRows(RuntimeError):
 def check_error_policy(summary: Dict[str, Any], max_error_ratio: float,
                        manifests: Sequence[str]) -> None:
   """Raises ManifestError when no row was read, TooManyFailedRows when more rows failed
-  than `max_error_ratio` allows."""
+  than `max_error_ratio` allows.
+
+  Args:
+    summary: the run's summary (`report.summary`): its `rows_read`, `rows_failed` and
+      `errors_per_reason`.
+    max_error_ratio: the fraction of the rows allowed to fail; 0: any failed row raises.
+    manifests: the run's manifest paths, which the ManifestError names.
+  """
   rows, failed = summary['rows_read'], summary['rows_failed']
   if rows == 0:
     raise ManifestError('the manifest has no rows: ' + ', '.join(manifests))
@@ -216,6 +280,12 @@ def check_error_policy(summary: Dict[str, Any], max_error_ratio: float,
 
 
 def warn_allowed_failures(summary: Dict[str, Any], max_error_ratio: float) -> None:
+  """Logs a warning of the rows that failed, if any, where the ratio allowed them.
+
+  Args:
+    summary: the run's summary (`report.summary`): its `rows_failed` and `rows_read`.
+    max_error_ratio: the ratio that allowed them, which the warning names.
+  """
   if summary['rows_failed']:
     logging.warning('%d of %d rows failed (allowed by %s %s).', summary['rows_failed'],
                     summary['rows_read'], MAX_ERROR_RATIO, max_error_ratio)
@@ -225,7 +295,15 @@ def apply_error_policy(summary: Dict[str, Any], max_error_ratio: float,
                        manifests: Sequence[str], keep_report: Callable[[], str]) -> None:
   """`check_error_policy`; when too many rows failed, `keep_report()` puts the report
   where it stays and returns that folder, which the error then names with the first
-  failed rows. Warns about failures the ratio allows."""
+  failed rows. Warns about failures the ratio allows.
+
+  Args:
+    summary: the run's summary (`report.summary`).
+    max_error_ratio: the fraction of the rows allowed to fail.
+    manifests: the run's manifest paths, which a ManifestError names.
+    keep_report: called only when too many rows failed; keeps the report and returns
+      its folder.
+  """
   try:
     check_error_policy(summary, max_error_ratio, manifests)
   except TooManyFailedRows as e:

@@ -24,7 +24,22 @@ from tfrecorder_component.options import ConversionOptions
 
 
 class RecordStat(NamedTuple):
-  """What the report needs of a written record, without its bytes."""
+  """What the report needs of a written record, without its bytes.
+
+  Attributes:
+    split: the split the record is written to.
+    labels: the record's labels: a detection record's object labels, each once in the
+      order of its objects; else the row's labels.
+    sha256: the SHA-256 of the stored image bytes, in hex (the record's
+      `image/key/sha256`), which finds duplicate images.
+    uri: the image URI as the manifest wrote it.
+    objects: detection: the label of each object written; () for other tasks.
+    image_format: the stored image's format, as TensorFlow takes it: 'jpeg', 'png', 'gif'
+      or 'bmp'.
+    size_bucket: `report_html.size_bucket` of the stored image (its longest side, such
+      as '256-511 px').
+    features: `feature_signature` of the record.
+  """
   split: str
   labels: Tuple[str, ...]
   sha256: str
@@ -36,7 +51,21 @@ class RecordStat(NamedTuple):
 
 
 class ConvertedRow(NamedTuple):
-  """A row that became a record."""
+  """A row that became a record.
+
+  Attributes:
+    split: the split the record goes to: the row's own, else its hash bucket.
+    record: the serialized tf.train.Example, byte-reproducible.
+    stat: what the report needs of the record.
+    box_issues: the boxes (and masks, keypoints, corners) that were dropped, clipped or
+      hidden, for box_issues.jsonl.
+    data: the image as stored in the record (re-encoded or transformed where it was).
+    objects: detection: the objects written; None for other tasks.
+    converted: whether the image was re-encoded as PNG (`convert_unsupported`).
+    bytes_read: the size in bytes of the image as `load_image` returned it (the PNG's
+      for a converted image); a class mask's bytes are not counted.
+    class_mask: segmentation: the class mask written (PNG); None for other tasks.
+  """
   split: str
   record: bytes  # the serialized tf.train.Example
   stat: RecordStat
@@ -56,7 +85,17 @@ Read = Callable[[str, int], bytes]
 def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOptions,
                 read: Read = files.read_bytes) -> ConvertedRow:
   """The record of one row, its split and what the report needs of it; raises RowError
-  naming why the row cannot become a record. `ids`: the run's {label: class id}."""
+  naming why the row cannot become a record.
+
+  Args:
+    row: the manifest row to convert.
+    ids: the run's {label: class id}; a label of the row (or of a kept object) not in it
+      fails the row as `unknown_label`.
+    options: the run's options: the read limits, checks, transform, buckets and what
+      the record includes.
+    read: reads a file's bytes, (uri, max_bytes) -> bytes, raising RowError; default
+      `files.read_bytes`, or the bytes fetched ahead.
+  """
   for label in (*row.labels, *(o.label for o in row.objects or () if not is_dropped(o))):
     if label not in ids:  # a label a given label map lacks
       raise RowError('unknown_label', f'the label {label!r} is not in the given label map; '
@@ -94,7 +133,11 @@ _VALUES = {'bytes_list': 'bytes', 'int64_list': 'int64', 'float_list': 'float'}
 def feature_signature(example) -> str:
   """The record's keys with their types and whether each has one value, a line each
   (`key<TAB>type<TAB>1|n`, sorted): a run's records share a few signatures, which the
-  summary counts into its `features` (`example.record_features`)."""
+  summary counts into its `features` (`example.record_features`).
+
+  Args:
+    example: the record, a tf.train.Example; a feature of no kind is shown as bytes.
+  """
   lines = []
   for key, feature in example.features.feature.items():
     kind = feature.WhichOneof('kind')
@@ -108,6 +151,14 @@ def load_image(row: ManifestRow, options: ConversionOptions, read: Read = files.
   """Reads a row's image, probes its header and (by default) proves it decodes.
 
   Returns (bytes, info, converted); raises RowError naming the reason.
+
+  Args:
+    row: the row whose `resolved_uri` is read.
+    options: the run's options: `max_bytes`, `max_pixels`, `verify_decode` (decode, not
+      only probe), and `convert_unsupported` (an unsupported format re-encoded as PNG,
+      `converted` then True, instead of failing).
+    read: reads a file's bytes, (uri, max_bytes) -> bytes, raising RowError; default
+      `files.read_bytes`.
   """
   data = read(row.resolved_uri, options.max_bytes)
   try:

@@ -21,9 +21,16 @@ def plan_shards(bundles: List[Tuple[str, int, int]], num_shards: int = 0,
   """Spreads one split's records evenly over its shards: for each shard, the
   (bundle path, first record, end record) slices it takes, in bundle order.
 
-  `bundles`: (path, records, bytes) of the temporary files. The shard count is
-  `num_shards`, else the split's bytes over `shard_bytes` (at least 1). Shard k takes
-  records [k * n // count, (k + 1) * n // count) of the n records in order.
+  The shard count is `num_shards`, else the split's bytes over `shard_bytes` (at least
+  1). Shard k takes records [k * n // count, (k + 1) * n // count) of the n records in
+  order.
+
+  Args:
+    bundles: (path, records, bytes) of the split's temporary files; taken in path
+      order.
+    num_shards: the split's shard count; 0: from `shard_bytes`.
+    shard_bytes: about how many bytes of records a shard holds, used where
+      `num_shards` is 0; one of the two must be above 0.
   """
   bundles = sorted(bundles)
   total = sum(records for _, records, _ in bundles)
@@ -43,8 +50,17 @@ def plan_shards(bundles: List[Tuple[str, int, int]], num_shards: int = 0,
 def plan_split_shards(bundles: Iterable[Tuple[str, str, int, int]], split_dirs: Mapping[str, str],
                       num_shards: int, shard_bytes: int
                       ) -> Iterator[Tuple[str, List[Tuple[str, int, int]]]]:
-  """(shard path, slices) for every shard of every split, empty splits included;
-  `bundles`: (split, path, records, bytes) of the temporary files."""
+  """(shard path, slices) for every shard of every split, empty splits included.
+
+  Args:
+    bundles: (split, path, records, bytes) of the temporary files; each split must be a
+      key of `split_dirs`.
+    split_dirs: {split: its output folder}, every split written, the shards named in
+      it as Beam and TFX name them.
+    num_shards: shards per split; 0: from `shard_bytes` (`plan_shards`).
+    shard_bytes: about how many bytes of records a shard holds, where `num_shards` is
+      0.
+  """
   by_split: Dict[str, List[Tuple[str, int, int]]] = {name: [] for name in split_dirs}
   for split, path, records, size in bundles:
     by_split[split].append((path, records, size))
@@ -58,7 +74,13 @@ _RECORDS_PER_WRITE = 64
 
 
 def write_shard(shard: Tuple[str, List[Tuple[str, int, int]]], level: int) -> str:
-  """Writes the shard (path, slices of `plan_shards`); returns its path."""
+  """Writes the shard; returns its path.
+
+  Args:
+    shard: (path, slices of `plan_shards`), as `plan_split_shards` gives it; a file at
+      the path is replaced.
+    level: the gzip compression level, 0 (stored) to 9.
+  """
   path, slices = shard
   writer = ShardWriter(path, level)
   try:

@@ -110,6 +110,12 @@ def resolve_spans(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
   exec properties. Kubeflow Pipelines 2.x runs no such hook, so the executor resolves
   the latest span and version itself with the same input processor (there the span is
   not part of the cache key: see docs/guides/component.md).
+
+  Args:
+    exec_properties: The execution's properties as the executor receives them:
+      `input_base` (none with a manifest channel: returned as it is), `input_config`
+      and `range_config` as JSON protos, and `span` where a driver already resolved it
+      (then returned as it is). Not changed: the result is a new dict.
   """
   if not exec_properties.get(spec.INPUT_BASE_KEY) or exec_properties.get(
       example_gen_utils.SPAN_PROPERTY_NAME) is not None:
@@ -134,7 +140,14 @@ def resolve_spans(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def split_plan(exec_properties):
-  """(hash buckets, split names) for a run."""
+  """(hash buckets, split names) for a run.
+
+  Args:
+    exec_properties: The execution's properties: `output_config` (a JSON Output proto,
+      whose split_config gives the ((name, hash buckets), ...); none: the default
+      buckets) and, where `input_base` is set with more than one input split,
+      `input_config`, whose split names are then the output's.
+  """
   output_config = example_gen_pb2.Output()
   proto_utils.json_to_proto(exec_properties[spec.OUTPUT_CONFIG_KEY], output_config)
   buckets = tuple((s.name, s.hash_buckets) for s in output_config.split_config.splits) \
@@ -150,6 +163,10 @@ def keep_failed_report(report_dir: str) -> str:
 
   The orchestrator removes a failed execution's outputs (LocalDagRunner does), so the
   report the error message names is kept beside its artifact's URI, where it stays.
+
+  Args:
+    report_dir: The report artifact's URI (a local folder or a remote one such as
+      gs://); its files, not its subfolders, are copied, replacing an earlier copy.
   """
   kept = report_dir.rstrip('/') + '.failed'
   if fileio.exists(kept):
@@ -169,7 +186,14 @@ def _fingerprint(sources: List[ManifestSource]) -> str:
 def file_fingerprint(split: str, path: str) -> str:
   """TFX's `io_utils.generate_fingerprint` of one manifest file; on remote storage read
   through Beam's file systems (TensorFlow's gs:// client has a fixed endpoint, so it
-  cannot see a storage emulator), in the same form."""
+  cannot see a storage emulator), in the same form.
+
+  Args:
+    split: The split name the fingerprint names (`single_split` for a manifest that
+      holds every split).
+    path: The manifest file: a local path, or a remote URI matched (as a pattern)
+      through Beam's file systems.
+  """
   if '://' not in path:
     return io_utils.generate_fingerprint(split, path)
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
@@ -205,7 +229,14 @@ def conversion_options(input_dict: Dict[str, List[types.Artifact]],
   """({option name: value}, ConversionOptions) of an execution: its options read back
   from `exec_properties` (`properties.from_properties`), the splits from its
   `output_config`, the label map from `label_map_examples` where given; made as
-  `convert()` makes them (`ConversionOptions.from_options`)."""
+  `convert()` makes them (`ConversionOptions.from_options`).
+
+  Args:
+    input_dict: The execution's input artifacts by key; an Examples in
+      `label_map_examples` (the latest by id, where several) gives the label ids kept.
+    exec_properties: The execution's properties: the options as `properties` writes
+      them, and `output_config` (a JSON Output proto) for the splits.
+  """
   values = properties.from_properties(exec_properties)
   values.update(_label_map_options(input_dict, values))
   values['splits'] = split_plan(exec_properties)[0]
@@ -214,7 +245,13 @@ def conversion_options(input_dict: Dict[str, List[types.Artifact]],
 
 class Executor(base_beam_executor.BaseBeamExecutor):
   """Runs the conversion (`run.run_conversion`: Beam's `ConvertManifests`, or the local
-  run on this machine's cores) and writes the Examples artifact's properties."""
+  run on this machine's cores) and writes the Examples artifact's properties.
+
+  Args:
+    context: TFX's Beam executor context, or None. Where its `beam_pipeline_args` run
+      in this process (the DirectRunner), they are kept for the run but hidden from
+      TFX's base class, which would otherwise package TFX's source for remote workers.
+  """
 
   def __init__(self, context=None):
     args = getattr(context, 'beam_pipeline_args', None)
@@ -242,6 +279,23 @@ class Executor(base_beam_executor.BaseBeamExecutor):
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Converts the execution's manifests into the Examples artifact's split folders and
+    the report artifact, applies `max_error_ratio`, and sets both artifacts' properties
+    (span, version, fingerprint, record counts, label and duplicate counts); the
+    Examples artifact's `_SUCCESS` is written last.
+
+    Args:
+      input_dict: The input artifacts by key: `manifest` (ImageManifest artifacts whose
+        URIs are read as `convert()` reads a path; none: the manifests under
+        `input_base`) and `label_map_examples` (an earlier Examples whose label ids are
+        kept).
+      output_dict: The output artifacts by key: one `examples` (Examples) and one
+        `report` (ConversionReport), whose URIs are written.
+      exec_properties: The execution's properties: `input_base`, `input_config`,
+        `output_config`, `range_config` (protos as JSON), the span, version and
+        fingerprint a driver resolved, and the conversion's options as `properties`
+        writes them.
+    """
     self._log_startup(input_dict, output_dict, exec_properties)
     exec_properties = resolve_spans(exec_properties)
     examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])

@@ -51,7 +51,18 @@ def _from_vertex_layout(store, context, node_id: str, key: str) -> List:
 
 
 def outputs_of(connection_config, pipeline_name: str, node_id: str, key: str) -> List:
-  """All artifacts a node produced under output `key`, oldest first."""
+  """All artifacts a node produced under output `key`, oldest first (by artifact id):
+  LIVE ones only.
+
+  Args:
+    connection_config: ML Metadata's `ConnectionConfig` proto of the store to read (the
+      SQLite file of a LocalDagRunner run, for one).
+    pipeline_name: The pipeline's name: TFX's pipeline context, or the name of the
+      `system.Pipeline` context in the Vertex layout.
+    node_id: The component's id, as the pipeline names it (`ImageExampleGen`,
+      `Evaluator`); in the Vertex layout, the executions' `task_name`.
+    key: The output key (`examples`, `report`, `model`, ...).
+  """
   with metadata.Metadata(connection_config) as m:
     vertex = m.store.get_context_by_type_and_name(VERTEX_PIPELINE_CONTEXT, pipeline_name)
     if vertex is not None:
@@ -65,7 +76,20 @@ def outputs_of(connection_config, pipeline_name: str, node_id: str, key: str) ->
 
 
 def latest_output(connection_config, pipeline_name: str, node_id: str, key: str):
-  """The newest artifact a node produced under output `key`."""
+  """The newest artifact a node produced under output `key` (the last of `outputs_of`).
+
+  Args:
+    connection_config: ML Metadata's `ConnectionConfig` proto of the store to read (the
+      SQLite file of a LocalDagRunner run, for one).
+    pipeline_name: The pipeline's name: TFX's pipeline context, or the name of the
+      `system.Pipeline` context in the Vertex layout.
+    node_id: The component's id, as the pipeline names it (`ImageExampleGen`,
+      `Evaluator`); in the Vertex layout, the executions' `task_name`.
+    key: The output key (`examples`, `report`, `model`, ...).
+
+  Raises:
+    LookupError: The node has no such output in the store.
+  """
   found = outputs_of(connection_config, pipeline_name, node_id, key)
   if not found:
     raise LookupError(f'no {key!r} output of {node_id!r} in pipeline {pipeline_name!r}')

@@ -14,7 +14,16 @@ from tfrecorder_component.option_table import COMPONENT, Option, taken_by
 
 def to_property(option: Option, value: Any) -> Any:
   """`value` (as the constructor takes it) as the execution property of `option`;
-  None for an optional one left unset."""
+  None for an optional one left unset.
+
+  Args:
+    option: The option's declaration (`option_table.OPTIONS`); its `exec_kind` and
+      `exec_type` say how the value is written.
+    value: The option's value as the component's constructor takes it: a flag's bool,
+      a dict (or, for `class_map`, what `parse_class_map` takes), an ImageTransform or
+      its dict, a list or one name, a number or a string. None, or an empty map or
+      list, is unset.
+  """
   kind = option.exec_kind
   if kind == 'flag':
     return int(bool(value))
@@ -41,7 +50,14 @@ def to_property(option: Option, value: Any) -> Any:
 
 def from_property(option: Option, prop: Any) -> Any:
   """The value an execution property of `option` stands for (the option's default when
-  a compiled pipeline lacks it), as `convert()` would take it."""
+  a compiled pipeline lacks it), as `convert()` would take it.
+
+  Args:
+    option: The option's declaration (`option_table.OPTIONS`); its `exec_kind` and
+      `exec_type` say how the property is read.
+    prop: The execution property as stored: an int (0 or 1 for a flag), a float, or a
+      string (JSON, comma-separated names); None or '' stand for the default.
+  """
   kind = option.exec_kind
   if prop is None or prop == '':  # unset, as KFP passes an optional string left out
     return option.default
@@ -58,10 +74,20 @@ def from_property(option: Option, prop: Any) -> Any:
 
 def to_properties(values: Mapping[str, Any]) -> Dict[str, Any]:
   """{execution property: value} of the component's options given as `values` (by
-  option name; an option missing from it takes its default)."""
+  option name; an option missing from it takes its default).
+
+  Args:
+    values: {option name: value} as the component's constructor takes them; names of
+      options the component does not take are ignored.
+  """
   return {o.name: to_property(o, values.get(o.name, o.default)) for o in taken_by(COMPONENT)}
 
 
 def from_properties(exec_properties: Mapping[str, Any]) -> Dict[str, Any]:
-  """{option name: value} of the component's options, read from `exec_properties`."""
+  """{option name: value} of the component's options, read from `exec_properties`.
+
+  Args:
+    exec_properties: The execution's properties, as `to_properties` wrote them; an
+      option missing (a pipeline compiled before it) takes its default.
+  """
   return {o.name: from_property(o, exec_properties.get(o.name)) for o in taken_by(COMPONENT)}

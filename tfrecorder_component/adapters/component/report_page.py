@@ -41,6 +41,18 @@ class Executor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Copies `<report URI>/report.html` to the page artifact's URI, replacing any file
+    there.
+
+    Args:
+      input_dict: The input artifacts by key: one `report` (ConversionReport) folder.
+      output_dict: The output artifacts by key: one `page` (HTML), whose URI is the
+        file written.
+      exec_properties: Unused: the component has no parameters.
+
+    Raises:
+      FileNotFoundError: The report folder has no `report.html`.
+    """
     del exec_properties
     report = artifact_utils.get_single_instance(input_dict[REPORT_KEY])
     page = artifact_utils.get_single_instance(output_dict[PAGE_KEY])

@@ -35,9 +35,19 @@ class HTML(value_artifact.ValueArtifact):
   TYPE_NAME = 'system.HTML'
 
   def encode(self, value: str) -> bytes:
+    """The page's UTF-8 bytes, as the artifact's file holds them.
+
+    Args:
+      value: The HTML page's text.
+    """
     return value.encode('utf-8')
 
   def decode(self, serialized_value: bytes) -> str:
+    """The page's text.
+
+    Args:
+      serialized_value: The artifact file's bytes, UTF-8.
+    """
     return serialized_value.decode('utf-8')
 
 

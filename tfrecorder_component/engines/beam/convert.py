@@ -87,6 +87,12 @@ class ConvertBatches(beam.PTransform):
   `samples` (contact-sheet thumbnails). Label ids come from `vocabulary`, a singleton
   side input, and are set on rows before any image is read: no image bytes wait for
   the vocabulary.
+
+  Args:
+    vocabulary: The run's vocabulary as a side input: `beam.pvalue.AsSingleton` of
+      `LabelVocabulary`'s output.
+    options: The run's options: what each row's conversion checks, transforms and
+      writes (`steps.row.convert_row`).
   """
 
   def __init__(self, vocabulary, options: ConversionOptions):
@@ -95,6 +101,11 @@ class ConvertBatches(beam.PTransform):
     self._options = options
 
   def expand(self, chunks):
+    """The converted batches, with the tagged outputs above.
+
+    Args:
+      chunks: The PCollection of Chunks of rows (`ReadManifestRows`' output).
+    """
     convert = beam.ParDo(_ConvertBatch(self._options), vocabulary=self._vocabulary)
     return chunks | (convert.with_input_types(Chunk, vocabulary=Dict[str, Any])
                      .with_output_types(Records)
@@ -125,7 +136,16 @@ class LabelVocabulary(beam.PTransform):
   """The run's vocabulary, one element: {'labels': in id order, 'ids': theirs, 'task',
   'seen': the rows' labels, 'appended' / 'unknown': labels a given label map lacks
   (given new ids / failing their rows), 'conflicts': source ids not kept, one line each,
-  'given': where the given label map was read from, or None}. See `labels.assign_ids`."""
+  'given': where the given label map was read from, or None}. See `labels.assign_ids`.
+
+  Args:
+    given: The label map given to the run, whose ids are kept; None: every label gets an
+      id from the task's first one (or its source's id, as COCO's categories).
+    append_new_labels: With `given`, give the labels it lacks new ids after its own;
+      False: they are `unknown` and their rows fail.
+    class_map: The run's class map as (class, new class or None) pairs, already applied
+      to the rows; only described in the vocabulary (`class_map`), for the report.
+  """
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
                append_new_labels: bool = False, class_map=()):
@@ -135,6 +155,12 @@ class LabelVocabulary(beam.PTransform):
     self._class_map = class_map
 
   def expand(self, chunks):
+    """The vocabulary, a PCollection of one dict.
+
+    Args:
+      chunks: The PCollection of Chunks of rows (`ReadManifestRows`' output); their
+        labels, tasks and source ids are combined.
+    """
     return chunks | beam.CombineGlobally(_LabelSetFn(self._given, self._append,
                                                      self._class_map)
                                          ).with_input_types(Chunk).with_output_types(

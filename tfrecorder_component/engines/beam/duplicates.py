@@ -35,6 +35,13 @@ class FindDuplicates(beam.PTransform):
   flags groups that span splits (test data leaking into training). Input: RecordStat
   lists. `index_dir`: a folder for the sorted runs (removed at the end), reachable by
   every worker; `run_entries` and `range_bytes` size the runs and the merge ranges.
+
+  Args:
+    index_dir: The folder (any file system the workers reach) the sorted runs are
+      written into; removed once every range is merged.
+    run_entries: Entries a worker sorts in memory before writing them as a run.
+    range_bytes: About how many bytes of entries one merge task reads: the runs' total
+      over this is the number of hash ranges merged in parallel (1 to 256).
   """
 
   def __init__(self, index_dir: str, run_entries: int = duplicates.RUN_ENTRIES,
@@ -45,6 +52,13 @@ class FindDuplicates(beam.PTransform):
     self._range_bytes = range_bytes
 
   def expand(self, stats):
+    """The repeated hashes, one dict each (`duplicates.describe`: the hash and its
+    records, and whether they span splits).
+
+    Args:
+      stats: The PCollection of RecordStat lists, one per converted batch
+        (ConvertBatches' `stats` output).
+    """
     spilled = (stats
                | 'SpillSortedRuns' >> beam.ParDo(SpillRuns(
                    self._index_dir, self._run_entries, lambda batch: map(duplicates.entry, batch),

@@ -17,7 +17,16 @@ class WriteSortedJsonLines(beam.PTransform):
   """Writes dicts as one JSON object a line into the file `path`, in the order
   of `key(dict)` (bytes; `row_key` builds one), then of the line; an empty file when
   there are none. `scratch_dir`: a folder for the sorted runs, reachable by every worker,
-  removed once the file is written. Returns the file's path, once written."""
+  removed once the file is written. Returns the file's path, once written.
+
+  Args:
+    key: The sort key of a dict, as bytes (`row_key(source, row, ...)`, or a content
+      hash's bytes).
+    path: The JSON-lines file to write, on any file system Beam reaches; replaced.
+    run_lines: Lines a worker sorts in memory before writing them as a run.
+    scratch_dir: The folder for the sorted runs, reachable by every worker; removed
+      once the file is written.
+  """
 
   def __init__(self, path: str, key: Callable[[Dict[str, Any]], bytes], scratch_dir: str,
                run_lines: int = RUN_LINES):
@@ -28,6 +37,11 @@ class WriteSortedJsonLines(beam.PTransform):
     self._run_lines = run_lines
 
   def expand(self, dicts):
+    """One element, `path`, once the file is written.
+
+    Args:
+      dicts: The PCollection of JSON-serializable dicts to write, one a line.
+    """
     return (dicts
             | 'SpillSortedRuns' >> beam.ParDo(SpillRuns(
                 self._scratch_dir, self._run_lines,

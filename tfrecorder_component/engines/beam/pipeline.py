@@ -43,6 +43,16 @@ class ConvertManifests(beam.PTransform):
   duplicate index) go into `report_dir/.work`, removed once the report is written. With
   `split_dirs` and `label_dir` None it writes only the report: every row is read,
   probed and built, and no record is kept (what `tfrecorder-component validate` runs).
+
+  Args:
+    sources: The manifest files to read, with their format, split, image root and
+      feature types.
+    split_dirs: {split name: its folder of shards}, every split the run writes (empty
+      ones included); None: no records are written.
+    label_dir: The folder for the label files, and for the extra layouts and the
+      output's index; None: none are written.
+    report_dir: The report's folder; its `.work` subfolder holds the scratch files.
+    options: The run's options (the default: every option at its default).
   """
 
   def __init__(self, sources: Sequence[ManifestSource],
@@ -57,6 +67,11 @@ class ConvertManifests(beam.PTransform):
     self._options = options
 
   def expand(self, pbegin):
+    """Builds the conversion on the pipeline; returns PDone (everything goes to files).
+
+    Args:
+      pbegin: The pipeline's begin (`p | ConvertManifests(...)`).
+    """
     chunk_dir = output_paths.work_dir(self._report_dir, output_paths.CHUNK_DIR)
     chunks = pbegin | 'ReadManifestRows' >> ReadManifestRows(
         self._sources, chunk_dir, annotations=self._options.annotations)

@@ -43,6 +43,17 @@ class ReadManifestRows(beam.PTransform):
   path and labels cross the shuffle, never a row. Detection rows are first merged per
   image, unless the format yields one row an image (COCO, Pascal VOC). `annotations`:
   what is read beyond boxes ('masks', 'keypoints').
+
+  Args:
+    annotations: What detection rows read beyond boxes: a set of 'masks', 'keypoints'
+      (empty: boxes only).
+    chunk_dir: The folder the chunks' files are written into, reachable by every
+      worker.
+    max_chunks: Chunks a manifest file is cut into at most, until chunks reach
+      MAX_CHUNK_ROWS rows.
+    rows_per_batch: Rows a chunk holds at least, and the rows of each chunk of merged
+      detection images.
+    sources: The manifest files to read, each parsed by one worker.
   """
 
   def __init__(self, sources: Sequence[ManifestSource], chunk_dir: str,
@@ -56,6 +67,11 @@ class ReadManifestRows(beam.PTransform):
     self._annotations = frozenset(annotations)
 
   def expand(self, pbegin):
+    """The Chunks, redistributed over the workers.
+
+    Args:
+      pbegin: The pipeline's begin: the sources are created on it.
+    """
     parsed = (pbegin
               | 'ListManifests' >> beam.Create(self._sources)
               | 'Parse' >> beam.ParDo(_ParseManifest(

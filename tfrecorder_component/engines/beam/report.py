@@ -67,6 +67,13 @@ class Summarize(beam.PTransform):
   split, label, object label, image format and size, error reason and box issue."""
 
   def expand(self, pcolls):
+    """One element, the summary dict (`report.summary`).
+
+    Args:
+      pcolls: A tuple of three PCollections: RecordStat lists (ConvertBatches' `stats`),
+        error dicts (one per failed row) and box issue dicts (one per dropped or
+        clipped box).
+    """
     stats, errors, box_issues = pcolls
     counts = lambda pcoll, label: pcoll | label >> beam.CombineGlobally(_CountsFn())
     errors = counts(errors | 'ErrorReasons' >> beam.Map(lambda e: ('errors', e['reason'])),
@@ -90,6 +97,13 @@ class WriteReport(beam.PTransform):
   'samples' ((label, (uri, thumbnail)) pairs), 'layouts' (none, or the extra layouts
   written: `layouts.base.finish`). Returns one element once summary.json and
   report.html are written.
+
+  Args:
+    buckets: The run's hash-bucket splits as (name, buckets) pairs: where they are not
+      the default ones, a split of them that got no record is warned of.
+    report_dir: The report's folder, on any file system Beam reaches; its `.work`
+      subfolder holds the external sorts' runs.
+    sources: The run's ManifestSources, which the report's warnings name.
   """
 
   def __init__(self, report_dir: str, sources=(), buckets=()):
@@ -99,6 +113,12 @@ class WriteReport(beam.PTransform):
     self._buckets = tuple(buckets)  # its hash-bucket splits, whose emptiness it warns of
 
   def expand(self, pcolls):
+    """One element once summary.json and report.html are written.
+
+    Args:
+      pcolls: The dict of PCollections described above ('summary', 'held', 'errors',
+        'box_issues', 'stats', 'samples', 'layouts').
+    """
     errors, box_issues = pcolls['errors'], pcolls['box_issues']
     write_lines = lambda name, key: WriteSortedJsonLines(
         files.join(self._report_dir, name + output_paths.JSON_LINES), key,

@@ -15,6 +15,14 @@ class GzipTFRecordSink(filebasedsink.FileBasedSink):
   """Writes bytes records as gzipped TFRecord shards (`<prefix>-SSSSS-of-NNNNN.gz`).
 
   With `batched=True` each element is a sequence of records, written in order.
+
+  Args:
+    batched: Whether each element is a sequence of serialized records (a batch, written
+      in order) rather than one record.
+    compression_level: zlib's level for the gzip stream, 0 (stored, the default) to 9;
+      another raises ValueError.
+    file_path_prefix: The shards' path up to the shard numbers
+      (`<split folder>/data_tfrecord`); Beam chooses how many shards.
   """
 
   def __init__(self, file_path_prefix: str, compression_level: int = DEFAULT_COMPRESSION_LEVEL,
@@ -29,9 +37,21 @@ class GzipTFRecordSink(filebasedsink.FileBasedSink):
     self._batched = batched
 
   def open(self, temp_path):
+    """A GzipStream over the temporary file Beam opens for a bundle's shard.
+
+    Args:
+      temp_path: The temporary file's path, which Beam renames to the shard's name once
+        the write is finalized.
+    """
     return GzipStream(super().open(temp_path), self._level)
 
   def write_record(self, file_handle, value) -> None:
+    """Writes `value` as TFRecord frames.
+
+    Args:
+      file_handle: The GzipStream `open` returned.
+      value: A serialized record (bytes), or with `batched` a sequence of them.
+    """
     if self._batched:
       file_handle.write(tfrecord_frames(value))
     else:

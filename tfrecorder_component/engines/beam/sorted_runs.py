@@ -1,5 +1,5 @@
 """Spilling a bundle's entries into the sorted run files of an external sort (the
-duplicate index, the JSON-lines report files): `steps.sorted_runs.RunSpiller` per bundle;
+duplicate index, the JSON-lines report files): `io.sorted_runs.RunSpiller` per bundle;
 `io.sorted_runs` reads them back."""
 from __future__ import annotations
 
@@ -17,7 +17,16 @@ class SpillRuns(beam.DoFn):
   """Elements in; at the end of each bundle, what `write` returned for each run file it
   wrote. A bundle's entries (bytes, from `entries(element)`) are gathered until there
   are `run_entries`, then `write(path, entries)` writes them, sorted, as a new run file
-  in `folder`; so a worker holds at most one run's entries."""
+  in `folder`; so a worker holds at most one run's entries.
+
+  Args:
+    entries: A function of an element to its entries, packed bytes that `write` sorts.
+    folder: The folder (any file system the workers reach) the run files are written
+      into, as `run-<random hex>`.
+    run_entries: Entries gathered before they are written as a run.
+    write: Writes a run: called with the run file's path and the list of entries, which
+      it sorts; what it returns is emitted at the end of the bundle.
+  """
 
   def __init__(self, folder: str, run_entries: int,
                entries: Callable[[Any], Iterable[bytes]],
@@ -32,6 +41,11 @@ class SpillRuns(beam.DoFn):
     self._spiller = RunSpiller(self._folder, self._run_entries, self._write)
 
   def process(self, element):
+    """Gathers the element's entries; emits nothing (the runs leave in `finish_bundle`).
+
+    Args:
+      element: An input element, passed to `entries`.
+    """
     self._spiller.add(self._entries_of(element))
     return []
 

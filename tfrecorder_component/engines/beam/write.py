@@ -31,6 +31,16 @@ class WriteSplits(beam.PTransform):
   bundle is first written to a temporary file, and the records are then spread evenly,
   in order, over exactly that many shards per split, each written by one worker: no
   step holds more than one batch of records, whatever the split's size.
+
+  Args:
+    compression_level: zlib's level for the gzip shards, 0 (stored, the default) to 9.
+    num_shards: Shards per split; 0: not set.
+    shard_bytes: The target size of a shard in bytes of TFRecord frames, before
+      compression: a split's bytes over it are its shard count (at least 1); 0: not
+      set. `num_shards` wins where both are.
+    split_dirs: {split name: its folder of shards}; every record's split must be one of
+      them. With resharding, the temporary files go into a `.shards-<hex>` folder beside
+      them, removed once the shards are written.
   """
 
   def __init__(self, split_dirs: Mapping[str, str],
@@ -43,6 +53,12 @@ class WriteSplits(beam.PTransform):
     self._shard_bytes = shard_bytes
 
   def expand(self, records):
+    """The paths of the shards written, once every split is written.
+
+    Args:
+      records: The PCollection of (split, [serialized tf.train.Example]) batches
+        (ConvertBatches' `records`).
+    """
     if self._num_shards or self._shard_bytes:
       return self._resharded(records)
     names = list(self._split_dirs)
@@ -109,13 +125,24 @@ TEMP_FILE_BYTES = shards_lib.TEMP_FILE_BYTES  # here, so a test can make it smal
 
 class WriteLabelFiles(beam.PTransform):
   """Writes labels.txt and label_map.pbtxt of the run's vocabulary (one element,
-  `report.held_labels`)."""
+  `report.held_labels`).
+
+  Args:
+    directory: The folder the two files are written into (the output folder), on any
+      file system Beam reaches.
+  """
 
   def __init__(self, directory: str):
     super().__init__()
     self._directory = directory
 
   def expand(self, held):
+    """Writes the files; its one element is None.
+
+    Args:
+      held: The PCollection of one dict, `report.held_labels`: the vocabulary's
+        'labels', their 'ids' and the 'task', whose first id labels.txt starts at.
+    """
     return held | beam.Map(lambda h, d: labels_lib.write_label_files(
         d, dict(zip(h['labels'], h['ids'])), labels_lib.first_label_id(h['task'])),
                            self._directory)
@@ -125,7 +152,17 @@ class WriteLabelFiles(beam.PTransform):
 class WriteLayouts(beam.PTransform):
   """Writes the extra output layouts (`layouts.LAYOUTS`) from the finished TFX shards,
   once `WriteSplits` (its input) has written them all: a task per shard, then each
-  layout's metadata. Returns one element, what `layouts.base.finish` returns."""
+  layout's metadata. Returns one element, what `layouts.base.finish` returns.
+
+  Args:
+    held: The PCollection of one dict, `report.held_labels`: the ids and task the
+      layouts' label metadata take.
+    names: The layouts to write (keys of `layouts.LAYOUTS`: 'tfds', 'parquet', ...).
+    output_dir: The output folder the layouts' folders go into.
+    split_dirs: {split name: its folder of TFX shards}, read back shard by shard.
+    summary: The PCollection of one summary dict (`Summarize`), whose feature types the
+      layouts declare.
+  """
 
   def __init__(self, names, split_dirs: Mapping[str, str], output_dir: str, summary, held):
     super().__init__()
@@ -136,6 +173,12 @@ class WriteLayouts(beam.PTransform):
     self._held = held
 
   def expand(self, shards):
+    """One element, {layout: its metadata}, once every layout is written.
+
+    Args:
+      shards: The shard paths `WriteSplits` emits: only waited for (all of them), the
+        shards are then listed from `split_dirs`.
+    """
     context = beam.pvalue.AsSingleton(
         self._summary | 'LayoutContext' >> beam.Map(
             lambda s, held, out, splits, names: _checked(

@@ -30,7 +30,17 @@ _OBJECT_REPR = re.compile(r' ?<[\w.]+ object at 0x[0-9a-f]+>')
 
 @dataclasses.dataclass(frozen=True)
 class ImageInfo:
-  """What a record says about its image bytes: what TensorFlow decodes them to."""
+  """What a record says about its image bytes: what TensorFlow decodes them to.
+
+  Attributes:
+    format: The format TensorFlow takes the bytes for: 'jpeg', 'png', 'gif' or 'bmp'.
+    height: Height in pixels of the stored image, before any EXIF orientation (a GIF's
+      largest frame's).
+    width: Width in pixels, likewise.
+    channels: The channel count `tf.io.decode_image` returns (3 for every GIF, 3 or 4 for
+      a palette PNG, 1 for an 8-bit BMP).
+    frames: Number of frames: a GIF's images, 1 for every other format.
+  """
   format: str   # 'jpeg', 'png', 'gif' or 'bmp'
   height: int
   width: int
@@ -40,7 +50,11 @@ class ImageInfo:
 
 def tensorflow_format(data: bytes) -> Optional[str]:
   """The format `tf.io.decode_image` takes the bytes for, from their first bytes
-  (JPEG, then PNG, GIF, BMP; decode_image_op.cc), or None."""
+  (JPEG, then PNG, GIF, BMP; decode_image_op.cc), or None.
+
+  Args:
+    data: The image file's bytes (only its magic number is read).
+  """
   for name, magic in (('jpeg', JPEG_MAGIC), ('png', PNG_MAGIC), ('gif', GIF_MAGIC),
                       ('bmp', BMP_MAGIC)):
     if data.startswith(magic):
@@ -49,7 +63,16 @@ def tensorflow_format(data: bytes) -> Optional[str]:
 
 
 def check_pixels(width: int, height: int, max_pixels: int) -> None:
-  """The project's own limit (a decompression bomb guard), before any pixel is decoded."""
+  """The project's own limit (a decompression bomb guard), before any pixel is decoded.
+
+  Args:
+    width: Width in pixels, from the header.
+    height: Height in pixels, from the header.
+    max_pixels: The `max_pixels` option: the most width x height allowed.
+
+  Raises:
+    RowError: `too_large`, when width x height exceeds `max_pixels`.
+  """
   if width * height > max_pixels:
     raise RowError('too_large',
                    f'{width}x{height} = {width * height} pixels exceeds the limit of '
@@ -57,12 +80,25 @@ def check_pixels(width: int, height: int, max_pixels: int) -> None:
 
 
 def refuse_size(fmt: str, width: int, height: int, limit: str) -> RowError:
-  """TensorFlow's own size limit for a format, which no max_pixels lifts."""
+  """TensorFlow's own size limit for a format, which no max_pixels lifts.
+
+  Returns the `too_large` RowError for the caller to raise.
+
+  Args:
+    fmt: The format's name ('jpeg', 'png', 'bmp'), upper-cased in the message.
+    width: Width in pixels, from the header.
+    height: Height in pixels, from the header.
+    limit: TensorFlow's limit in words, e.g. 'width x height below 2^31 / 8'.
+  """
   return RowError('too_large', f'a {width}x{height} {fmt.upper()} is larger than '
                   f'TensorFlow decodes ({limit})')
 
 
 def pillow_message(error: Exception) -> str:
   """Pillow's message without the repr of the in-memory file it read (`<_io.BytesIO
-  object at 0x...>`), which says nothing about the image."""
+  object at 0x...>`), which says nothing about the image.
+
+  Args:
+    error: The exception Pillow raised; its class name stands in for an empty message.
+  """
   return _OBJECT_REPR.sub('', str(error)).strip() or type(error).__name__

@@ -18,7 +18,13 @@ from tfrecorder_component.images.formats import ImageInfo, check_pixels, refuse_
 
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
-  """Header and length are all TensorFlow checks, so `decode` adds nothing."""
+  """Header and length are all TensorFlow checks, so `decode` adds nothing.
+
+  Args:
+    data: The BMP file's bytes.
+    decode: Ignored: the header check is already TensorFlow's decision.
+    max_pixels: The most width x |height| allowed (the `max_pixels` option).
+  """
   del decode
   if len(data) < 32:  # "Incomplete bmp content, requires at least 32 bytes"
     raise RowError('truncated', f'the BMP header is incomplete ({len(data)} bytes of 32)')

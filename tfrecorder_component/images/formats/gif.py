@@ -87,7 +87,15 @@ class _Reader:
 
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
-  """Frames and size; with `decode`, TensorFlow's decision (every image's LZW data)."""
+  """Frames and size; with `decode`, TensorFlow's decision (every image's LZW data).
+
+  Args:
+    data: The GIF file's bytes.
+    decode: Also decode every image's LZW data and check its colour indices, as
+      TensorFlow's decoder does; False reads the structure only.
+    max_pixels: The most pixels allowed (the `max_pixels` option): for the size (the
+      largest frame's width x height) and for all images' pixels together.
+  """
   reader = _Reader(data)
   try:
     global_colors = _open(reader)

@@ -44,7 +44,14 @@ _STRICT = threading.Lock()
 
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
-  """Size and channels from the frame header; with `decode`, TensorFlow's decision."""
+  """Size and channels from the frame header; with `decode`, TensorFlow's decision.
+
+  Args:
+    data: The JPEG file's bytes.
+    decode: Decide as TensorFlow does: walk the markers (`jpeg_walk`) and, where that
+      cannot decide, decode with libjpeg-turbo; False reads the frame header only.
+    max_pixels: The most width x height allowed (the `max_pixels` option).
+  """
   if decode:
     return _decide(data, max_pixels)
   refused = _refused_process(data)

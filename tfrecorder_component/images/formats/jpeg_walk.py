@@ -72,7 +72,14 @@ _STD_AC = (b'std', b'')
 
 
 class Refused(Exception):
-  """TensorFlow refuses the bytes: `reason` is the RowError reason, `message` libjpeg's."""
+  """TensorFlow refuses the bytes: `reason` is the RowError reason, `message` libjpeg's.
+
+  Args:
+    reason: The RowError reason: 'corrupt', 'truncated', 'unsupported_format' or
+      'too_large'.
+    message: Why, in words (libjpeg's error where it gives one); `jpeg.probe` puts it
+      after "TensorFlow cannot decode this JPEG: ".
+  """
 
   def __init__(self, reason: str, message: str):
     super().__init__(message)
@@ -88,7 +95,14 @@ class Undecided(Exception):
   (APPn, COM, DNL, TEM and RSTn, stray bytes) libjpeg skips or, for APP0 and APP14,
   only reads for the colour space, which decides no outcome; Pillow's own reading of
   the header would refuse some of it that libjpeg skips (a short Adobe APP14, an ICC
-  APP2 without its chunk numbers, a truncated Photoshop APP13)."""
+  APP2 without its chunk numbers, a truncated Photoshop APP13).
+
+  Args:
+    kind: 'ends_in_ff' (a single scan ending in FF with no marker after it) or
+      'dc_overflow' (a progressive image whose DC predictors could overflow an int).
+    header: The frame header's facts, the image's size and components if it decodes.
+    stream: The bytes to decode instead of the data, as above.
+  """
 
   def __init__(self, kind: str, header: 'Header', stream: bytes):
     super().__init__(kind)
@@ -108,7 +122,16 @@ class _Ended(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Header:
-  """The frame header's facts: what `tf.io.decode_image` decodes the image to."""
+  """The frame header's facts: what `tf.io.decode_image` decodes the image to.
+
+  Attributes:
+    height: Image height in pixels, from the SOF segment.
+    width: Image width in pixels, from the SOF segment.
+    components: Number of colour components; a returned Header has 1, 3 or 4, the
+      counts TensorFlow decodes.
+    progressive: Whether the SOF marker is a progressive one (several scans).
+    arithmetic: Whether the SOF marker is an arithmetic-coding one rather than Huffman.
+  """
   height: int
   width: int
   components: int
@@ -557,7 +580,14 @@ def _table_verdict(dc: bool, bits: bytes, values: bytes) -> int:
 
 def walk(data: bytes, max_pixels: int, check_pixels) -> Header:
   """TensorFlow's outcome for JPEG bytes: the Header when `tf.io.decode_image` decodes
-  them, Refused when it does not, Undecided when only a decode can tell."""
+  them, Refused when it does not, Undecided when only a decode can tell.
+
+  Args:
+    data: The JPEG file's bytes, from its SOI marker.
+    max_pixels: The most width x height allowed (the `max_pixels` option).
+    check_pixels: Called as `check_pixels(width, height, max_pixels)` once the frame
+      header is read, to raise RowError `too_large` (`formats.check_pixels`).
+  """
   w = _Walk(data)
   phase = 'header'
   try:

@@ -70,7 +70,14 @@ class _Header(NamedTuple):
 
 
 def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
-  """IHDR and the chunks before the image data; with `decode`, every rule above."""
+  """IHDR and the chunks before the image data; with `decode`, every rule above.
+
+  Args:
+    data: The PNG file's bytes.
+    decode: Also inflate and check the image data (IDAT) and the chunks after it;
+      False stops at the first IDAT.
+    max_pixels: The most width x height allowed (the `max_pixels` option).
+  """
   chunks = _chunks(data)
   header: Optional[_Header] = None
   palette: Optional[int] = None  # entries of the PLTE read (None: no PLTE yet)

@@ -27,6 +27,13 @@ def parse_darknet(path: str, text: str, *, image_root: Optional[str] = None,
   image's labels are the .txt beside it, else by the images -> labels rule
   (`/images/` or `/JPEGImages/` made `/labels/`). Lines are `class cx cy w h`,
   normalised; the rest is as in `data.yaml` datasets.
+
+  Args:
+    path: The obj.data's path or URI.
+    text: The obj.data's text.
+    image_root: The folder that stands in for obj.data's own, both for resolving
+      relative paths and for showing rows' `image_uri`. None: obj.data's folder.
+    feature_types: Not used: Darknet has no extra columns.
   """
   del feature_types  # Darknet has no extra columns
   data = darknet_keys(path, text)
@@ -73,7 +80,15 @@ _DARKNET_KEYS = {'classes', 'names', 'backup', 'eval', 'results', 'map', 'top', 
 
 
 def darknet_keys(path: str, text: str) -> Dict[str, str]:
-  """obj.data's `key = value` lines (# comments, blank lines skipped)."""
+  """obj.data's `key = value` lines (# comments, blank lines skipped).
+
+  Returns {key in lower case: value}, a later line winning; a line without `=` is a
+  ManifestError.
+
+  Args:
+    path: The obj.data's path, named in errors.
+    text: The obj.data's text; a leading byte-order mark is dropped.
+  """
   keys = {}
   for number, line in enumerate(text.lstrip('\ufeff').split('\n'), start=1):
     line = line.split('#', 1)[0].strip()
@@ -124,12 +139,26 @@ def _darknet_candidates(base: str, entry: str) -> List[str]:
 
 
 def darknet_path(base: str, entry: str) -> Optional[str]:
+  """The first file an obj.data entry names, tried as parse_darknet says (`base`, its
+  parent, `data/x` as `x` in `base`), or None when none is a file.
+
+  Args:
+    base: obj.data's folder, or `image_root` when given.
+    entry: The key's value as written: a path (relative or absolute) or a URI.
+  """
   return next((p for p in _darknet_candidates(base, entry) if path_kind(p, {}) == 'file'), None)
 
 
 def darknet_list(list_path: str, base: str) -> List[Tuple[str, Union[str, RowError]]]:
   """The images of a Darknet list, each line resolved as the first relative line
-  resolves (see parse_darknet)."""
+  resolves (see parse_darknet).
+
+  Returns (image path, image path or RowError) pairs, as `paths.list_entry` makes them.
+
+  Args:
+    list_path: The image list's full path (a `train`, `valid` or `test` file).
+    base: obj.data's folder, or `image_root` when given.
+  """
   text = read_text(list_path)
   if text is None:
     raise ManifestError(f'{list_path}: the image list is not UTF-8 text')
@@ -159,7 +188,11 @@ def _darknet_styles(base: str, list_folder: str, entry: str) -> List[Optional[st
 
 def darknet_labels(image: str) -> Tuple[str, ...]:
   """Where Darknet looks for an image's labels: beside it, else `/images/` or
-  `/JPEGImages/` made `/labels/`."""
+  `/JPEGImages/` made `/labels/`.
+
+  Args:
+    image: The image's full path or URI.
+  """
   beside = image.rsplit('.', 1)[0] + '.txt'
   jpeg_images = '/labels/'.join(beside.rsplit('/JPEGImages/', 1))
   return tuple(dict.fromkeys((beside, img2label_path(image), jpeg_images)))

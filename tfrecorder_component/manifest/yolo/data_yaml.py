@@ -29,7 +29,18 @@ _SPLIT_KEYS = {'train': ('train',), 'eval': ('val', 'validation', 'valid'),
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
           annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
-  """A detection, segmentation or pose dataset's data.yaml: its images, split by split."""
+  """A detection, segmentation or pose dataset's data.yaml: its images, split by split.
+
+  Args:
+    path: The data.yaml's path or URI.
+    text: The data.yaml's text.
+    image_root: The folder that stands in for the yaml's own: `path:` in the yaml is
+      relative to it, and rows' `image_uri` are shown relative to it. None: the yaml's
+      folder.
+    feature_types: Not used: YOLO has no extra columns.
+    annotations: What to read beyond boxes: 'masks' (polygon lines become instance
+      masks), 'keypoints' (a pose dataset's points).
+  """
   del feature_types  # YOLO has no extra columns
   yield from _parse(path, text, image_root, annotations, 'yolo')
 
@@ -37,7 +48,18 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
 def parse_obb(path: str, text: str, *, image_root: Optional[str] = None,
               feature_types: Optional[Mapping[str, str]] = None,
               annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
-  """An oriented-box dataset's data.yaml: lines `class x1 y1 x2 y2 x3 y3 x4 y4`."""
+  """An oriented-box dataset's data.yaml: lines `class x1 y1 x2 y2 x3 y3 x4 y4`.
+
+  Args:
+    path: The data.yaml's path or URI.
+    text: The data.yaml's text.
+    image_root: The folder that stands in for the yaml's own: `path:` in the yaml is
+      relative to it, and rows' `image_uri` are shown relative to it. None: the yaml's
+      folder.
+    feature_types: Not used: YOLO has no extra columns.
+    annotations: What to read beyond boxes; the format declares nothing, so nothing is
+      asked (oriented-box lines have neither polygons nor keypoints).
+  """
   del feature_types
   yield from _parse(path, text, image_root, annotations, 'obb')
 
@@ -89,6 +111,13 @@ def _refuse_dota_labels(path: str, key: str, images: Sequence[Union[str, RowErro
 
 
 def load_yaml(path: str, text: str) -> dict:
+  """The data.yaml's mapping, read with YAML's safe loader; ManifestError for text that
+  is not YAML or not a mapping.
+
+  Args:
+    path: The yaml's path, named in errors.
+    text: The yaml's text; a leading byte-order mark is dropped.
+  """
   import yaml  # pylint: disable=g-import-not-at-top
   try:
     data = yaml.load(text.lstrip('\ufeff'), Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
@@ -132,7 +161,16 @@ def _names(path: str, data: dict) -> Dict[int, str]:
 
 
 def dataset_root(path: str, data: dict, base: str) -> str:
-  """The dataset root: `path` (relative to `base`), or `base`."""
+  """The dataset root: `path` (relative to `base`), or `base`.
+
+  A local `path` that is not a folder falls back to `base`, with a warning.
+
+  Args:
+    path: The data.yaml's path, named in errors and the warning.
+    data: The data.yaml's mapping; its `path` key is read.
+    base: The yaml's folder, or `image_root` when given: what a relative `path` is
+      relative to.
+  """
   given = data.get('path')
   if given is None or (isinstance(given, str) and not given.strip()):
     return base
@@ -147,7 +185,12 @@ def dataset_root(path: str, data: dict, base: str) -> str:
 
 
 def yaml_splits(data: dict) -> List[Tuple[str, str]]:
-  """(split, key) of each split the yaml gives, in the yaml's order."""
+  """(split, key) of each split the yaml gives, in the yaml's order.
+
+  Args:
+    data: The data.yaml's mapping; of each split's keys (`val`, else `validation`, else
+      `valid` for 'eval') the first present is read, and skipped when empty.
+  """
   found = {}
   for split, keys in _SPLIT_KEYS.items():
     key = next((k for k in keys if k in data), None)
@@ -160,7 +203,15 @@ def yaml_splits(data: dict) -> List[Tuple[str, str]]:
 def split_images(path: str, key: str, value: object, root: str, listed: 'Listings'
                   ) -> Tuple[List[Union[str, RowError]], List[str]]:
   """A split's images (full paths, sorted; a RowError for a listed name that is no
-  image) and the folders they were found in."""
+  image) and the folders they were found in.
+
+  Args:
+    path: The data.yaml's path, named in errors.
+    key: The split's key in the yaml (`train`, `val`, ...), named in errors.
+    value: The key's value: a folder, a .txt image list, an image, or a list of those.
+    root: The dataset root that relative entries are relative to.
+    listed: The folder listings made while this file is parsed (remote folders).
+  """
   entries = value if isinstance(value, list) else [value]
   images: List[Tuple[str, Union[str, RowError]]] = []
   folders = []
@@ -213,7 +264,20 @@ def _warn_unread_labels(path: str, key: str, folders: Sequence[str],
 def image_row(path: str, row: int, image: str, label_paths: Sequence[str], uri: str,
                split: str, lines: 'LineRules') -> ParsedItem:
   """The image's row, its objects read from the first of `label_paths` that exists
-  (none: no objects)."""
+  (none: no objects).
+
+  Returns a RowError (`bad_row`, or why the label file cannot be read) in its place.
+
+  Args:
+    path: The data.yaml's (or obj.data's) path: the row's source.
+    row: The row's number in the file, from 1.
+    image: The image's full path or URI: the row's `resolved_uri`.
+    label_paths: Where its label file may be, in the order tried.
+    uri: The image as shown: the row's `image_uri` (relative to the yaml's folder or
+      `image_root`).
+    split: The row's split: 'train', 'eval' or 'test'.
+    lines: How the dataset's label lines read.
+  """
   where = dict(source=path, row=row, uri=uri)
   raw, label_path = b'', label_paths[0]
   for label_path in label_paths:
@@ -240,4 +304,9 @@ def image_row(path: str, row: int, image: str, label_paths: Sequence[str], uri: 
 
 
 def sniff(head: str) -> bool:
+  """Whether a file's first characters look like a data.yaml: a line beginning `names:`.
+
+  Args:
+    head: The file's first characters, leading whitespace and byte-order mark dropped.
+  """
   return re.search(r'^names\s*:', head, re.M) is not None

@@ -20,7 +20,14 @@ from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, Listings, abs
 def count_images(path: str, darknet: bool = False) -> int:
   """About how many images a data.yaml's (or Darknet obj.data's) splits hold, found as
   parse finds them, to size the run before it is parsed; 0 for a file that parse will
-  refuse (it says why)."""
+  refuse (it says why).
+
+  Args:
+    path: The data.yaml's (or obj.data's) path or URI; relative paths in it are taken
+      against its own folder (no `image_root`).
+    darknet: Whether `path` is a Darknet obj.data, whose split lists are counted by
+      their non-blank lines.
+  """
   try:
     with files.open_file(path) as f:
       text = f.read().decode('utf-8-sig', 'replace')
@@ -49,7 +56,14 @@ def label_folders(path: str, image_root: Optional[str] = None, kind: str = 'yolo
   """The folders parse looks in for the label files of the images of `path` (a
   data.yaml; with kind 'darknet', an obj.data), in the order first met: each image's
   path with the last `/images/` made `/labels/` (Darknet: beside the image too), as
-  parse finds them; no label file is read. [] for a file parse refuses (it says why)."""
+  parse finds them; no label file is read. [] for a file parse refuses (it says why).
+
+  Args:
+    path: The data.yaml's (or obj.data's) path or URI.
+    image_root: The run's `image_root`, which stands in for the file's own folder as
+      parse takes it; None: the file's folder.
+    kind: 'darknet' for an obj.data; anything else ('yolo') for a data.yaml.
+  """
   try:
     with files.open_file(path) as f:
       text = f.read().decode('utf-8-sig', 'replace')
@@ -116,7 +130,14 @@ FOLDERS_NAMED = 3
 def objects_from(path: str, image_root: Optional[str] = None, kind: str = 'yolo') -> str:
   """Where parse looked for the objects of `path`'s images, and what to check, in words:
   the warning of a detection run that found no object names it (`ManifestFormat.
-  objects_from`), as Ultralytics warns 'No labels found in <labels folder>'."""
+  objects_from`), as Ultralytics warns 'No labels found in <labels folder>'.
+
+  Args:
+    path: The data.yaml's (or obj.data's) path or URI.
+    image_root: The run's `image_root`, as parse takes it; None: the file's folder.
+    kind: 'darknet' for an obj.data; anything else ('yolo') for a data.yaml. The first
+      FOLDERS_NAMED label folders are named, with what is wrong with each local one.
+  """
   folders = label_folders(path, image_root, kind)
   named = ', '.join(f + _folder_state(f) for f in folders[:FOLDERS_NAMED])
   if len(folders) > FOLDERS_NAMED:

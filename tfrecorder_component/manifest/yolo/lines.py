@@ -19,7 +19,20 @@ _Objects = Tuple[ObjectBox, ...]
 
 class LineRules:
   """How a dataset's label lines read: its classes, its kind of lines (boxes and
-  polygons, pose, oriented boxes) and what is asked for beyond boxes."""
+  polygons, pose, oriented boxes) and what is asked for beyond boxes.
+
+  Raises ManifestError for a bad `kpt_shape` or `kpt_names`, keypoints asked of a
+  dataset without `kpt_shape`, or masks asked of a pose dataset.
+
+  Args:
+    path: The data.yaml's (or obj.data's) path, named in errors.
+    data: The data.yaml's mapping, for `kpt_shape` and `kpt_names`; {} for Darknet.
+    names: {class id: class name}; a line's class id must be one of them.
+    annotations: What is asked for beyond boxes: 'masks' (polygons become instance
+      masks), 'keypoints' (a pose dataset's points are kept).
+    kind: 'yolo' (boxes and polygons, or pose with `kpt_shape`), 'obb' (oriented
+      boxes) or 'darknet' (boxes only).
+  """
 
   def __init__(self, path: str, data: dict, names: Dict[int, str],
                annotations: AbstractSet[str], kind: str):
@@ -39,7 +52,12 @@ class LineRules:
                            if self.read_keypoints else {})
 
   def objects(self, label_path: str, text: str) -> Union[_Objects, str]:
-    """The objects of a label file's text, or what is wrong with its first bad line."""
+    """The objects of a label file's text, or what is wrong with its first bad line.
+
+    Args:
+      label_path: The label file's path, which the message of a bad line begins with.
+      text: The label file's text, one object a line; blank lines skipped.
+    """
     objects = []
     for number, line in enumerate(text.split('\n'), start=1):
       values = line.split()
@@ -181,7 +199,12 @@ _WHOLE = re.compile(r'[+-]?\d+(\.0*)?\Z', re.ASCII)
 
 
 def whole_number(value: Union[int, str]) -> Optional[int]:
-  """A class id written as a whole number ('3', '3.0', 3), else None."""
+  """A class id written as a whole number ('3', '3.0', 3), else None.
+
+  Args:
+    value: An int (returned as it is), or text as a label file or YAML key gives it;
+      text of more than 18 characters is None.
+  """
   if isinstance(value, int):
     return value
   text = value.strip()

@@ -29,7 +29,14 @@ def _list_objects(folder: str, listed: Listings) -> List[str]:
 
 
 def path_kind(target: str, listed: Listings) -> Optional[str]:
-  """'folder', 'file' or None (nothing there)."""
+  """'folder', 'file' or None (nothing there).
+
+  Args:
+    target: A local path or a gs:// or s3:// URI; a URI that is no object is a folder
+      when objects lie under it.
+    listed: The folder listings made while this file is parsed, each folder listed once;
+      a remote folder's listing is added to it.
+  """
   if files.is_local(target):
     return 'folder' if os.path.isdir(target) else 'file' if os.path.isfile(target) else None
   if files.exists(target):
@@ -39,7 +46,14 @@ def path_kind(target: str, listed: Listings) -> Optional[str]:
 
 def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> Iterator[str]:
   """The files under `folder`, at any depth, whose names end with `extensions`: full
-  paths; hidden files and folders skipped (as Ultralytics' glob skips them)."""
+  paths; hidden files and folders skipped (as Ultralytics' glob skips them).
+
+  Args:
+    folder: A local folder (symbolic links followed) or a gs:// or s3:// folder URI.
+    extensions: The name endings to keep, lower case with the dot (`IMG_FORMATS`,
+      ('.txt',)); names are compared in lower case.
+    listed: The folder listings made while this file is parsed, for a remote folder.
+  """
   if files.is_local(folder):
     for top, dirs, names in os.walk(folder, followlinks=True):
       dirs[:] = [d for d in dirs if not d.startswith('.')]
@@ -56,7 +70,14 @@ def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> It
 
 def listed_images(list_path: str) -> List[Tuple[str, Union[str, RowError]]]:
   """The images a .txt list names, one a line, relative ones relative to its folder; a
-  line naming no image is a RowError."""
+  line naming no image is a RowError.
+
+  Returns (image path, image path or RowError) pairs, in the list's order; blank lines
+  skipped. Raises ManifestError when the list is not UTF-8 text.
+
+  Args:
+    list_path: The image list's local path or URI.
+  """
   text = read_text(list_path)
   if text is None:
     raise ManifestError(f'{list_path}: the image list is not UTF-8 text')
@@ -73,7 +94,15 @@ def listed_images(list_path: str) -> List[Tuple[str, Union[str, RowError]]]:
 def list_entry(list_path: str, number: int, entry: str, image: str
                 ) -> Tuple[str, Union[str, RowError]]:
   """(image, image) for an image list's line naming an image, else (image, its
-  RowError)."""
+  RowError).
+
+  Args:
+    list_path: The list's path, named in the RowError.
+    number: The line's number in the list, from 1.
+    entry: The line as written (stripped), quoted in the RowError.
+    image: The line resolved to a full path or URI; an image is one whose name ends with
+      one of `IMG_FORMATS`, in any case.
+  """
   if image.lower().endswith(IMG_FORMATS):
     return image, image
   return image, RowError(
@@ -83,27 +112,53 @@ def list_entry(list_path: str, number: int, entry: str, image: str
 
 def img2label_path(image: str) -> str:
   """Ultralytics' img2label_paths: the last `/images/` made `/labels/`, the extension
-  `.txt`."""
+  `.txt`.
+
+  Args:
+    image: The image's full path or URI; without `/images/` in it, the label file is
+      beside the image.
+  """
   labelled = '/labels/'.join(image.rsplit('/images/', 1))
   return labelled.rsplit('.', 1)[0] + '.txt'
 
 
 def absolute_path(path: str) -> str:
+  """A local path (or file:// URI) made absolute; a gs:// or s3:// URI as it is.
+
+  Args:
+    path: A local path, a file:// URI or another URI.
+  """
   if path.startswith('file://'):
     path = path[len('file://'):]
   return os.path.abspath(path) if files.is_local(path) else path
 
 
 def folder_path(folder: str) -> str:
+  """A folder as `absolute_path` gives it, without a trailing `/` ('/' for the root).
+
+  Args:
+    folder: A local folder, a file:// URI or a folder URI (`image_root`, say).
+  """
   return absolute_path(folder).rstrip('/') or '/'
 
 
 def parent_path(path: str) -> str:
+  """The folder part of a path or URI, up to its last `/`; '.' when it has none.
+
+  Args:
+    path: A path or URI, a trailing `/` ignored when looking for one.
+  """
   return path.rsplit('/', 1)[0] if '/' in path.rstrip('/') else '.'
 
 
 def join_path(base: str, relative: str) -> str:
-  """`relative` under `base`, `..` resolved; an absolute path or URI as it is."""
+  """`relative` under `base`, `..` resolved; an absolute path or URI as it is.
+
+  Args:
+    base: The folder relative paths are relative to: a local path or a URI.
+    relative: The path as a file gives it: relative, absolute, a file:// URI (made a
+      local absolute path) or another URI (`..` resolved in it too).
+  """
   if relative.startswith('file://'):
     return absolute_path(relative)
   if '://' in relative:
@@ -118,12 +173,26 @@ def join_path(base: str, relative: str) -> str:
 
 
 def relative_path(image: str, base: str) -> str:
-  """The image's path relative to `base` when it is under it, else its full path."""
+  """The image's path relative to `base` when it is under it, else its full path.
+
+  What a row's `image_uri` shows; `resolved_uri` keeps the full path.
+
+  Args:
+    image: The image's full path or URI.
+    base: The folder it is shown relative to: obj.data's or data.yaml's folder, or
+      `image_root` when given.
+  """
   prefix = base.rstrip('/') + '/'
   return image[len(prefix):] if image.startswith(prefix) else image
 
 
 def read_text(path: str) -> Optional[str]:
+  """A file's text, decoded as UTF-8 (a byte-order mark dropped), or None when it is not
+  UTF-8.
+
+  Args:
+    path: A local path or a URI.
+  """
   with files.open_file(path) as f:
     raw = f.read()
   try:

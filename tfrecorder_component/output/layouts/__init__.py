@@ -43,12 +43,26 @@ LAYOUTS = {
 
 
 def module(name: str):
+  """The module of a layout, imported on first use.
+
+  Args:
+    name: A key of LAYOUTS ('tfrecord', 'tfds', 'array_record', 'parquet'); another
+      raises KeyError.
+  """
   return importlib.import_module(LAYOUTS[name])
 
 
 def check_layouts(names: Iterable[str], check_available: bool = True) -> Tuple[str, ...]:
   """The layouts to write for `names` (a layout's requirements first, each once), in
-  registry order; UsageError for an unknown name, or a layout whose library is missing."""
+  registry order; UsageError for an unknown name, or a layout whose library is missing.
+
+  Args:
+    names: Layout names, as an iterable or one comma-separated string
+      ('tfds,parquet'); blanks around a name are dropped.
+    check_available: Also check that each chosen layout's library is installed. False
+      where the layouts are written elsewhere (a TFX component's executor), so only the
+      names are checked.
+  """
   if isinstance(names, str):
     names = [n for n in names.split(',') if n.strip()]
   wanted = set()

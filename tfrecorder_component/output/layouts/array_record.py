@@ -49,6 +49,13 @@ def check_available() -> None:
 
 
 def shard_name(split: str, index: int, count: int) -> str:
+  """Shard `index` of `count`'s file name in FOLDER: `<split>.array_record-SSSSS-of-NNNNN`.
+
+  Args:
+    split: The split's name.
+    index: The shard's position in the split, from 0.
+    count: How many shards the split has.
+  """
   return f'{split}.array_record-{index:05d}-of-{count:05d}'
 
 
@@ -97,9 +104,24 @@ class _Sink:
 
 
 def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
+  """A sink writing one ArrayRecord shard at `path` (a record each, unchanged).
+
+  Args:
+    ctx: The run's LayoutContext; unused, since the records are written as they are.
+    split: The shard's split; unused.
+    path: The shard file, local or on gs:// or s3:// (then written to a local temporary
+      file and copied up at `close`).
+  """
   return _Sink(path)
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
+  """The layout's entry in the index: its shard files per split and WRITER_OPTIONS; no
+  metadata file is written.
+
+  Args:
+    ctx: The run's LayoutContext; unused.
+    counts: {split: [records per shard]} of every shard written.
+  """
   return {'files': split_files(counts, shard_name),
           'writer_options': WRITER_OPTIONS}

@@ -15,6 +15,18 @@ INDEX_FILE = 'examples.json'
 
 def write_index(summary: Dict[str, Any], output_dir: str, split_names: Sequence[str],
                 task: str, layouts: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+  """Writes `examples.json` into `output_dir`, replacing any.
+
+  Args:
+    summary: The run's summary (summary.json's contents): its `records_per_split` (a
+      split it lacks counts 0) and `features`.
+    output_dir: The folder the splits are in (a run's staging folder, until the swap),
+      a local path or a URI.
+    split_names: The run's output splits, in order.
+    task: 'classification', 'detection' or 'segmentation'.
+    layouts: {layout: its metadata} as `layouts.base.finish` returns it; None where no
+      extra layout was written.
+  """
   per_split = summary.get('records_per_split') or {}
   index = {
       'split_names': list(split_names),
@@ -27,5 +39,12 @@ def write_index(summary: Dict[str, Any], output_dir: str, split_names: Sequence[
 
 
 def read_index(output_dir: str) -> Dict[str, Any]:
+  """The contents of `output_dir`'s `examples.json` ({'split_names',
+  'records_per_split', 'task', 'features', 'layouts'}).
+
+  Args:
+    output_dir: An output folder, a local path or a URI; one without `examples.json`
+      raises its file system's error (FileNotFoundError locally).
+  """
   with files.open_file(files.join(output_dir, INDEX_FILE)) as f:
     return json.loads(f.read())

@@ -67,11 +67,23 @@ def check_available() -> None:
 
 
 def shard_name(split: str, index: int, count: int) -> str:
+  """Shard `index` of `count`'s file name in FOLDER: `<split>-SSSSS-of-NNNNN.parquet`.
+
+  Args:
+    split: The split's name.
+    index: The shard's position in the split, from 0.
+    count: How many shards the split has.
+  """
   return f'{split}-{index:05d}-of-{count:05d}.parquet'
 
 
 def columns(ctx) -> List[Tuple[str, str, bool]]:
-  """(key, type, scalar) of every column, in `ctx.features` order."""
+  """(key, type, scalar) of every column, in `ctx.features` order.
+
+  Args:
+    ctx: The LayoutContext whose `features` ({key: {'type', 'records', 'scalar'}}) the
+      columns are: type 'bytes', 'int64' or 'float', scalar False where not given.
+  """
   return [(key, f['type'], bool(f.get('scalar'))) for key, f in ctx.features.items()]
 
 
@@ -91,7 +103,12 @@ def _hf_feature(ctx, key: str, kind: str, scalar: bool) -> Any:
 
 
 def schema(ctx):
-  """The run's Arrow schema: every shard's."""
+  """The run's Arrow schema: every shard's.
+
+  Args:
+    ctx: The run's LayoutContext: its `features` give the columns, its task and label
+      names the `huggingface` metadata (a ClassLabel for classification).
+  """
   import pyarrow as pa  # pylint: disable=g-import-not-at-top
   fields = []
   hf = {}
@@ -111,7 +128,11 @@ def _leaf(key: str, scalar: bool) -> str:
 
 def writer_options(ctx) -> Dict[str, Any]:
   """ParquetWriter's options: no compression, dictionary or statistics for encoded
-  images; Snappy, dictionaries and statistics for the rest."""
+  images; Snappy, dictionaries and statistics for the rest.
+
+  Args:
+    ctx: The run's LayoutContext, whose `features` give the columns.
+  """
   cols = columns(ctx)
   return {
       'compression': {_leaf(k, s): 'NONE' if k in IMAGE_COLUMNS else 'SNAPPY'
@@ -195,18 +216,35 @@ def _binary(values: List[bytes]):
 
 
 def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
+  """A sink writing one Parquet shard at `path` in the run's schema.
+
+  Args:
+    ctx: The run's LayoutContext, whose `features` make the columns (`schema`).
+    split: The shard's split; unused.
+    path: The shard file, a local path (written through Arrow's own file) or a URI.
+  """
   return _Sink(ctx, path)
 
 
 def spec(ctx) -> Tuple[Any, ...]:
   """What a shard's bytes depend on beyond its records: the columns and the class
-  names of the schema's metadata."""
+  names of the schema's metadata.
+
+  Args:
+    ctx: The LayoutContext whose columns and label names are compared.
+  """
   return tuple(columns(ctx)), tuple(ctx.label_names())
 
 
 def card(split_files: Dict[str, Sequence[str]], records: Dict[str, int]) -> str:
   """The dataset card: YAML `configs` naming the files of each split that has records
-  (JSON strings, which YAML reads as they are), then a line on what the files are."""
+  (JSON strings, which YAML reads as they are), then a line on what the files are.
+
+  Args:
+    split_files: {split: its shard files' names in FOLDER, in order}.
+    records: {split: records written}; a split with none (or absent) is left out of
+      `configs`.
+  """
   lines = ['---', 'configs:', '- config_name: default', '  data_files:']
   for split, names in split_files.items():
     if records.get(split):
@@ -221,6 +259,13 @@ def card(split_files: Dict[str, Sequence[str]], records: Dict[str, int]) -> str:
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
+  """Writes the dataset card (CARD) into the layout's folder; returns the layout's entry
+  in the index: its shard files per split, the card's name and ROW_GROUP_BYTES.
+
+  Args:
+    ctx: The run's LayoutContext, whose `output_dir` holds the layout's folder.
+    counts: {split: [records per shard]} of every shard written.
+  """
   names = split_files(counts, shard_name)
   records = {split: sum(n) for split, n in counts.items()}
   files.write_text(files.join(ctx.folder('parquet'), CARD), card(names, records))

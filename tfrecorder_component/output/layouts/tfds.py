@@ -35,6 +35,9 @@ writes a small `<shard>.stats.json` (its bytes; the channels, formats and label 
 its records) that `finish` reads and removes: what the features depend on beyond the
 run's keys. `supervised_keys` are (image, label(s)) for classification, (image,
 segmentation_mask) for segmentation; metadata.json holds the task and the label names.
+
+Length: one layout, whose records, features.json and dataset_info.json must agree as TFDS
+reads them.
 """
 from __future__ import annotations
 
@@ -101,6 +104,14 @@ def prepare() -> None:
 
 
 def shard_name(split: str, index: int, count: int) -> str:
+  """Shard `index` of `count`'s file name in FOLDER, as TFDS's file template names it:
+  `images-<split>.tfrecord-SSSSS-of-NNNNN`.
+
+  Args:
+    split: The split's name.
+    index: The shard's position in the split, from 0.
+    count: How many shards the split has.
+  """
   return f'{DATASET_NAME}-{split}.tfrecord-{index:05d}-of-{count:05d}'
 
 
@@ -154,7 +165,18 @@ def _first_frame_png(data: bytes) -> bytes:
 def tfds_example(record: bytes, plan: _Plan) -> Tuple[bytes, str, int, int]:
   """A record of ours as TFDS's serialized example: (bytes, image format, channels,
   labels). A classification example holds both `label` (the id, -1 without exactly one)
-  and `labels` (every id): which one the metadata declares depends on every record."""
+  and `labels` (every id): which one the metadata declares depends on every record.
+
+  Args:
+    record: One of our serialized tf.train.Example records.
+    plan: The `_Plan` of the run's context: its task, and the keys kept as object
+      attributes or under their own names.
+
+  Returns:
+    The TFDS example serialized deterministically; the image's format ('png' for a GIF,
+    rewritten); its channel count (3 for a GIF); the record's number of class labels
+    (0 but for classification).
+  """
   src = example_proto.Example.FromString(record).features.feature
   out = example_proto.Example()
   dst = out.features.feature
@@ -228,12 +250,24 @@ class _Sink:
 
 
 def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
+  """A sink writing one shard of TFDS examples at `path` and, at `close`, its
+  `<shard>.stats.json` beside it.
+
+  Args:
+    ctx: The run's LayoutContext, whose features plan the rewrite (`_Plan`).
+    split: The shard's split; unused.
+    path: The shard file, a local path or a URI.
+  """
   return _Sink(path, _Plan(ctx))
 
 
 def spec(ctx) -> Tuple[Any, ...]:
   """What a record's rewrite depends on beyond the record: two contexts with the same
-  spec write the same bytes for it."""
+  spec write the same bytes for it.
+
+  Args:
+    ctx: The LayoutContext whose task and features are compared.
+  """
   plan = _Plan(ctx)
   return (plan.task, tuple(plan.attributes), tuple((key, kind) for key, kind, _ in plan.others))
 
@@ -244,8 +278,16 @@ def _read_stats(path: str) -> Dict[str, Any]:
 
 
 class Records(NamedTuple):
-  """What the features depend on beyond the run's keys, from every shard's stats:
-  the image's channels and encoding format, and whether a record has several labels."""
+  """What the features depend on beyond the run's keys, from every shard's stats.
+
+  Attributes:
+    channels: The image feature's channel count: the records' own where all agree, else
+      3 (TFDS decodes to RGB).
+    encoding: The image feature's `encoding_format`: 'jpeg' or 'png' where every image
+      is one, else None (no format declared).
+    multi_label: Whether some record has several class labels, so the classification
+      feature is `labels`, a Sequence of ClassLabel, instead of `label`.
+  """
   channels: int = 3
   encoding: Optional[str] = None
   multi_label: bool = False
@@ -253,7 +295,12 @@ class Records(NamedTuple):
   @classmethod
   def of(cls, stats: List[Dict[str, Any]]) -> 'Records':
     """The records' own channel count where all agree (3 where they differ: TFDS decodes
-    to RGB), 'jpeg' / 'png' where every image is one, several labels in any record."""
+    to RGB), 'jpeg' / 'png' where every image is one, several labels in any record.
+
+    Args:
+      stats: Every shard's `<shard>.stats.json` contents: {'bytes': the shard's size,
+        'channels' / 'formats' / 'labels': {value as a string: records}}.
+    """
     seen = lambda name: {v for s in stats for v, n in s[name].items() if n}
     channels, formats = seen('channels'), seen('formats')
     (only,) = channels if len(channels) == 1 else ('3',)
@@ -262,7 +309,13 @@ class Records(NamedTuple):
 
 
 def features_dict(ctx, records: Records = Records()):
-  """The TFDS `FeaturesDict` of the run's records (see the module docstring)."""
+  """The TFDS `FeaturesDict` of the run's records (see the module docstring).
+
+  Args:
+    ctx: The run's LayoutContext: its task, label names and features.
+    records: What the shards' stats say of the records (`Records.of`); the default
+      is 3 channels, any image format and one label a record.
+  """
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   f = tfds.features
@@ -307,7 +360,17 @@ def _supervised_keys(ctx, records: Records) -> Optional[Tuple[str, str]]:
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
-  """Removes the stats files and the shards of empty splits; writes TFDS's metadata."""
+  """Removes the stats files and the shards of empty splits; writes TFDS's metadata.
+
+  Args:
+    ctx: The run's LayoutContext, whose `output_dir` holds the layout's folder.
+    counts: {split: [records per shard]} of every shard written; a split whose shards
+      hold no record is left out of the metadata.
+
+  Returns:
+    The layout's entry in the index: its name, version, shard files per kept split,
+    the metadata files written, and any 'empty_splits' and 'left_out' keys.
+  """
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   folder = ctx.folder('tfds')
   names = split_files(counts, shard_name)

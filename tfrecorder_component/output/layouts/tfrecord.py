@@ -26,6 +26,14 @@ def check_available() -> None:
 
 
 def shard_name(split: str, index: int, count: int) -> str:
+  """Shard `index` of `count`'s file name in FOLDER:
+  `images-<split>.tfrecord-SSSSS-of-NNNNN`, its index that + INDEX_SUFFIX.
+
+  Args:
+    split: The split's name.
+    index: The shard's position in the split, from 0.
+    count: How many shards the split has.
+  """
   return f'{DATASET_NAME}-{split}.tfrecord-{index:05d}-of-{count:05d}'
 
 
@@ -48,9 +56,24 @@ class _Sink:
 
 
 def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
+  """A sink writing one uncompressed TFRecord shard at `path` and, at `close`, its
+  `.idx` beside it.
+
+  Args:
+    ctx: The run's LayoutContext; unused, since the records are written as they are.
+    split: The shard's split; unused.
+    path: The shard file, a local path or a URI.
+  """
   return _Sink(path)
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
+  """The layout's entry in the index: its shard files per split and the index files'
+  suffix; no metadata file is written.
+
+  Args:
+    ctx: The run's LayoutContext; unused.
+    counts: {split: [records per shard]} of every shard written.
+  """
   return {'files': split_files(counts, shard_name),
           'index_suffix': INDEX_SUFFIX}
