@@ -63,10 +63,38 @@ import tfrecorder_component as trc
 from tfrecorder_component.adapters.component import executor
 old = import_utils.import_class_by_path('tfrecorder_component.component.executor.Executor')
 manifest = import_utils.import_class_by_path('tfrecorder_component.component.types.ImageManifest')
+class Mine(trc.ImageExampleGen):
+  pass
 print(json.dumps([old is executor.Executor, manifest is trc.ImageManifest,
-                  trc.ImageExampleGen.EXECUTOR_SPEC.executor_class is executor.Executor]))
+                  trc.ImageExampleGen.EXECUTOR_SPEC.executor_class is executor.Executor,
+                  trc.ImageExampleGen.get_class_type(),
+                  trc.ConversionReportPage.get_class_type(), Mine.get_class_type()]))
 ''')
-  assert found == [True, True, True]
+  # The nodes' types, which ML Metadata names their executions by, are the ones they had
+  # before the move; a subclass of a user's has its own.
+  assert found == [True, True, True,
+                   'tfrecorder_component.component.component.ImageExampleGen',
+                   'tfrecorder_component.component.report_page.ConversionReportPage',
+                   '__main__.Mine']
+
+
+def test_python_m_with_an_old_path_runs_the_command():
+  """`python -m tfrecorder_component.cli`, as the command module's old path ran it."""
+  runs = [subprocess.run([sys.executable, '-m', module, '--version'], cwd=ROOT, text=True,
+                         capture_output=True, timeout=300, check=False)
+          for module in ('tfrecorder_component.cli', 'tfrecorder_component.adapters.cli')]
+  assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
+  assert runs[0].stdout == runs[1].stdout and runs[0].stdout.startswith('tfrecorder-component')
+
+
+def test_the_readers_module_s_names_all_import_from_its_old_path():
+  from tfrecorder_component import readers  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.readers import records  # pylint: disable=g-import-not-at-top
+  public = [name for name in vars(records) if not name.startswith('_')
+            and getattr(getattr(records, name), '__module__', records.__name__) == records.__name__]
+  assert public and all(getattr(readers, name) is getattr(records, name) for name in public)
+  with pytest.raises(AttributeError):
+    getattr(readers, 'no_such_name')
 
 
 def test_a_path_that_never_existed_still_fails_as_python_says():

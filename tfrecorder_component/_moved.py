@@ -101,6 +101,16 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     self._specs[spec.name] = module.__spec__
     return module
 
+  def get_code(self, fullname):
+    """The code `python -m <old path>` runs (`runpy` asks the loader for it): the new
+    path's module's own code, run as `__main__` as `python -m <new path>` runs it.
+
+    Args:
+      fullname: the old dotted path given to `-m`.
+    """
+    new = new_path(fullname)
+    return importlib.util.find_spec(new).loader.get_code(new)
+
   def exec_module(self, module):
     """Puts back the module's own spec, which the import system replaced with the old
     path's; the module is not run again.
