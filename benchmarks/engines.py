@@ -32,7 +32,6 @@ from typing import Dict, List
 from benchmarks import procs, report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'tests'))
 
 KINDS = ('without Beam', 'Beam')
 
@@ -48,7 +47,7 @@ def _command(kind: str, manifest: str, out: str, cores: int) -> List[str]:
 def measure(data_root: str, sizes: List[int], repeats: int, scratch: str,
             image_set: str = 'photo') -> Dict:
   from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
-  import tfrecord_digest  # pylint: disable=g-import-not-at-top
+  from tests import tfrecord_digest  # pylint: disable=g-import-not-at-top
   data = image_sets.image_set(image_set)
   n2 = sizes[-1]
   data.generate(data_root, n2)

@@ -52,10 +52,9 @@ import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from benchmarks import procs, report
+from tests import storage_servers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'tests'))
-import storage_servers  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 BUCKET = 'bkt'
 CONVERTER_CORE = 0
@@ -162,7 +161,7 @@ def _drop(env: Dict[str, str], uri: str) -> None:
 def _pairs(output_dir: str) -> List[Tuple[bytes, bytes]]:
   """(image bytes, label text) of every record of an output, sorted."""
   from tfrecorder_component.record import example_proto  # pylint: disable=g-import-not-at-top
-  import tfrecord_digest  # pylint: disable=g-import-not-at-top
+  from tests import tfrecord_digest  # pylint: disable=g-import-not-at-top
   out = []
   for split in sorted(os.listdir(output_dir)):
     if split.startswith('Split-'):
@@ -179,7 +178,7 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
   """Every run (see the module); returns {'runs': [...], 'identical': {store: bool}, ...}."""
   from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
   data = image_sets.image_set(image_set)
-  import tfrecord_digest  # pylint: disable=g-import-not-at-top
+  from tests import tfrecord_digest  # pylint: disable=g-import-not-at-top
   if not {CONVERTER_CORE, SERVER_CORE} <= os.sched_getaffinity(0):
     raise RuntimeError(f'this part needs cores {CONVERTER_CORE} and {SERVER_CORE}; '
                        f'this process may use {sorted(os.sched_getaffinity(0))}')

@@ -468,7 +468,7 @@ def test_write_label_files_writes_the_vocabulary_one_line_per_id(tmp_path):
       'item {\n  name: "dog"\n  id: 1\n}\nitem {\n  name: "cat"\n  id: 3\n}\n')
 
 
-# --- record.convert_row, without Beam -------------------------------------------------
+# --- steps.row.convert_row, without Beam -----------------------------------------------
 
 def test_convert_row_classification(tmp_path):
   d = str(tmp_path)

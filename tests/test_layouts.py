@@ -1,4 +1,4 @@
-"""Output layouts beside TFX's shards (`tfrecorder_component/layouts`): the registry, the
+"""Output layouts beside TFX's shards (`tfrecorder_component/output/layouts`): the registry, the
 run over the finished shards (local worker processes and Beam), the `tfrecord` layout
 (uncompressed shards + `.idx`) and `examples.json`, the output's index. Each other
 layout has its own test file, read back by its loader."""

@@ -232,7 +232,9 @@ def match(pattern: str) -> List[str]:
   Args:
     pattern: A path or glob on any file system: a local one without a glob character
       is checked for existence, a local `folder/*` listed (files only), everything
-      else matched by Beam. What matches nothing, or cannot be listed, gives [].
+      else matched by Beam. What matches nothing, a local folder that is not there and
+      a pattern Beam fails to match give []; a local folder that cannot be read raises
+      its OSError.
   """
   if is_local(pattern) and not has_glob(pattern):
     return [pattern] if os.path.exists(pattern) else []

@@ -125,7 +125,7 @@ TEMP_FILE_BYTES = shards_lib.TEMP_FILE_BYTES  # here, so a test can make it smal
 
 class WriteLabelFiles(beam.PTransform):
   """Writes labels.txt and label_map.pbtxt of the run's vocabulary (one element,
-  `report.held_labels`).
+  `steps.report.held_labels`).
 
   Args:
     directory: The folder the two files are written into (the output folder), on any
@@ -140,7 +140,7 @@ class WriteLabelFiles(beam.PTransform):
     """Writes the files; its one element is None.
 
     Args:
-      held: The PCollection of one dict, `report.held_labels`: the vocabulary's
+      held: The PCollection of one dict, `steps.report.held_labels`: the vocabulary's
         'labels', their 'ids' and the 'task', whose first id labels.txt starts at.
     """
     return held | beam.Map(lambda h, d: labels_lib.write_label_files(
@@ -155,7 +155,7 @@ class WriteLayouts(beam.PTransform):
   layout's metadata. Returns one element, what `layouts.base.finish` returns.
 
   Args:
-    held: The PCollection of one dict, `report.held_labels`: the ids and task the
+    held: The PCollection of one dict, `steps.report.held_labels`: the ids and task the
       layouts' label metadata take.
     names: The layouts to write (keys of `layouts.LAYOUTS`: 'tfds', 'parquet', ...).
     output_dir: The output folder the layouts' folders go into.

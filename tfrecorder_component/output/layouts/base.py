@@ -69,7 +69,7 @@ def context(summary: Dict[str, Any], held: Dict[str, Any], output_dir: str,
   Args:
     summary: The run's summary (summary.json's contents); only its `features` is used,
       none meaning no feature.
-    held: `report.held_labels` of the run: its vocabulary, with 'labels' and 'ids' (in
+    held: `steps.report.held_labels` of the run: its vocabulary, with 'labels' and 'ids' (in
       id order) and 'task'.
     output_dir: The folder the layouts' folders go under.
     split_names: The run's output splits, in order.
