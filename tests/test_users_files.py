@@ -185,6 +185,7 @@ def test_a_failed_runs_report_does_not_replace_a_folder_of_the_users(tmp_path):
     ('photos', 'cat, dog'),                      # the images
     ('mine', 'summary.txt'),                     # a folder of the user's own
     ('half', 'report.html'),                     # report-like names, no summary.json
+    ('theirs', 'report.html, summary.json'),     # a summary.json that is not this tool's
 ])
 def test_validate_replaces_an_earlier_report_and_never_a_folder_of_the_users(
     tmp_path, report_dir, named):
@@ -193,6 +194,8 @@ def test_validate_replaces_an_earlier_report_and_never_a_folder_of_the_users(
   folder = project(str(tmp_path / 'project'))
   write_text(os.path.join(folder, 'mine', 'summary.txt'), 'my own summary\n')
   write_text(os.path.join(folder, 'half', 'report.html'), '<p>my page</p>\n')
+  write_text(os.path.join(folder, 'theirs', 'summary.json'), '{"notes": "mine"}\n')
+  write_text(os.path.join(folder, 'theirs', 'report.html'), '<p>my page</p>\n')
   before = tree(folder)
   refused = cli('validate', 'm.csv', '--report-dir', report_dir, cwd=folder)
   assert refused.returncode == 2, refused.stderr

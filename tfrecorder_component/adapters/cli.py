@@ -193,8 +193,7 @@ def _print_box_issues(summary: dict, report_dir: str) -> None:
 
 def _earlier_report(report_dir: str) -> Sequence[str]:
   """The names in existing folder `report_dir` when it is empty or an earlier report
-  (only `output_paths.REPORT_NAMES`, with summary.json or a killed run's work folder),
-  which `validate` replaces.
+  (`output.folder.earlier_report`), which `validate` replaces.
 
   Args:
     report_dir: The folder `--report-dir` names, which exists.
@@ -203,14 +202,15 @@ def _earlier_report(report_dir: str) -> Sequence[str]:
     UsageError: before anything is read or removed, for a file, or a folder that holds
       anything else: a folder of the user's is never emptied.
   """
+  from tfrecorder_component.output import folder  # pylint: disable=g-import-not-at-top
   if not os.path.isdir(report_dir):
     raise UsageError(f'--report-dir {report_dir} is a file, not a folder')
   names = sorted(os.listdir(report_dir))
-  others = [name for name in names if name not in output_paths.REPORT_NAMES]
-  if others or (names and not {output_paths.SUMMARY_FILE, output_paths.WORK_DIR} & set(names)):
-    shown = ', '.join(others[:3] or names[:3]) + (', ...' if len(others or names) > 3 else '')
+  if names and not folder.earlier_report(report_dir):
+    shown = [name for name in names if name not in output_paths.REPORT_NAMES] or names
     raise UsageError(f'--report-dir {report_dir} holds files that are no earlier report '
-                     f'({shown}): name a new or empty folder, or an earlier report\'s')
+                     f'({", ".join(shown[:3])}{", ..." if len(shown) > 3 else ""}): name a '
+                     "new or empty folder, or an earlier report's")
   return names
 
 

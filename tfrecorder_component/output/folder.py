@@ -118,6 +118,19 @@ def _earlier_output(names: Iterable[str], read) -> bool:
       for folder in (output_paths.REPORT_DIR, FAILED_REPORT_INSIDE))
 
 
+def earlier_report(folder: str) -> bool:
+  """Whether local folder `folder` is a report of this tool's (`validate --report-dir`),
+  which a new report may replace: it holds only a report's names
+  (`output_paths.REPORT_NAMES`), and its summary.json reads as this tool writes it (as
+  for an earlier output, a file named like ours is not enough).
+
+  Args:
+    folder: An existing local folder.
+  """
+  return (set(os.listdir(folder)) <= output_paths.REPORT_NAMES
+          and _ours(_read_local(folder), output_paths.SUMMARY_FILE, _SUMMARY_KEYS))
+
+
 def _read_local(folder: str):
   def read(path: str) -> Optional[bytes]:
     full = os.path.join(folder, path)
