@@ -9,9 +9,13 @@ interpreter, shell blocks with `bash -e` and the interpreter's bin folder (the
 Dataflow, a real bucket, pip from PyPI, scripts that take minutes) carries
 `<!-- not run: <reason> -->` on the line above its fence; `<!-- continues -->` there runs a
 block after the previous run block of its page, in the same folder, consecutive Python
-blocks in one process (so names carry over). Blocks of other languages (```text output,
-```yaml ...) are not run; a fence without a language fails `test_every_block_is_marked`,
-so no example escapes by being untagged.
+blocks in one process (so names carry over). `<!-- in: NAME -->` (or `<!-- continues;
+in: NAME -->`) runs a Python block with another environment's interpreter, the one
+`scripts/NAME-env` prints (`consumers`: TF Model Garden, Keras, TFDS 4.9.6, the
+`tfrecord` package; `oracles`: Hugging Face `datasets` ...), never the product's: the
+programs a user feeds the output to, each in an environment of its own. Blocks of other
+languages (```text output, ```yaml ...) are not run; a fence without a language fails
+`test_every_block_is_marked`, so no example escapes by being untagged.
 """
 from __future__ import annotations
 
@@ -46,7 +50,8 @@ UNMARKED_NOT_RUN = {
 
 _FENCE = re.compile(r'^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[^\s`]*)')
 _NOT_RUN = re.compile(r'^\s*<!--\s*not run:\s*(?P<reason>.*?)\s*-->\s*$')
-_CONTINUES = re.compile(r'^\s*<!--\s*continues\s*-->\s*$')
+_CONTINUES = re.compile(r'^\s*<!--\s*continues\s*(;\s*in:\s*[\w-]+\s*)?-->\s*$')
+_IN = re.compile(r'^\s*<!--\s*(continues\s*;\s*)?in:\s*(?P<env>[\w-]+)\s*-->\s*$')
 
 
 @dataclasses.dataclass
@@ -58,6 +63,7 @@ class Block:
   code: str
   not_run: Optional[str] = None   # the reason, for a block marked not run
   continues: bool = False
+  env: Optional[str] = None       # `in: NAME`: run with scripts/NAME-env's python
 
 
 def pages() -> List[str]:
@@ -96,6 +102,9 @@ def parse_blocks(page: str) -> List[Block]:
     if not_run:
       block.not_run = not_run.group('reason')
     block.continues = bool(_CONTINUES.match(marker))
+    env = _IN.match(marker)
+    if env:
+      block.env = env.group('env')
     for (where, first), reason in UNMARKED_NOT_RUN.items():
       if page == where and block.code.startswith(first):
         block.not_run = reason
@@ -137,6 +146,10 @@ def test_every_block_is_marked():
         problems.append(f'{where}: "not run" without a reason')
       if block.not_run is not None and block.continues:
         problems.append(f'{where}: both "not run" and "continues"')
+      if block.env is not None and (block.lang != 'python' or not os.path.exists(
+          os.path.join(ROOT, 'scripts', f'{block.env}-env'))):
+        problems.append(f'{where}: "in: {block.env}" needs a python block and '
+                        f'scripts/{block.env}-env')
       if block.continues and not seen_run:
         problems.append(f'{where}: "continues" with no run block before it on the page')
       if block.lang in RUN_LANGUAGES and block.not_run is None:
@@ -208,6 +221,9 @@ def write_fixture(folder: str) -> None:
     image(f'images/{name}', seed)
   write_text(os.path.join(folder, 'images', 'notes.jpg'), 'not an image\n')
   write_text(os.path.join(folder, 'manifest.csv'), _MANIFEST)
+  # Most users' manifests: TRAIN and VALIDATION rows, no TEST.
+  write_text(os.path.join(folder, 'train-val.csv'),
+             ''.join(l + '\n' for l in _MANIFEST.splitlines() if not l.startswith('TEST')))
   # What scripts/demo leaves in the clone (pipelines/demo_data.py), a few digits of it.
   digits = ['split,image_uri,label']
   for seed, (split, label) in enumerate([('TRAIN', 'zero'), ('TRAIN', 'one'),
@@ -254,20 +270,30 @@ def fixture_data(tmp_path_factory) -> str:
   return folder
 
 
-def _segments(chain: List[Block]) -> List[Tuple[str, str]]:
-  """(language, code) to run in order: consecutive Python blocks joined into one process."""
-  segments: List[Tuple[str, str]] = []
+def _segments(chain: List[Block]) -> List[Tuple[str, str, Optional[str]]]:
+  """(language, code, environment) to run in order: consecutive Python blocks of one
+  environment joined into one process."""
+  segments: List[Tuple[str, str, Optional[str]]] = []
   for block in chain:
     lang = 'python' if block.lang == 'python' else 'bash'
     code = block.code
     if block.lang == 'console':
       code = '\n'.join(l[2:] for l in code.split('\n') if l.startswith('$ ')) + '\n'
     code = f'# {block.page}:{block.line}\n{code}'
-    if segments and segments[-1][0] == 'python' and lang == 'python':
-      segments[-1] = ('python', segments[-1][1] + '\n' + code)
+    if segments and segments[-1][0] == 'python' == lang and segments[-1][2] == block.env:
+      segments[-1] = ('python', segments[-1][1] + '\n' + code, block.env)
     else:
-      segments.append((lang, code))
+      segments.append((lang, code, block.env))
   return segments
+
+
+def env_python(name: str) -> str:
+  """The python of scripts/NAME-env, which builds that environment the first time (from
+  its committed lock, cached afterwards) and prints its interpreter."""
+  done = subprocess.run([os.path.join(ROOT, 'scripts', f'{name}-env')], cwd=ROOT,
+                        capture_output=True, text=True, check=False)
+  assert done.returncode == 0, f'scripts/{name}-env failed:\n{done.stderr[-4000:]}'
+  return done.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.parametrize('chain', chains(), ids=chain_id)
@@ -280,11 +306,12 @@ def test_example_runs(chain: List[Block], fixture_data: str, tmp_path):
   env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   env['PYTHONDONTWRITEBYTECODE'] = '1'
   env['PYTHONPATH'] = ''   # the examples see the installed package only, as a user does
-  for n, (lang, code) in enumerate(_segments(chain)):
+  for n, (lang, code, env_name) in enumerate(_segments(chain)):
     script = str(tmp_path / f'example-{n}.{"py" if lang == "python" else "sh"}')
     with open(script, 'w', encoding='utf-8') as f:
       f.write(code)
-    command = [PYTHON, script] if lang == 'python' else ['bash', '-e', script]
+    python = env_python(env_name) if env_name else PYTHON
+    command = [python, script] if lang == 'python' else ['bash', '-e', script]
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
                           timeout=TIMEOUT_S, check=False)
     if done.returncode != 0:

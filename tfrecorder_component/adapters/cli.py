@@ -163,7 +163,10 @@ def cmd_convert(args) -> int:
   print(f'Wrote {result.records_written:,} records of {result.rows_read:,} rows to '
         f'{result.output_dir}')
   for split, count in result.records_per_split.items():
-    print(f'  {split}: {count:,} records in {result.split_dirs[split]}')
+    if split in result.split_dirs:
+      print(f'  {split}: {count:,} records in {result.split_dirs[split]}')
+    else:
+      print(f'  {split}: no records (not written)')
   for name, written in (result.summary.get('layouts') or {}).items():
     print(f'  layout {name}: {os.path.join(result.output_dir, written["folder"])}')
   if result.rows_failed:

@@ -37,8 +37,10 @@ class ConversionResult:
 
   Attributes:
     output_dir: The output folder.
-    split_dirs: {split: its folder of shards}.
-    records_per_split: {split: records written}.
+    split_dirs: {split: its folder of shards}, for the splits written: a split no
+      record went to has no folder (`engines.run.written_splits`).
+    records_per_split: {split: records written}, every split the run could write (0
+      for one left out).
     records_per_label: {label: records holding it}.
     rows_read: Manifest rows read.
     rows_failed: Rows that failed (listed in `report_dir`'s errors.jsonl).
@@ -218,7 +220,8 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
     if progress is not None:
       progress.close('done' if published else 'stopped')
   return ConversionResult(
-      output_dir=output_dir, split_dirs=output_paths.split_dirs(output_dir, split_names),
+      output_dir=output_dir, split_dirs=output_paths.split_dirs(
+          output_dir, run.written_splits(split_names, summary['records_per_split'])),
       records_per_split={n: summary['records_per_split'].get(n, 0) for n in split_names},
       records_per_label=summary['records_per_label'], rows_read=summary['rows_read'],
       rows_failed=summary['rows_failed'], errors_per_reason=summary['errors_per_reason'],

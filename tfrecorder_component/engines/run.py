@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tfrecorder_component import extras
@@ -386,6 +387,50 @@ def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]]
   return summary
 
 
+def written_splits(split_names: Sequence[str], records_per_split: Mapping[str, int]
+                   ) -> List[str]:
+  """The splits of `split_names` that a run writes: those at least one record went to.
+
+  A split no row went to (the `test` of a manifest of TRAIN and VALIDATION rows, a hash
+  bucket none fell in) is left out of the output: no `Split-<name>` folder, not in
+  `examples.json`'s nor the Examples artifact's `split_names`. SchemaGen, with its
+  defaults, would otherwise merge the empty split's statistics into the schema and mark
+  every feature deprecated, and Transform would then find no `image/encoded`.
+
+  Args:
+    split_names: The splits the run may write, in order.
+    records_per_split: {split: records written}; a split it lacks has none.
+  """
+  return [name for name in split_names if records_per_split.get(name)]
+
+
+def leave_out_empty_splits(split_dirs: Mapping[str, str],
+                           records_per_split: Mapping[str, int]) -> None:
+  """Removes what a run wrote for each split no record went to (`written_splits`): the
+  one empty shard both engines write there (as Beam writes an empty PCollection), then
+  the folder, if nothing else is in it. Only the run's own split folders are given (the
+  output's staging folder, an Examples artifact's URI), and only shards are removed.
+
+  Args:
+    split_dirs: {split: its folder}, local or on object storage.
+    records_per_split: {split: records written}.
+  """
+  prefix = f'{output_paths.TFRECORD_FILE_NAME}-'
+  for name, folder in split_dirs.items():
+    if records_per_split.get(name):
+      continue
+    if files.is_local(folder):
+      for path in files.match(os.path.join(folder, '*')):
+        if os.path.basename(path).startswith(prefix):
+          os.remove(path)
+      if os.path.isdir(folder) and not os.listdir(folder):
+        os.rmdir(folder)
+    else:
+      for relative in files.list_objects(folder):
+        if posixpath.basename(relative).startswith(prefix):
+          files.remove(files.join(folder, relative))
+
+
 def _convert_without_beam(sources, split_dirs, label_dir, report_dir,
                           options: ConversionOptions, workers: int, progress: Progress) -> None:
   """`local_pool.convert_locally` into local folders; its scratch folder removed however it
@@ -446,6 +491,8 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
     finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one
       files.remove(output_paths.work_dir(report_dir))
   summary = output_paths.read_summary(report_dir)
+  if split_dirs:
+    leave_out_empty_splits(split_dirs, summary['records_per_split'])
   progress.update(summary['rows_read'], summary['rows_failed'])  # the exact final counts
   for warning in summary.get('warnings') or ():  # both engines' (`steps.report`)
     logging.warning('%s', warning)

@@ -184,7 +184,7 @@ def missing_class_warnings(summary: Dict[str, Any], task: str) -> List[str]:
 def empty_split_warning(summary: Dict[str, Any], buckets) -> Optional[str]:
   """The warning of a run whose hash-bucket splits, asked for (`buckets` other than
   `splits.DEFAULT_BUCKETS`: `--splits train=8,val=1`), include some that got no record
-  (their folders are empty); None for the default buckets, which rows that bring their
+  (they are not written); None for the default buckets, which rows that bring their
   own split (ML_USE, a split folder) leave empty as a matter of course, or a run
   without records.
 
@@ -202,8 +202,8 @@ def empty_split_warning(summary: Dict[str, Any], buckets) -> Optional[str]:
   asked = ','.join(f'{name}={n}' for name, n in buckets)
   several = len(empty) > 1
   return (f'No record went to split{"s" if several else ""} {_listed(empty)} of --splits '
-          f'(splits) {asked}: {"their folders are" if several else "its folder is"} '
-          'empty. Rows whose manifest gives a split keep it (TRAIN: train, VALIDATION: eval, '
+          f'(splits) {asked}: {"they are" if several else "it is"} not written. Rows '
+          'whose manifest gives a split keep it (TRAIN: train, VALIDATION: eval, '
           'TEST: test, a split folder: its name); only the others are hashed into these '
           'buckets, and none fell there')
 

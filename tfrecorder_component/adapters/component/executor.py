@@ -311,8 +311,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     values, options = conversion_options(input_dict, exec_properties)
     sources = _sources(input_dict, exec_properties, values, report_dir)
     split_names = split_plan(exec_properties)[1]
-    examples.split_names = artifact_utils.encode_split_names(split_names)
-    split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
+    split_dirs = {name: output_paths.split_dir(examples.uri, name) for name in split_names}
 
     logging.info('Converting %d manifest file(s) into splits %s.', len(sources), split_names)
     summary = run.run_conversion(self._beam_pipeline_args, self._pipeline, sources,
@@ -327,7 +326,15 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         exec_properties.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME) or _fingerprint(sources))
     examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
     examples_utils.set_file_format(examples, 'tfrecords_gzip')
-    counts = {name: summary['records_per_split'].get(name, 0) for name in split_names}
+    # Only the splits records went to (`run.written_splits`): an empty one would make
+    # SchemaGen deprecate every feature.
+    written = run.written_splits(split_names, summary['records_per_split'])
+    examples.split_names = artifact_utils.encode_split_names(written)
+    left_out = [name for name in split_names if name not in written]
+    if left_out:
+      logging.info('No record went to split(s) %s: not written, not in split_names.',
+                   ', '.join(left_out))
+    counts = {name: summary['records_per_split'][name] for name in written}
     duplicates = summary['duplicates']
     for artifact in (examples, report):
       artifact.set_json_value_custom_property('record_counts', counts)

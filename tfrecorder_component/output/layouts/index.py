@@ -22,15 +22,17 @@ def write_index(summary: Dict[str, Any], output_dir: str, split_names: Sequence[
       split it lacks counts 0) and `features`.
     output_dir: The folder the splits are in (a run's staging folder, until the swap),
       a local path or a URI.
-    split_names: The run's output splits, in order.
+    split_names: The run's output splits, in order; those no record went to are left
+      out (they are not written: `engines.run.written_splits`).
     task: 'classification', 'detection' or 'segmentation'.
     layouts: {layout: its metadata} as `layouts.base.finish` returns it; None where no
       extra layout was written.
   """
   per_split = summary.get('records_per_split') or {}
+  written = [s for s in split_names if per_split.get(s)]  # as engines.run.written_splits
   index = {
-      'split_names': list(split_names),
-      'records_per_split': {s: per_split.get(s, 0) for s in split_names},
+      'split_names': written,
+      'records_per_split': {s: per_split[s] for s in written},
       'task': task,
       'features': summary.get('features') or {},
       'layouts': layouts or {},
