@@ -51,28 +51,48 @@ def reference(reader: str, fmt: str, path: str, *, images: Optional[str] = None,
   return json.loads(done.stdout)['images']
 
 
+def _hf_decoded(value):
+  """read.py's JSON value with its bytes ({'$bytes': base64}) as bytes again."""
+  import base64  # pylint: disable=g-import-not-at-top
+  if isinstance(value, dict):
+    if set(value) == {'$bytes'}:
+      return base64.b64decode(value['$bytes'])
+    return {k: _hf_decoded(v) for k, v in value.items()}
+  if isinstance(value, list):
+    return [_hf_decoded(v) for v in value]
+  return value
+
+
 def hf_parquet(path: str) -> Dict[str, Any]:
   """What Hugging Face `datasets.load_dataset(path)` reads from a `parquet` layout folder
   (read.py's `datasets` reader): {'features': {column: feature dict}, 'splits': {split:
   {'count': n, 'rows': [{column: value}]}}}, bytes as bytes again."""
-  import base64  # pylint: disable=g-import-not-at-top
   import json  # pylint: disable=g-import-not-at-top
   command = [oracle_python(), READ, '--reader', 'datasets', '--format', 'parquet', str(path)]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONWARNINGS='ignore')
   done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
   assert done.returncode == 0, f'datasets could not load {path}:\n{done.stderr[-4000:]}'
-
-  def decoded(value):
-    if isinstance(value, dict):
-      if set(value) == {'$bytes'}:
-        return base64.b64decode(value['$bytes'])
-      return {k: decoded(v) for k, v in value.items()}
-    if isinstance(value, list):
-      return [decoded(v) for v in value]
-    return value
-
   read = json.loads(done.stdout)
-  return {'features': read['features'], 'splits': decoded(read['splits'])}
+  return {'features': read['features'], 'splits': _hf_decoded(read['splits'])}
+
+
+def hf_parquet_shared(paths: List[str], hf_home: str) -> List[Dict[str, Any]]:
+  """What `datasets.load_dataset(path)`, no other argument, reads from each `parquet`
+  layout folder of `paths`, one after the other in one process whose HF_HOME is
+  `hf_home` (offline): datasets' own cache there, kept between calls. Per path, as
+  hf_parquet's, with 'cache_files': {split: the cache's Arrow files it was read from}."""
+  import json  # pylint: disable=g-import-not-at-top
+  command = [oracle_python(), READ, '--reader', 'datasets', '--format', 'parquet',
+             '--shared-cache', *map(str, paths)]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONWARNINGS='ignore',
+             HF_HOME=str(hf_home), HF_DATASETS_OFFLINE='1', HF_HUB_OFFLINE='1')
+  env.pop('HF_DATASETS_CACHE', None)
+  done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+  assert done.returncode == 0, f'datasets could not load {paths}:\n{done.stderr[-4000:]}'
+  reads = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+  assert len(reads) == len(paths), done.stdout[-4000:]
+  return [{'features': r['features'], 'splits': _hf_decoded(r['splits']),
+           'cache_files': r['cache_files']} for r in reads]
 
 
 def datumaro_export(fmt: str, spec: Dict[str, Any], out: str, **options) -> str:

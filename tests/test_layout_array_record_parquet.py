@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 from images import write_image, write_text
-from oracle_readers import hf_parquet
+from oracle_readers import hf_parquet, hf_parquet_shared
 import tfrecorder_component as trc
 from tfrecorder_component.adapters import cli
 from tfrecorder_component.record import example_proto
@@ -149,6 +149,16 @@ def check_array_record(out):
       assert len(direct) == len(flat)
       if order:  # (it asks for a pool of 0 threads for no keys)
         assert direct.__getitems__(order) == [flat[i] for i in order]
+  # A split no record went to is not written (no TFX folder, not in split_names nor
+  # records_per_split); the layout keeps its own rule: the empty files it wrote in the
+  # run from that split's empty TFX shards.
+  for split in sorted(set(index(out)['layouts']['array_record']['files'])
+                      - set(index(out)['split_names'])):
+    assert not os.path.exists(os.path.join(str(out), f'Split-{split}'))
+    assert split not in index(out)['records_per_split']
+    paths = layout_files(out, 'array_record', split)
+    listed += [os.path.basename(p) for p in paths]
+    assert paths and len(grain.ArrayRecordDataSource(paths)) == 0
   assert found == sorted(listed)
 
 
@@ -187,7 +197,11 @@ def check_parquet(out):
 
 
 def test_classification_array_record_random_access(classification):
-  assert index(classification)['records_per_split']['test'] == 0
+  # test got no record: not written, while the layout has its 3 empty files.
+  assert index(classification)['split_names'] == ['train', 'eval']
+  assert index(classification)['records_per_split'] == {'train': 20, 'eval': 10}
+  assert [os.path.basename(p) for p in layout_files(classification, 'array_record', 'test')] == [
+      f'test.array_record-{k:05d}-of-00003' for k in range(3)]
   check_array_record(classification)
 
 
@@ -256,6 +270,101 @@ def test_hugging_face_datasets_reads_boxes(detection):
   assert sorted(boxes) == [0, 0, 1, 1, 2, 2]
 
 
+def small_classification(root, count, labels, seed=0, overwrite=False):
+  """`count` PNGs, TRAIN 7 of 10 and VALIDATION the rest, one shard a split, the
+  `parquet` layout only: the card of every such output is the same, but for its name."""
+  rows = []
+  for i in range(count):
+    path = str(root / 'images' / f'{seed}-{i}.png')
+    write_image(path, 'PNG', height=9 + i % 3, width=11, seed=seed + i)
+    rows.append({'split': 'TRAIN' if i % 10 < 7 else 'VALIDATION', 'image_uri': path,
+                 'label': labels[i % len(labels)]})
+  out = root / 'out'
+  trc.convert(pd.DataFrame(rows), str(out), layouts=['parquet'], num_shards=1,
+              overwrite=overwrite)
+  return out
+
+
+def small_detection(root):
+  """write_coco's six images and ten more, hashed into train and eval, one shard a split:
+  a card like small_classification's but for its name."""
+  coco = json.loads(open(write_coco(root)).read())
+  for i in range(6, 16):
+    name = f'{i}.jpg'
+    write_image(str(root / name), 'JPEG', height=40, width=60, seed=100 + i)
+    coco['images'].append({'id': i + 1, 'file_name': name, 'width': 60, 'height': 40})
+  out = root / 'out'
+  trc.convert(write_text(str(root / 'instances.json'), json.dumps(coco)), str(out),
+              layouts=['parquet'], num_shards=1, splits={'train': 7, 'eval': 3})
+  return out
+
+
+def check_hf_read(read, out, names=None):
+  """`read` (hf_parquet's) is exactly `out`'s: its splits with records, every row as its
+  TFX records hold it, its columns; `names`, for classification, the ClassLabel's."""
+  want = hf_expected(out)
+  assert {s: r['count'] for s, r in read['splits'].items()} == {
+      s: len(rows) for s, rows in want.items()}
+  assert {s: r['rows'] for s, r in read['splits'].items()} == want
+  assert list(read['features']) == list(index(out)['features'])
+  label = read['features'].get('image/class/label')
+  if names:
+    assert label == {'names': names, '_type': 'ClassLabel'}
+  else:
+    assert label is None and 'image/object/bbox/xmin' in read['features']
+
+
+def cache_state(hf_home):
+  """{file under HF_HOME's datasets cache: its modification time (ns)}."""
+  root = os.path.join(str(hf_home), 'datasets')
+  return {os.path.join(parent, n): os.stat(os.path.join(parent, n)).st_mtime_ns
+          for parent, _, names in os.walk(root) for n in names
+          if not n.endswith('.lock')}
+
+
+def test_hugging_face_datasets_never_reads_another_outputs_cache(tmp_path):
+  """Two outputs whose cards list the same file names (a classification of 20 rows, a
+  detection of 16), loaded with `datasets.load_dataset('<out>/parquet')` one after the
+  other in one HF_HOME: each gives its own rows and columns, in one process and in two;
+  loaded again, an output is read from the cache its first load made, nothing made anew."""
+  cls = small_classification(tmp_path / 'cls', 20, LABELS)
+  det = small_detection(tmp_path / 'det')
+  counts = [[index(o)['records_per_split'][s] for s in ('train', 'eval')] for o in (cls, det)]
+  assert counts[0] == [14, 6] and all(counts[1]) and sum(counts[1]) == 16
+  assert sorted(os.listdir(cls / 'parquet')) == sorted(os.listdir(det / 'parquet'))
+  one, two = hf_parquet_shared([cls / 'parquet', det / 'parquet'], tmp_path / 'hf-one')
+  check_hf_read(one, cls, LABELS)
+  check_hf_read(two, det)
+  hf_home = tmp_path / 'hf-two'
+  (first,) = hf_parquet_shared([cls / 'parquet'], hf_home)
+  check_hf_read(first, cls, LABELS)
+  cached = cache_state(hf_home)
+  det_read, again = hf_parquet_shared([det / 'parquet', cls / 'parquet'], hf_home)
+  check_hf_read(det_read, det)
+  check_hf_read(again, cls, LABELS)
+  assert again['cache_files'] == first['cache_files']
+  assert set(det_read['cache_files']['train']).isdisjoint(first['cache_files']['train'])
+  assert cache_state(hf_home).items() >= cached.items()  # nothing made anew
+  for read in (one, two, first, det_read):
+    assert all(f.startswith(str(tmp_path)) for f in sum(read['cache_files'].values(), []))
+
+
+def test_an_output_overwritten_in_place_is_not_read_from_the_cache(tmp_path):
+  """An output loaded with `datasets`, then overwritten in place (`overwrite`) by one of
+  other rows and labels: the next load in the same HF_HOME gives the new rows, then
+  the new ones again from the cache it made."""
+  hf_home = tmp_path / 'hf'
+  out = small_classification(tmp_path, 20, LABELS)
+  (old,) = hf_parquet_shared([out / 'parquet'], hf_home)
+  check_hf_read(old, out, LABELS)
+  small_classification(tmp_path, 30, ['ant', 'bee'], seed=50, overwrite=True)
+  assert index(out)['records_per_split']['train'] == 21
+  new, again = hf_parquet_shared([out / 'parquet', out / 'parquet'], hf_home)
+  check_hf_read(new, out, ['ant', 'bee'])
+  assert set(new['cache_files']['train']).isdisjoint(old['cache_files']['train'])
+  assert again == new
+
+
 def test_cli_writes_the_parquet_layout_alone(tmp_path):
   rows = []
   for i in range(8):
@@ -317,11 +426,20 @@ def test_an_output_on_s3_gets_both_layouts(classification, tmp_path, s3_bucket):
   jobs = base.shard_jobs({s: str(classification / f'Split-{s}') for s in splits})
   written = [base.write_shard(job, ['array_record', 'parquet'], ctx) for job in jobs]
   info = base.finish(['array_record', 'parquet'], ctx, written)
-  assert info == summary['layouts']
+  # test got no record: its TFX shards are not there to write it from (the run wrote its
+  # empty layout files before they were removed); the written splits' files are the same.
+  assert splits == ['train', 'eval']
+  assert info == {name: {**layout, 'files': {s: layout['files'][s] for s in splits}}
+                  for name, layout in summary['layouts'].items()}
+  left_out = {n for layout in summary['layouts'].values() for n in layout['files']['test']}
+  assert sorted(left_out) == sorted(
+      [f'test.array_record-{k:05d}-of-00003' for k in range(3)]
+      + [f'test-{k:05d}-of-00003.parquet' for k in range(3)])
   local = tmp_path / 'out'
   s3_bucket.download('bkt', 'out', str(local))
   for folder in ('array_record', 'parquet'):
-    assert sorted(os.listdir(local / folder)) == sorted(os.listdir(classification / folder))
+    assert sorted(os.listdir(local / folder)) == sorted(
+        set(os.listdir(classification / folder)) - left_out)
     for name in os.listdir(local / folder):
       assert (local / folder / name).read_bytes() == (classification / folder / name
                                                      ).read_bytes(), name

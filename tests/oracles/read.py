@@ -34,7 +34,11 @@ its README.md the card) with `load_dataset(PATH)`, and prints another document:
   {"reader": "datasets", "format": "parquet", "features": the first split's
    Features.to_dict(), "splits": {SPLIT: {"count": N, "rows": [{COLUMN: value}]}}}
 
-each row as `datasets` gives it (python format), bytes as {"$bytes": base64}.
+each row as `datasets` gives it (python format), bytes as {"$bytes": base64}. Its cache
+goes to a temporary folder; with --shared-cache it is datasets' own (HF_HOME's), as a
+user's load is, further folders after PATH are loaded in turn in the same process, and
+each gives its document on a line of its own, with "cache_files": the Arrow files of
+the cache it was read from, by split.
 """
 from __future__ import annotations
 
@@ -315,6 +319,13 @@ def _jsonable(value: Any) -> Any:
   return value
 
 
+def _hf_read(loaded) -> Dict[str, Any]:
+  splits = {name: {'count': len(ds), 'rows': [_jsonable(row) for row in ds]}
+            for name, ds in loaded.items()}
+  features = next(iter(loaded.values())).features.to_dict() if loaded else {}
+  return {'features': features, 'splits': splits}
+
+
 def read_hf_parquet(path: str) -> Dict[str, Any]:
   """What `datasets.load_dataset(path)` gives: the splits its card names, every row. The
   cache it writes goes to a temporary folder, never the Hub (offline)."""
@@ -323,11 +334,19 @@ def read_hf_parquet(path: str) -> Dict[str, Any]:
   os.environ.setdefault('HF_DATASETS_DISABLE_PROGRESS_BARS', '1')
   import datasets  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory() as cache:
-    loaded = datasets.load_dataset(path, cache_dir=cache)
-    splits = {name: {'count': len(ds), 'rows': [_jsonable(row) for row in ds]}
-              for name, ds in loaded.items()}
-    features = next(iter(loaded.values())).features.to_dict() if loaded else {}
-  return {'features': features, 'splits': splits}
+    return _hf_read(datasets.load_dataset(path, cache_dir=cache))
+
+
+def read_hf_parquet_shared(path: str) -> Dict[str, Any]:
+  """What `datasets.load_dataset(path)` with no other argument gives, in datasets' own
+  cache (HF_HOME's, kept), as read_hf_parquet's document with 'cache_files' ({split:
+  the Arrow files of the cache read}); offline."""
+  os.environ.setdefault('HF_HUB_OFFLINE', '1')
+  os.environ.setdefault('HF_DATASETS_DISABLE_PROGRESS_BARS', '1')
+  import datasets  # pylint: disable=g-import-not-at-top
+  loaded = datasets.load_dataset(path)
+  cache_files = {name: [f['filename'] for f in ds.cache_files] for name, ds in loaded.items()}
+  return {**_hf_read(loaded), 'cache_files': cache_files}
 
 
 def main(argv=None) -> int:
@@ -337,16 +356,23 @@ def main(argv=None) -> int:
   parser.add_argument('--format', required=True)
   parser.add_argument('--images', help='the image folder, where the reader needs it')
   parser.add_argument('--masks', action='store_true', help='masks too, as COCO RLEs')
+  parser.add_argument('--shared-cache', action='store_true',
+                      help="datasets: its own cache (HF_HOME's), PATH and MORE in turn")
   parser.add_argument('path')
+  parser.add_argument('more', nargs='*', help='datasets --shared-cache: folders loaded next')
   args = parser.parse_args(argv)
+  if args.more and not args.shared_cache:
+    raise SystemExit('read.py: several folders only with --reader datasets --shared-cache')
   if args.reader == 'datasets':
     if args.format != 'parquet':
       raise SystemExit('read.py: datasets reads parquet only')
-    with contextlib.redirect_stdout(sys.stderr):
-      read = read_hf_parquet(args.path)
-    json.dump({'reader': args.reader, 'format': args.format, **read}, sys.stdout,
-              sort_keys=True)
-    sys.stdout.write('\n')
+    for path in [args.path, *args.more]:
+      with contextlib.redirect_stdout(sys.stderr):
+        read = (read_hf_parquet_shared if args.shared_cache else read_hf_parquet)(path)
+      json.dump({'reader': args.reader, 'format': args.format, **read}, sys.stdout,
+                sort_keys=True)
+      sys.stdout.write('\n')
+      sys.stdout.flush()
     return 0
   with contextlib.redirect_stdout(sys.stderr):  # what a reader prints is not the result
     if args.reader == 'pycocotools':

@@ -4,6 +4,9 @@
     <output>/parquet/<split>-SSSSS-of-NNNNN.parquet   shard k: TFX shard k's records
     <output>/parquet/README.md                        a dataset card for `datasets`
 
+(each shard also writes `<shard>.sha256`, its records' digest, which `finish` reads and
+removes).
+
 A row a record, a column a record key (`ctx.features`, in its order), named by the key
 (`image/encoded`, `image/class/label` ...). A key every record holds with exactly one
 value (`scalar`) is a scalar column, any other a list column: bytes -> binary, int64 ->
@@ -20,6 +23,18 @@ would take a file named `eval-...` for a `test` split), less those without recor
 `image/class/label` carries the label names as a `ClassLabel` in the schema's
 `huggingface` metadata, which `datasets` reads and pandas ignores.
 
+The card's one config is named `tfrecorder-<digest>` (CONFIG_PREFIX), the digest of what
+the rows are (`content_digest`: the columns, the label names, each shard's records in
+order), not `default`: `datasets` (5.2: load.py's LocalDatasetModuleFactory, builder.py's
+`_relative_data_dir`) caches a folder loaded with no other argument under
+`<folder's name>/<config name>/0.0.0/<hash of the card's configs>` and takes neither the
+folder's path nor its files' times into it, so under `default` every output's
+`parquet/` of the same splits and shard counts had one cache entry, and a second output
+loaded the first one's rows (even across processes). Named by its content, an output is
+read from its own entry, again from it when loaded again, and from a new one once
+overwritten with other records. `load_dataset('<output>/parquet')` takes the one config
+as the default, so no name is needed (`load_dataset(folder, name)` takes it too).
+
 Rows are written in row groups of about ROW_GROUP_BYTES of records, so a shard is never
 held whole in memory. Encoded images (IMAGE_COLUMNS) are stored as they are: no
 compression, dictionary or statistics, which would cost time and gain nothing on JPEG or
@@ -28,12 +43,13 @@ Pages hold about 1 MB (WRITE_BATCH_SIZE).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tfrecorder_component import extras
-from tfrecorder_component.io import files
+from tfrecorder_component.io import files, storage
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.output.layouts.base import split_files
 from tfrecorder_component.record import example_proto
@@ -44,7 +60,9 @@ FOLDER = 'parquet'
 REQUIRES = ()
 TYPED = True
 CARD = 'README.md'
-SUFFIXES = ('',)
+DIGEST_SUFFIX = '.sha256'
+SUFFIXES = ('', DIGEST_SUFFIX)
+CONFIG_PREFIX = 'tfrecorder-'
 ROW_GROUP_BYTES = 32 * 2**20
 # Values Arrow's writer encodes between its checks of the page size: by default 1,024,
 # which for encoded images makes one page of the whole row group, grown by copying as it
@@ -145,7 +163,9 @@ def writer_options(ctx) -> Dict[str, Any]:
 
 
 class _Sink:
-  """One shard: records parsed into columns, written a row group at a time."""
+  """One shard: records parsed into columns, written a row group at a time; at `close`,
+  the SHA-256 of its records (each's length, 8 bytes little-endian, then its bytes) in
+  `<shard>.sha256` beside it."""
 
   def __init__(self, ctx, path: str):
     import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
@@ -165,10 +185,14 @@ class _Sink:
     except BaseException:
       self._file.close()
       raise
+    self._path = path
+    self._digest = hashlib.sha256()
     self._values: List[List[Any]] = [[] for _ in self._columns]
     self._buffered = 0
 
   def write(self, record: bytes) -> None:
+    self._digest.update(len(record).to_bytes(8, 'little'))
+    self._digest.update(record)
     feature = self._parse(record).features.feature
     for (key, kind, scalar), values in zip(self._columns, self._values):
       if key in feature:
@@ -202,6 +226,7 @@ class _Sink:
     finally:
       self._writer = None
       self._file.close()
+    files.write_text(self._path + DIGEST_SUFFIX, self._digest.hexdigest())
 
 
 def _binary(values: List[bytes]):
@@ -216,7 +241,8 @@ def _binary(values: List[bytes]):
 
 
 def open_path(ctx, split: str, path: str) -> _Sink:  # pylint: disable=unused-argument
-  """A sink writing one Parquet shard at `path` in the run's schema.
+  """A sink writing one Parquet shard at `path` in the run's schema and, at `close`, its
+  records' digest at `<path>.sha256`.
 
   Args:
     ctx: The run's LayoutContext, whose `features` make the columns (`schema`).
@@ -236,16 +262,49 @@ def spec(ctx) -> Tuple[Any, ...]:
   return tuple(columns(ctx)), tuple(ctx.label_names())
 
 
-def card(split_files: Dict[str, Sequence[str]], records: Dict[str, int]) -> str:
-  """The dataset card: YAML `configs` naming the files of each split that has records
-  (JSON strings, which YAML reads as they are), then a line on what the files are.
+def content_digest(ctx, split_files: Dict[str, Sequence[str]],
+                   digests: Dict[str, str]) -> str:
+  """SHA-256 of what `datasets` reads from the layout: the columns and label names
+  (`spec`), and the records digests (their `.sha256`) of each split's shards in order,
+  the splits the card names.
+
+  Args:
+    ctx: The run's LayoutContext.
+    split_files: {split: its shard files' names in FOLDER, in order}, of the splits the
+      card names (those with records).
+    digests: {shard file name: its records' digest}.
+  """
+  keys, names = spec(ctx)
+  content = {'columns': [list(c) for c in keys], 'label_names': list(names),
+             'splits': [[split, [digests[n] for n in shards]]
+                        for split, shards in split_files.items()]}
+  return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def config_name(digest: str) -> str:
+  """The card's config name for an output: CONFIG_PREFIX and the first 16 hex digits of
+  its digest.
+
+  Args:
+    digest: The output's `content_digest` (hex).
+  """
+  return CONFIG_PREFIX + digest[:16]
+
+
+def card(split_files: Dict[str, Sequence[str]], records: Dict[str, int],
+         name: str = 'default') -> str:
+  """The dataset card: YAML `configs`, one config of name `name`, naming the files of each
+  split that has records (JSON strings, which YAML reads as they are), then a line on
+  what the files are.
 
   Args:
     split_files: {split: its shard files' names in FOLDER, in order}.
     records: {split: records written}; a split with none (or absent) is left out of
       `configs`.
+    name: The config's name (`config_name` of the output's digest: what `datasets`
+      caches it under).
   """
-  lines = ['---', 'configs:', '- config_name: default', '  data_files:']
+  lines = ['---', 'configs:', f'- config_name: {json.dumps(name)}', '  data_files:']
   for split, names in split_files.items():
     if records.get(split):
       lines += [f'  - split: {json.dumps(split)}', '    path:']
@@ -254,19 +313,36 @@ def card(split_files: Dict[str, Sequence[str]], records: Dict[str, int]) -> str:
             'A row a `tf.train.Example` record of the TFX shards beside this folder',
             "(`../Split-<split>/`), a column a record key (`image/encoded` the image file's",
             "bytes). Read with `datasets.load_dataset('<this folder>')`, or",
-            "`pandas.read_parquet` / `pyarrow.parquet.read_table` on a split's files.", '']
+            "`pandas.read_parquet` / `pyarrow.parquet.read_table` on a split's files.",
+            'The config is named by a digest of the rows, so that `datasets` caches each',
+            'output apart.', '']
   return '\n'.join(lines)
 
 
 def finish(ctx, counts: Dict[str, List[int]]) -> Dict[str, Any]:
-  """Writes the dataset card (CARD) into the layout's folder; returns the layout's entry
-  in the index: its shard files per split, the card's name and ROW_GROUP_BYTES.
+  """Reads and removes the shards' digests and writes the dataset card (CARD), its config
+  named by their `content_digest`, into the layout's folder; returns the layout's entry
+  in the index: its shard files per split, the card's name and ROW_GROUP_BYTES (not the
+  config's name, which follows the records' order in the shards, an order two engines
+  need not share, where the index and summary.json are the same on both).
 
   Args:
     ctx: The run's LayoutContext, whose `output_dir` holds the layout's folder.
     counts: {split: [records per shard]} of every shard written.
   """
+  folder = ctx.folder('parquet')
   names = split_files(counts, shard_name)
+  digests = {}
+  for shards in names.values():
+    for name in shards:
+      path = files.join(folder, name) + DIGEST_SUFFIX
+      if not files.is_local(path):  # Beam's file systems, where no Arrow client serves it
+        storage.prepare_file_systems(path)
+      with storage.open_object(path) as f:  # gs://, s3://: the Arrow client that wrote it
+        digests[name] = f.read().decode('ascii').strip()
+      files.remove(path)
   records = {split: sum(n) for split, n in counts.items()}
-  files.write_text(files.join(ctx.folder('parquet'), CARD), card(names, records))
+  config = config_name(content_digest(
+      ctx, {split: shards for split, shards in names.items() if records.get(split)}, digests))
+  files.write_text(files.join(folder, CARD), card(names, records, config))
   return {'files': names, 'card': CARD, 'row_group_bytes': ROW_GROUP_BYTES}
