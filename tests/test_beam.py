@@ -131,8 +131,17 @@ def test_split_override_and_jsonl_source(tmp_path):
   out, summary, _ = convert(tmp_path, [ManifestSource(manifest, split='test')])
   assert summary['records_per_split'] == {'test': 1}
   assert list(by_source_id(out, ['test'])) == ['a.png']
-  # Splits no row went to still exist, as empty shards that readers accept.
+  # The transform writes an empty shard for each split no row went to (as Beam writes an
+  # empty PCollection), which readers accept; the run then leaves those splits out.
   assert by_source_id(out, ['train', 'eval']) == {}
+  for split in ('train', 'eval'):
+    names = os.listdir(os.path.join(out, f'Split-{split}'))
+    assert len(names) == 1 and names[0].startswith('data_tfrecord-'), names
+  from tfrecorder_component.engines import run  # pylint: disable=g-import-not-at-top
+  run.leave_out_empty_splits({s: os.path.join(out, f'Split-{s}') for s in SPLITS},
+                             summary['records_per_split'])
+  assert sorted(n for n in os.listdir(out) if n.startswith('Split-')) == ['Split-test']
+  assert list(by_source_id(out, ['test'])) == ['a.png']
 
 
 def test_multi_label_rows_and_extra_columns_become_typed_features(tmp_path):

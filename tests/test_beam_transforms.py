@@ -158,14 +158,16 @@ def test_label_vocabulary_orders_integer_labels_numerically_else_as_text(tmp_pat
   boxes = [chunk_of(d, row(d, 'a.jpg', objects=(ObjectBox('zebra', 0, 0, 1, 1),
                                                  ObjectBox('ant', 0, 0, 1, 1))))]
   with BeamTestPipeline() as p:
-    for name, chunks, expected in (
-        ('integers', integers, {'labels': ['2', '3', '10'], 'task': 'classification'}),
-        ('mixed', mixed, {'labels': ['10', '2', 'cat'], 'task': 'classification'}),
-        ('boxes', boxes, {'labels': ['ant', 'zebra'], 'task': 'detection'}),
-        ('failed rows', with_failed, {'labels': ['cat'], 'task': 'classification'}),
-        ('empty', [], {'labels': [], 'task': 'classification'})):
+    for name, chunks, expected, order in (
+        ('integers', integers, {'labels': ['2', '3', '10'], 'task': 'classification'}, 'auto'),
+        # label_order='text': as Keras and TFDS number class folders
+        ('as text', integers, {'labels': ['10', '2', '3'], 'task': 'classification'}, 'text'),
+        ('mixed', mixed, {'labels': ['10', '2', 'cat'], 'task': 'classification'}, 'auto'),
+        ('boxes', boxes, {'labels': ['ant', 'zebra'], 'task': 'detection'}, 'auto'),
+        ('failed rows', with_failed, {'labels': ['cat'], 'task': 'classification'}, 'auto'),
+        ('empty', [], {'labels': [], 'task': 'classification'}, 'auto')):
       vocabulary = (p | f'Create[{name}]' >> beam.Create(chunks)
-                    | f'Vocabulary[{name}]' >> LabelVocabulary()
+                    | f'Vocabulary[{name}]' >> LabelVocabulary(label_order=order)
                     | f'Ids[{name}]' >> beam.Map(lambda v: {k: v[k] for k in ('labels', 'task')}))
       assert_that(vocabulary, equal_to([expected]), label=name)
 
@@ -382,7 +384,8 @@ def test_duplicate_counts_keep_the_first_groups_by_uri_not_every_group():
     assert_that(counts, equal_to([{
         'groups': 500, 'extra_records': sum(len(g['uris']) - 1 for g in groups),
         'cross_split_groups': sum(g['cross_split'] for g in groups),
-        'first': sorted(groups, key=lambda g: g['uris'])[:10]}]))
+        'first': sorted(groups, key=lambda g: g['uris'])[:10],
+        'source_id_groups': 0, 'source_id_groups_in_a_split': 0, 'first_source_ids': []}]))
 
 
 def test_a_run_file_lists_its_buckets_and_reads_any_slice_across_blocks(tmp_path,

@@ -9,7 +9,7 @@ import pytest
 
 from images import write_image, write_text
 from records import feature, read_split
-from tfrecorder_component import convert
+from tfrecorder_component import convert, read_label_map
 from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest.class_map import parse_class_map
@@ -102,7 +102,9 @@ def test_coco_category_ids_kept_only_for_unrenamed_classes(photos):
   manifest = write_text(str(photos / 'coco.json'), json.dumps(coco))
   out = str(photos / 'out')
   convert(manifest, out, class_map={'cat': 'feline'})
-  assert _objects(out) == {'a.jpg': [('dog', 7), ('feline', 8)]}
+  assert _objects(out) == {'1': [('dog', 7), ('feline', 8)]}  # by COCO's image id
+  # the renamed category keeps no declared id: 'cat' is in no label file
+  assert read_label_map(out) == {'dog': 7, 'feline': 8}
 
 
 @pytest.mark.parametrize('given, message', [

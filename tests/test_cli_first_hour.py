@@ -44,7 +44,8 @@ def python(code, *args):
 
 @pytest.fixture(scope='module')
 def output(tmp_path_factory):
-  """An output of convert: 4 train records (cat, dog), 2 test records (bird), no eval."""
+  """An output of convert: 4 train records (cat, dog), 2 test records (bird), no eval
+  (a split no record went to: not written)."""
   root = tmp_path_factory.mktemp('first-hour')
   rows = []
   for i in range(6):
@@ -166,8 +167,12 @@ def test_inspect_split_applies_to_the_printed_records_and_counts(output):
   assert 'train' not in done.stdout.split('{"split"')[0]
   # Without --split: every split, records in split order.
   done = run_cli('inspect', output, '--records', '5')
-  assert "Records per split: {'eval': 0, 'test': 2, 'train': 4}" in done.stdout
+  # eval got no record: not written, so neither counted nor offered.
+  assert "Records per split: {'test': 2, 'train': 4}" in done.stdout
   assert [r['split'] for r in _records(done.stdout)] == ['test'] * 2 + ['train'] * 3
+  done = run_cli('inspect', output, '--split', 'eval')
+  assert (done.returncode, done.stderr) == (
+      2, f"error: {output} has no split 'eval'; its splits: test, train\n")
 
 
 def test_inspect_of_a_local_output_does_not_import_beam(output, tmp_path):

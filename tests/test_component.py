@@ -22,6 +22,7 @@ from tfrecorder_component.io.tfrecord import read_shard
 from tfrecorder_component.adapters.component import executor, spec
 from tfrecorder_component.adapters.component.types import ConversionReport
 from tfrecorder_component.images.transform import ImageTransform
+from tfrecorder_component.record.example import uri_number
 
 
 @pytest.mark.parametrize('artifact_type', [ImageManifest, ConversionReport])
@@ -124,6 +125,28 @@ def test_label_map_and_append_new_labels_reach_the_executor(tmp_path):
   assert examples.get_string_custom_property('label_map_given') == label_map
 
 
+def test_class_synset_and_label_order_reach_the_executor(tmp_path):
+  """label_order='text' numbers integer class names as text (10 before 2, as Keras's
+  image_dataset_from_directory does) and class_synset writes each label again as
+  image/class/synset, set on the component and read by its executor."""
+  rows = []
+  for i, label in enumerate(['2', '10', '1']):
+    write_image(str(tmp_path / 'in' / f'{i}.png'), 'PNG', 'RGB', 6, 6, seed=i)
+    rows.append(f'TRAIN,{i}.png,{label}\n')
+  write_text(str(tmp_path / 'in' / 'm.csv'), ''.join(rows))
+  gen = ImageExampleGen(input_base=str(tmp_path / 'in'), label_order='text', class_synset=True)
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  from tfrecorder_component import read_label_map  # pylint: disable=g-import-not-at-top
+  assert read_label_map(examples.uri) == {'1': 0, '10': 1, '2': 2}  # as text
+  records = by_source_id(examples.uri, ['train'])
+  assert {uri: (feature(ex, 'image/class/label'), feature(ex, 'image/class/synset'))
+          for uri, (_, ex) in records.items()} == {
+              '0.png': ([2], [b'2']), '1.png': ([1], [b'10']), '2.png': ([0], [b'1'])}
+
+
 def test_class_map_reaches_the_executor(tmp_path):
   """class_map, set on the component, renames and drops classes in what the executor
   writes; a bad one is refused when the component is built."""
@@ -186,16 +209,18 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
       'image_transform': {'size': [4, 4]},
       'num_shards': 2,
       'layouts': ['tfrecord'],
+      'source_id': 'number',
   }
   # shard_size_mb is the alternative to num_shards (one or the other), and include_masks
   # and include_keypoints read COCO only: their own tests below. concurrent_reads changes
   # how many reads of remote images are in flight, not the records: seen at a storage
   # server in tests/test_object_storage.py. label_map and append_new_labels need labels:
   # test_label_map_and_append_new_labels_reach_the_executor above, class_map
-  # test_class_map_reaches_the_executor.
+  # test_class_map_reaches_the_executor, class_synset and label_order
+  # test_class_synset_and_label_order_reach_the_executor.
   missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
       'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads',
-      'label_map', 'append_new_labels', 'class_map'}
+      'label_map', 'append_new_labels', 'class_map', 'class_synset', 'label_order'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties
@@ -209,7 +234,10 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
 
   # range_config: span 1, not the latest; output_config: every unassigned row in 'alpha'.
   assert examples.span == 1
-  records = by_source_id(examples.uri, ['alpha', 'train', 'eval', 'test'])
+  # source_id: the URIs' numbers (`uri_number`), by which the records are found here.
+  uris = {str(uri_number(uri)): uri for uri in ('ok.png', 'photo.webp', 'no_iend.png')}
+  records = {uris[number]: value for number, value in by_source_id(
+      examples.uri, ['alpha', 'train', 'eval', 'test']).items()}
   # image_root, manifest_format, convert_unsupported (the WebP) and verify_decode (the
   # PNG without IEND is not decoded before it is written) let these three through.
   assert {uri: split for uri, (split, _) in records.items()} == {

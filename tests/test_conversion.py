@@ -179,7 +179,11 @@ def test_cli_source_and_output_mistakes_are_one_line(tmp_path):
   assert run_cli('convert', manifest, str(out)).returncode == 0
   done = run_cli('inspect', str(out), '--split', 'holdout')
   assert (done.returncode, done.stderr) == (
-      2, f"error: {out} has no split 'holdout'; its splits: eval, test, train\n")
+      2, f"error: {out} has no split 'holdout'; its splits: train\n")
+  # eval and test got no record: they are not written, and inspect does not offer them.
+  done = run_cli('inspect', str(out), '--split', 'test')
+  assert (done.returncode, done.stderr) == (
+      2, f"error: {out} has no split 'test'; its splits: train\n")
 
 
 def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
@@ -189,8 +193,12 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   first = write_text(str(data / 'first.csv'),
                      'split,image_uri,label\nTRAIN,a.png,cat\nTRAIN,b.png,cat\n')
   out = tmp_path / 'out'
-  trc.convert(first, str(out), splits={'train': 1, 'holdout': 1})
-  assert (out / 'Split-holdout').is_dir()
+  first_result = trc.convert(first, str(out), splits={'train': 1, 'holdout': 1})
+  # No record went to holdout: it is not written (only train is).
+  assert first_result.records_per_split == {'train': 2, 'holdout': 0, 'eval': 0, 'test': 0}
+  assert list(first_result.split_dirs) == ['train']
+  assert sorted(n for n in os.listdir(out) if n.startswith('Split-')) == ['Split-train']
+  assert json.loads((out / 'examples.json').read_text())['split_names'] == ['train']
   before = {p: open(p, 'rb').read() for p in glob.glob(str(out / '**' / '*'), recursive=True)
             if os.path.isfile(p)}
   second = write_text(str(data / 'second.csv'), 'split,image_uri,label\nTEST,c.png,dog\n')
@@ -209,10 +217,15 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   assert after == before
 
   # A successful overwrite replaces everything: no split of the old run is left.
+  # The old Split-train is gone; the new run's empty train and eval are not written.
   result = trc.convert(second, str(out), overwrite=True)
-  assert sorted(os.listdir(out)) == ['Split-eval', 'Split-test', 'Split-train', '_SUCCESS',
-                                     'examples.json', 'label_map.pbtxt', 'labels.txt', 'report']
+  assert sorted(os.listdir(out)) == ['Split-test', '_SUCCESS',
+                                     'examples.json', 'label_map.csv', 'label_map.pbtxt',
+                                     'labels.txt', 'report']
   assert result.records_per_split == {'train': 0, 'eval': 0, 'test': 1}
+  assert list(result.split_dirs) == ['test']
+  index = json.loads((out / 'examples.json').read_text())
+  assert (index['split_names'], index['records_per_split']) == (['test'], {'test': 1})
   assert sorted(os.listdir(tmp_path)) == ['data', 'out']  # no partial, old or failed folder
 
   # A failed run into a new folder leaves its report there, and no record.
@@ -222,8 +235,8 @@ def test_a_used_output_folder_is_refused_or_replaced_whole(tmp_path):
   # Only a failed run's report there: the next run takes the folder without overwrite.
   trc.convert(second, str(tmp_path / 'new'))
   assert sorted(os.listdir(tmp_path / 'new')) == [
-      'Split-eval', 'Split-test', 'Split-train', '_SUCCESS', 'examples.json',
-      'label_map.pbtxt', 'labels.txt', 'report']
+      'Split-test', '_SUCCESS', 'examples.json',
+      'label_map.csv', 'label_map.pbtxt', 'labels.txt', 'report']
   assert (tmp_path / 'new' / 'report' / 'errors.jsonl').read_text() == ''  # the new report
   with pytest.raises(ValueError, match='is a file; the output must be a folder'):
     trc.convert(second, first)
@@ -526,7 +539,14 @@ def test_cli_num_shards_spreads_the_same_records_over_that_many_shards(tmp_path)
   assert train == [f'data_tfrecord-0000{k}-of-00004.gz' for k in range(4)]
   sizes = [len(list(read_shard(str(tmp_path / 'four' / 'Split-train' / n)))) for n in train]
   assert sizes == [2, 3, 2, 3]  # 10 records: [k*10//4, (k+1)*10//4)
-  assert len(os.listdir(tmp_path / 'four' / 'Split-test')) == 4  # empty, but 4 all the same
+  # eval and test got no record: not written, even with --num-shards (no empty shards).
+  assert sorted(n for n in os.listdir(tmp_path / 'four') if n.startswith('Split-')) == [
+      'Split-train']
+  index = json.loads((tmp_path / 'four' / 'examples.json').read_text())
+  assert (index['split_names'], index['records_per_split']) == (['train'], {'train': 10})
+  assert run.stdout.splitlines()[1:4] == [
+      f'  train: 10 records in {tmp_path}/four/Split-train',
+      '  eval: no records (not written)', '  test: no records (not written)']
   trc.convert(manifest, str(tmp_path / 'default'))
   assert tfrecord_digest.digest(str(tmp_path / 'four')) == tfrecord_digest.digest(
       str(tmp_path / 'default'))

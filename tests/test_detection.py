@@ -13,7 +13,7 @@ import tensorflow as tf
 from PIL import Image
 
 from test_beam import SPLITS, convert
-from records import by_source_id, feature
+from records import by_coco_file_name, by_source_id, feature
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.record.labels import read_label_map
 from tfrecorder_component.images.transform import ImageTransform
@@ -85,7 +85,9 @@ def expected_objects(name, ids=EXPECTED_IDS):
 
 
 def assert_records_match_annotations(out, coco):
-  records = by_source_id(out, SPLITS)
+  """`coco`: the COCO file converted into `out` (its records are found by image id), or
+  None for an AutoML CSV's output (by image URI)."""
+  records = by_coco_file_name(out, SPLITS, coco) if coco else by_source_id(out, SPLITS)
   assert sorted(records) == sorted(OBJECTS)
   for name, (_, example) in records.items():
     got = objects_of(example)
@@ -114,8 +116,8 @@ def test_coco_keeps_its_category_ids_and_automl_csv_gives_the_same_boxes(tmp_pat
   out_coco, summary_coco, errors_coco = convert(tmp_path / 'coco', [ManifestSource(coco)])
   out_csv, summary_csv, errors_csv = convert(tmp_path / 'csv', [ManifestSource(csv)])
   assert errors_coco == [] and errors_csv == []
-  coco_records = assert_records_match_annotations(out_coco, coco=True)
-  csv_records = assert_records_match_annotations(out_csv, coco=False)
+  coco_records = assert_records_match_annotations(out_coco, coco=coco)
+  csv_records = assert_records_match_annotations(out_csv, coco=None)
   for name in OBJECTS:  # the photos' bytes pass through unchanged
     data = (photos / name).read_bytes()
     assert feature(coco_records[name][1], 'image/encoded') == [data]
@@ -178,12 +180,14 @@ def test_model_garden_decoder_reads_the_records(tmp_path, photos):
   tf_example_decoder = pytest.importorskip('official.vision.dataloaders.tf_example_decoder',
                                            reason='tf-models-official is not in this stack')
   decoder = tf_example_decoder.TfExampleDecoder(include_mask=False)
-  out, _, errors = convert(tmp_path, [ManifestSource(write_coco(photos / 'decoder.json'))])
+  coco = write_coco(photos / 'decoder.json')
+  out, _, errors = convert(tmp_path, [ManifestSource(coco)])
   assert errors == []
-  records = by_source_id(out, SPLITS)
+  records = by_coco_file_name(out, SPLITS, coco)
+  ids = {image['file_name']: image['id'] for image in json.loads(open(coco).read())['images']}
   for name, (_, example) in records.items():
     decoded = decoder.decode(tf.constant(example.SerializeToString()))
-    assert decoded['source_id'].numpy() == name.encode()
+    assert decoded['source_id'].numpy() == str(ids[name]).encode()  # COCO's image id
     assert tuple(decoded['image'].shape) == (H, W, 3)
     assert (int(decoded['height']), int(decoded['width'])) == (H, W)
     got = sorted(zip(decoded['groundtruth_classes'].numpy().tolist(),
@@ -307,7 +311,7 @@ def test_coco_folder_through_tfx_with_a_transform(tmp_path, photos):
   from tfrecorder_component.adapters.component.mlmd import latest_output
 
   (tmp_path / 'annotations').mkdir()
-  write_coco(tmp_path / 'annotations' / 'instances.json')
+  coco = write_coco(tmp_path / 'annotations' / 'instances.json')
   gen = ImageExampleGen(input_base=str(tmp_path / 'annotations'), image_root=str(photos),
                         image_transform={'longest_side': 320, 'encode': 'png'})
   stats = tfx.components.StatisticsGen(examples=gen.outputs['examples'])
@@ -316,7 +320,7 @@ def test_coco_folder_through_tfx_with_a_transform(tmp_path, photos):
 
   examples = latest_output(config, 'coco', 'ImageExampleGen', 'examples')
   assert examples.get_int_custom_property('objects_written') == 4
-  records = by_source_id(examples.uri, SPLITS)
+  records = by_coco_file_name(examples.uri, SPLITS, coco)
   assert sorted(records) == sorted(OBJECTS)
   for name, (_, example) in records.items():
     assert feature(example, 'image/format') == [b'png']

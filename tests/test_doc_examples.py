@@ -31,6 +31,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
+from consumer_envs import env_python
 from images import write_image, write_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -287,15 +288,6 @@ def _segments(chain: List[Block]) -> List[Tuple[str, str, Optional[str]]]:
   return segments
 
 
-def env_python(name: str) -> str:
-  """The python of scripts/NAME-env, which builds that environment the first time (from
-  its committed lock, cached afterwards) and prints its interpreter."""
-  done = subprocess.run([os.path.join(ROOT, 'scripts', f'{name}-env')], cwd=ROOT,
-                        capture_output=True, text=True, check=False)
-  assert done.returncode == 0, f'scripts/{name}-env failed:\n{done.stderr[-4000:]}'
-  return done.stdout.strip().splitlines()[-1]
-
-
 @pytest.mark.parametrize('chain', chains(), ids=chain_id)
 def test_example_runs(chain: List[Block], fixture_data: str, tmp_path):
   """The example runs to exit 0 in a fresh copy of the data."""
@@ -306,6 +298,7 @@ def test_example_runs(chain: List[Block], fixture_data: str, tmp_path):
   env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   env['PYTHONDONTWRITEBYTECODE'] = '1'
   env['PYTHONPATH'] = ''   # the examples see the installed package only, as a user does
+  env['HF_HOME'] = str(tmp_path / 'huggingface')  # no cache shared with other runs
   for n, (lang, code, env_name) in enumerate(_segments(chain)):
     script = str(tmp_path / f'example-{n}.{"py" if lang == "python" else "sh"}')
     with open(script, 'w', encoding='utf-8') as f:

@@ -78,12 +78,17 @@ def test_num_shards_spreads_the_records_of_every_worker_over_exactly_that_many(t
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 5)
   monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 4)
   result = trc.convert(_rows(tmp_path, 40), str(tmp_path / 'out'), num_shards=3)
-  for split, count in (('train', 20), ('test', 20), ('eval', 0)):
+  for split, count in (('train', 20), ('test', 20)):
     names = sorted(os.listdir(tmp_path / 'out' / f'Split-{split}'))
     assert names == [f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)]
     sizes = [len(list(tfrecord.read_shard(str(tmp_path / 'out' / f'Split-{split}' / n))))
              for n in names]
     assert sum(sizes) == count and max(sizes) - min(sizes) <= 1
+  # eval got no record: not written, none of the workers' empty shards left behind.
+  assert sorted(n for n in os.listdir(tmp_path / 'out') if n.startswith('Split-')) == [
+      'Split-test', 'Split-train']
+  assert result.records_per_split == {'train': 20, 'eval': 0, 'test': 20}
+  assert list(result.split_dirs) == ['train', 'test']
   assert result.records_written == 40
   assert not [p for p, _, _ in os.walk(tmp_path / 'out') if '.work' in p]
 

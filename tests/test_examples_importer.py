@@ -17,7 +17,8 @@ import tfrecorder_component as trc
 from tfrecorder_component.adapters.component.importer import examples_importer
 from tfrecorder_component.adapters.component.mlmd import latest_output
 
-SPLITS = ['train', 'eval', 'test']  # convert's splits: test is empty here
+# convert's splits written here: no record went to test, so it is not written.
+SPLITS = ['train', 'eval']
 
 
 def convert(root, out, train, evaluate, overwrite=False):
@@ -30,6 +31,9 @@ def convert(root, out, train, evaluate, overwrite=False):
                  'label': ('cat', 'dog')[i % 2]})
   result = trc.convert(pandas.DataFrame(rows), out, overwrite=overwrite)
   assert result.records_per_split == {'train': train, 'eval': evaluate, 'test': 0}
+  assert list(result.split_dirs) == SPLITS
+  assert sorted(n for n in os.listdir(out) if n.startswith('Split-')) == [
+      'Split-eval', 'Split-train']
   return out
 
 
@@ -58,16 +62,18 @@ def test_statistics_gen_and_schema_gen_take_the_imported_output(tmp_path, monkey
   assert examples.get_string_custom_property('file_format') == 'tfrecords_gzip'
   statistics = latest_output(config, 'imported', 'StatisticsGen', 'statistics')
   assert artifact_utils.decode_split_names(statistics.split_names) == SPLITS
-  for split, count in zip(SPLITS, (20, 10, 0)):
+  for split, count in zip(SPLITS, (20, 10)):
     found = tfdv.load_stats_binary(os.path.join(
         artifact_utils.get_split_uri([statistics], split), 'FeatureStats.pb'))
     [dataset] = found.datasets
     assert dataset.num_examples == count, split
-    if count:
-      label = tfdv.get_feature_stats(dataset, tfdv.FeaturePath(['image/class/label']))
-      assert label.num_stats.min == 0 and label.num_stats.max == 1
+    label = tfdv.get_feature_stats(dataset, tfdv.FeaturePath(['image/class/label']))
+    assert label.num_stats.min == 0 and label.num_stats.max == 1
+  assert not os.path.exists(os.path.join(statistics.uri, 'Split-test'))
   schema_artifact = latest_output(config, 'imported', 'SchemaGen', 'schema')
   inferred = tfdv.load_schema_text(os.path.join(schema_artifact.uri, 'schema.pbtxt'))
+  # No empty split's statistics merged in: no feature deprecated.
+  assert [f.name for f in inferred.feature if f.lifecycle_stage] == []
   assert tfdv.get_feature(inferred, 'image/class/label').type == 2  # INT
   assert tfdv.get_feature(inferred, 'image/encoded').type == 1  # BYTES
 
@@ -118,7 +124,8 @@ def test_split_names_keep_the_outputs_order(tmp_path):
   properties = examples_importer(out).outputs['result'].additional_properties
   # ExampleGen's order (hash-bucket splits, then train/eval/test for the split column),
   # not sorted: an Examples artifact's split_names as ImageExampleGen writes them.
-  assert json.loads(properties['split_names']) == ['zeta', 'alpha', 'train', 'eval', 'test']
+  # train, eval and test (no row has a split) got no record: not written.
+  assert json.loads(properties['split_names']) == ['zeta', 'alpha']
 
 
 def test_a_folder_that_is_not_a_finished_output_is_refused(output, tmp_path):
@@ -136,9 +143,10 @@ def test_a_folder_that_is_not_a_finished_output_is_refused(output, tmp_path):
   os.makedirs(empty)
   with pytest.raises(ValueError, match=f'{empty} is not an output of convert'):
     examples_importer(empty)
-  with pytest.raises(ValueError, match=r"holds splits \['train', 'eval', 'test'\], not the "
-                     r"split_names given \(\['train', 'eval'\]\)"):
-    examples_importer(output, split_names=['train', 'eval'])
+  # test got no record and is not written: naming it is refused.
+  with pytest.raises(ValueError, match=r"holds splits \['train', 'eval'\], not the "
+                     r"split_names given \(\['train', 'eval', 'test'\]\)"):
+    examples_importer(output, split_names=['train', 'eval', 'test'])
 
 
 def test_an_output_without_examples_json_needs_its_split_names(output, tmp_path):
@@ -149,6 +157,8 @@ def test_an_output_without_examples_json_needs_its_split_names(output, tmp_path)
     examples_importer(older)
   with pytest.raises(ValueError, match=r"no shards for split\(s\) \['validation'\]"):
     examples_importer(older, split_names=['train', 'validation'])
+  with pytest.raises(ValueError, match=r"no shards for split\(s\) \['test'\]"):  # not written
+    examples_importer(older, split_names=['train', 'eval', 'test'])
   channel = examples_importer(older, split_names=['eval', 'train']).outputs['result']
   assert channel.additional_properties['split_names'] == '["eval", "train"]'
 

@@ -101,8 +101,10 @@ def test_classification_loads_every_split_with_decoded_images_and_class_names(cl
 def test_an_empty_split_is_left_out_and_the_index_lists_the_layout(classification):
   _, out = classification
   folder = os.path.join(out, 'tfds')
-  # TFX's empty test split has an empty shard; TFDS cannot read an empty split, so it is
+  # No record went to test: TFX's split is not written (its empty shard, which the layout
+  # is written from, is removed after the run); TFDS cannot read an empty split, so it is
   # not in the metadata, and no file of it (nor any stats file) is left.
+  assert not os.path.exists(os.path.join(out, 'Split-test'))
   assert sorted(os.listdir(folder)) == [
       'dataset_info.json', 'features.json', 'images-eval.tfrecord-00000-of-00001',
       'images-train.tfrecord-00000-of-00001', 'label.labels.txt', 'metadata.json']
@@ -120,7 +122,8 @@ def test_an_empty_split_is_left_out_and_the_index_lists_the_layout(classificatio
       'metadata': ['dataset_info.json', 'features.json', 'label.labels.txt',
                    'metadata.json'],
       'empty_splits': ['test']}
-  assert index['records_per_split'] == {'train': 5, 'eval': 2, 'test': 0}
+  assert index['split_names'] == ['train', 'eval']
+  assert index['records_per_split'] == {'train': 5, 'eval': 2}
 
 
 def test_records_are_what_tfds_own_serializer_writes(classification):
@@ -150,7 +153,10 @@ def test_records_are_what_tfds_own_serializer_writes(classification):
 def test_tfx_shards_are_byte_identical_with_and_without_the_layout(classification):
   d, out = classification
   with_layout, without = split_files(out), split_files(str(d / 'plain'))
-  assert sorted(with_layout) == sorted(without) and len(with_layout) == 3
+  # train and eval's shard each; test got no record and is not written, with or without.
+  assert sorted(with_layout) == sorted(without) == [
+      'Split-eval/data_tfrecord-00000-of-00001.gz',
+      'Split-train/data_tfrecord-00000-of-00001.gz']
   assert with_layout == without
 
 
@@ -233,6 +239,54 @@ def test_detection_through_beam_reads_boxes_labels_and_masks(tmp_path):
     for mask, (_, x, y, w, h) in zip(o['mask'], want):
       assert mask[int(y) + 1:int(y + h) - 1, int(x) + 1:int(x + w) - 1].min() == 1
       assert mask.sum() <= (w + 1) * (h + 1)
+
+
+# Reads the `tfds` layout at argv[1] with the environment's own TFDS: {'tfds': version,
+# 'names': the ClassLabel's, 'examples': {filename: {'bbox': [[ymin, xmin, ymax, xmax]],
+# 'label': [ClassLabel index]}}}.
+_READ_WITH_TFDS = """
+import json, sys
+import tensorflow_datasets as tfds
+builder = tfds.builder_from_directory(sys.argv[1])
+objects = builder.info.features['objects']
+assert isinstance(objects.feature['bbox'], tfds.features.BBoxFeature)
+got = {}
+for e in tfds.as_numpy(builder.as_dataset(split='train', shuffle_files=False)):
+  got[e['image/filename'].decode()] = {'bbox': e['objects']['bbox'].tolist(),
+                                       'label': e['objects']['label'].tolist()}
+print(json.dumps({'tfds': tfds.__version__, 'names': objects.feature['label'].names,
+                  'examples': got}))
+"""
+
+
+@pytest.mark.parametrize('env, version', [('consumers', '4.9.6'), ('peers', '4.9.7')])
+def test_detection_metadata_is_read_by_tfds_4_9_6_and_4_9_7(tmp_path, env, version):
+  """features.json names no `bboxFormat`, a field TFDS 4.9.7 added and 4.9.6 refuses
+  (`Message type "tensorflow_datasets.BoundingBoxFeature" has no field named
+  "bboxFormat"`): each reads the boxes and labels our records hold."""
+  from consumer_envs import run_json  # pylint: disable=g-import-not-at-top
+  manifest = write_coco(tmp_path)
+  out = str(tmp_path / 'out')
+  trc.convert(manifest, out, layouts=['tfds'], splits={'train': 1})
+  with open(os.path.join(out, 'tfds', 'features.json'), encoding='utf-8') as f:
+    assert 'bboxFormat' not in f.read()
+  ours = {}
+  for r in tf.data.TFRecordDataset(glob.glob(os.path.join(out, 'Split-train', '*')), 'GZIP'):
+    e = tf.train.Example.FromString(r.numpy()).features.feature
+    box = [e[f'image/object/bbox/{k}'].float_list.value
+           for k in ('ymin', 'xmin', 'ymax', 'xmax')]
+    labels = [i - 1 for i in e['image/object/class/label'].int64_list.value]
+    ours[e['image/filename'].bytes_list.value[0].decode()] = ([list(b) for b in zip(*box)], labels)
+  read = run_json(env, _READ_WITH_TFDS, os.path.join(out, 'tfds'))
+  assert read['tfds'] == version
+  assert sorted(read['examples']) == sorted(ours) == sorted(OBJECTS)
+  names = read['names']
+  for name, (boxes, labels) in ours.items():
+    got = read['examples'][name]
+    np.testing.assert_array_equal(np.array(got['bbox'], np.float32).reshape(-1, 4),
+                                  np.array(boxes, np.float32).reshape(-1, 4))
+    assert got['label'] == labels
+    assert [names[i] for i in got['label']] == [label for label, *_ in OBJECTS[name]]
 
 
 def test_object_attributes_tags_and_corners_from_cvat(tmp_path):

@@ -52,7 +52,8 @@ def test_tfrecord_layout_holds_each_tfx_shard_uncompressed_with_its_index(tmp_pa
               beam_args=beam_args)
   index = json.loads((out / 'examples.json').read_text())
   assert index['layouts']['tfrecord']['folder'] == 'tfrecord'
-  for split in ('train', 'eval', 'test'):
+  assert index['split_names'] == ['train', 'eval']
+  for split in ('train', 'eval'):
     tfx = _tfx_records(str(out / f'Split-{split}'))
     assert len(tfx) == 2
     names = index['layouts']['tfrecord']['files'][split]
@@ -65,6 +66,16 @@ def test_tfrecord_layout_holds_each_tfx_shard_uncompressed_with_its_index(tmp_pa
       assert [_frame(path, *map(int, line.split())) for line in lines] == tfx[k]
       assert sum(int(line.split()[1]) for line in lines) == os.path.getsize(path)
   assert sum(len(s) for s in _tfx_records(str(out / 'Split-train'))) == 20
+  # No record went to test: its TFX folder is not written (not even --num-shards' empty
+  # shards), while the layout keeps its own rule, written from those shards in the run:
+  # as many empty shards, each with an empty index.
+  assert sorted(n for n in os.listdir(out) if n.startswith('Split-')) == [
+      'Split-eval', 'Split-train']
+  names = index['layouts']['tfrecord']['files']['test']
+  assert names == [f'images-test.tfrecord-{k:05d}-of-00002' for k in range(2)]
+  for name in names:
+    assert (out / 'tfrecord' / name).read_bytes() == b''
+    assert (out / 'tfrecord' / (name + '.idx')).read_text() == ''
 
 
 def test_layouts_leave_the_tfx_shards_byte_identical(tmp_path):
@@ -80,9 +91,13 @@ def test_examples_json_indexes_splits_counts_and_the_records_features(tmp_path):
   out = tmp_path / 'out'
   result = trc.convert(_rows(tmp_path), str(out), splits={'zeta': 1})
   index = json.loads((out / 'examples.json').read_text())
-  assert index['split_names'] == ['zeta', 'train', 'eval', 'test']  # the output's, in order
-  assert index['records_per_split'] == result.records_per_split == {
-      'zeta': 0, 'train': 20, 'eval': 10, 'test': 0}
+  # The output's splits, in order: zeta and test got no record and are not written.
+  assert index['split_names'] == ['train', 'eval']
+  assert index['records_per_split'] == {'train': 20, 'eval': 10}
+  assert result.records_per_split == {'zeta': 0, 'train': 20, 'eval': 10, 'test': 0}
+  assert result.split_dirs == {s: str(out / f'Split-{s}') for s in ('train', 'eval')}
+  assert sorted(n for n in os.listdir(out) if n.startswith('Split-')) == [
+      'Split-eval', 'Split-train']
   assert index['task'] == 'classification' and index['layouts'] == {}
   features = index['features']
   assert features == result.summary['features']
@@ -163,10 +178,21 @@ def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_
                            summary['label_ids'], 'classification')
   split_dirs = {s: str(out / f'Split-{s}') for s in index['split_names']}
   shards = [(*job, None, -1) for job in base.shard_jobs(split_dirs)]
+  # test got no record: its TFX shards are gone after the run (not written), and its
+  # layout files, written from them in the run, are 3 empty shards and indexes. The
+  # written splits' files are written again from their TFX shards.
+  assert index['split_names'] == ['train', 'eval']
+  empty = {p: b for p, b in one.items() if '/images-test.' in p}
+  assert sorted(os.path.basename(p) for p in empty) == sorted(
+      f'images-test.tfrecord-{k:05d}-of-00003{idx}' for k in range(3) for idx in ('', '.idx'))
+  assert set(empty.values()) == {b''}
   for path in one:
-    os.remove(path)
+    if path not in empty:
+      os.remove(path)
   info = local_pool._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
-  assert info == index['layouts']
+  written = index['layouts']['tfrecord']
+  assert info == {'tfrecord': {**written, 'files': {
+      s: written['files'][s] for s in ('train', 'eval')}}}
   assert {p: open(p, 'rb').read() for p in glob.glob(str(out / 'tfrecord' / '*'))} == one
   shard = sorted(glob.glob(str(out / 'Split-train' / '*.gz')))[1]
   with open(shard, 'r+b') as f:
@@ -228,8 +254,21 @@ def test_layouts_written_as_records_are_converted_equal_those_written_from_the_s
   ctx = base.LayoutContext(str(out), tuple(index['split_names']), summary['features'],
                            summary['label_ids'], 'classification')
   split_dirs = {s: str(out / f'Split-{s}') for s in index['split_names']}
+  # eval got no record: its TFX folder is gone after the run (not written), and each
+  # layout's eval files (tfds leaves an empty split out) stay as the run wrote them.
+  assert index['split_names'] == ['train', 'test'] and not (out / 'Split-eval').exists()
+  empty = {f'{written["folder"]}/{n}{suffix}' for written in index['layouts'].values()
+           for n in written['files'].get('eval', ())
+           for suffix in ('', written.get('index_suffix')) if suffix is not None}
+  assert 'eval' not in index['layouts'].get('tfds', {}).get('files', {})
+  assert empty == {path for name, path in (
+      ('tfrecord', 'tfrecord/images-eval.tfrecord-00000-of-00001'),
+      ('tfrecord', 'tfrecord/images-eval.tfrecord-00000-of-00001.idx'),
+      ('array_record', 'array_record/eval.array_record-00000-of-00001'),
+      ('parquet', 'parquet/eval-00000-of-00001.parquet')) if name in names}
+  assert empty <= set(inline)
   for path in inline:
-    if not path.endswith('.json') and not path.endswith('README.md'):
+    if path not in empty and not path.endswith('.json') and not path.endswith('README.md'):
       os.remove(out / path)
   shards = [(*job, None, -1) for job in base.shard_jobs(split_dirs)]
   local_pool._write_layouts(tuple(names), ctx, shards, {}, 1)  # pylint: disable=protected-access

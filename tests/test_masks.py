@@ -20,7 +20,7 @@ import tensorflow as tf
 from PIL import Image
 from pycocotools import mask as coco_mask
 
-from records import by_source_id, feature
+from records import by_coco_file_name, by_source_id, feature
 from tfrecord_digest import read_records
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError
@@ -248,7 +248,7 @@ def assert_headline_records(records, expected, size=(W, H), min_iou=0.99, box_at
 @pytest.fixture(scope='module')
 def through_tfx(tmp_path_factory, photos):
   """One LocalDagRunner run of ImageExampleGen(include_masks, include_keypoints) over a
-  COCO folder: (the Examples artifact, {source_id: (split, example)}, expected)."""
+  COCO folder: (the Examples artifact, {file_name: (split, example)}, expected)."""
   from test_pipeline import run
   from tfrecorder_component import ImageExampleGen
   from tfrecorder_component.adapters.component.mlmd import latest_output
@@ -260,7 +260,7 @@ def through_tfx(tmp_path_factory, photos):
                         include_masks=True, include_keypoints=True)
   config = run([gen], str(root / 'tfx'), 'coco_masks')
   examples = latest_output(config, 'coco_masks', 'ImageExampleGen', 'examples')
-  return examples, by_source_id(examples.uri, SPLITS), expected
+  return examples, by_coco_file_name(examples.uri, SPLITS, coco), expected
 
 
 def test_tfx_masks_match_pycocotools_and_keypoints_are_normalised(through_tfx):
@@ -328,6 +328,11 @@ def convert(source, out, **kwargs):
 
 
 def train_records(result):
+  """{file_name: (split, example)} of a COCO file's output, found by image id; else
+  {image URI: ...}."""
+  source, = result.manifests
+  if source.endswith('.json'):
+    return by_coco_file_name(result.output_dir, ['train'], source)
   return by_source_id(result.output_dir, ['train'])
 
 
@@ -782,6 +787,6 @@ def test_cli_include_masks_and_keypoints(tmp_path, photos, capsys):
   assert main(['convert', source, str(out), '--include-masks', '--include-keypoints',
                '--splits', 'train=1']) == 0
   assert 'Wrote 2 records' in capsys.readouterr().out
-  records = by_source_id(str(out), ['train'])
+  records = by_coco_file_name(str(out), ['train'], coco)
   assert_headline_records(records, expected)
   assert read_label_map(str(out)) == EXPECTED_IDS

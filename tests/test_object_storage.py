@@ -262,6 +262,9 @@ def test_a_failed_run_on_gcs_publishes_nothing(gcs, proxy, tmp_path):
   # A folder holding only a failed run's report takes the next run.
   trc.convert(str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed', max_error_ratio=1.0)
   assert 'failed/_SUCCESS' in server.list(BUCKET, 'failed/')
+  # TRAIN rows only: eval and test got no record, and no object of theirs is left.
+  assert {n.split('/')[1] for n in server.list(BUCKET, 'failed/')
+          if n.startswith('failed/Split-')} == {'Split-train'}
   # A finished output is not overwritten unless asked; when it is, nothing of it is left.
   server.upload(BUCKET, 'failed/Split-old/stray.gz', b'x')
   done = cli('convert', str(tmp_path / 'm.csv'), f'gs://{BUCKET}/failed',

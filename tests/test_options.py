@@ -32,9 +32,11 @@ def other_values(labels_txt: str) -> dict:
       max_error_ratio=0.25, num_shards=3, layouts=['parquet'], manifest_format='coco_json',
       image_root='/data/images', feature_types={'weight': 'float'}, max_pixels=1000,
       max_bytes=2000, compression_level=6, verify_decode=False, convert_unsupported=True,
-      include_masks=True, include_keypoints=True, concurrent_reads=8, label_map=labels_txt,
+      include_masks=True, include_keypoints=True, source_id='number', concurrent_reads=8,
+      label_map=labels_txt,
       append_new_labels=True, class_map={'car': 'vehicle', '*': None},
-      image_transform={'size': [8, 8], 'encode': 'png'})
+      image_transform={'size': [8, 8], 'encode': 'png'}, class_synset=True,
+      label_order='text')
 
 
 def test_other_values_cover_every_component_option_but_one_of_the_shard_pair(labels_txt):

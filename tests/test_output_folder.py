@@ -92,9 +92,10 @@ def test_a_second_run_is_refused_and_a_file_put_in_during_a_run_is_kept(tmp_path
   stdout, stderr = first.communicate(timeout=600)
   assert first.returncode == 0, stderr
   assert (out / 'notes.txt').read_text() == 'mine'
-  assert sorted(os.listdir(out)) == ['Split-eval', 'Split-test', 'Split-train', '_SUCCESS',
-                                     'examples.json', 'label_map.pbtxt', 'labels.txt',
-                                     'notes.txt', 'report']
+  # TRAIN rows only: eval and test got no record, and are not written.
+  assert sorted(os.listdir(out)) == ['Split-train', '_SUCCESS',
+                                     'examples.json', 'label_map.csv', 'label_map.pbtxt',
+                                     'labels.txt', 'notes.txt', 'report']
   assert 'Wrote 6 records of 6 rows' in stdout
 
 
@@ -133,8 +134,10 @@ def test_a_mount_point_is_written_in_place(tmp_path):
     # A second run with --overwrite replaces it there too.
     done = run('convert', manifest, str(out), '--overwrite')
     assert done.returncode == 0, done.stderr
-    assert sorted(os.listdir(out)) == ['Split-eval', 'Split-test', 'Split-train', '_SUCCESS',
-                                       'examples.json', 'label_map.pbtxt', 'labels.txt', 'report']
+    # TRAIN rows only: eval and test got no record, and are not written.
+    assert sorted(os.listdir(out)) == ['Split-train', '_SUCCESS',
+                                       'examples.json', 'label_map.csv', 'label_map.pbtxt',
+                                       'labels.txt', 'report']
   finally:
     subprocess.run(['umount', str(out)], check=True)
 
@@ -441,8 +444,11 @@ def test_load_dataset_and_inspect_say_what_is_missing_in_one_line(tmp_path):
   manifest = dataset(str(tmp_path / 'data'))
   trc.convert(manifest, str(tmp_path / 'out'))
   with pytest.raises(ValueError, match="has no records in split 'holdout'; its splits: "
-                     'eval, test, train$'):
+                     'train$'):
     load_dataset(str(tmp_path / 'out'), 'holdout')
+  # A split no record went to (TRAIN rows only) is not written: the same message.
+  with pytest.raises(ValueError, match="has no records in split 'test'; its splits: train$"):
+    load_dataset(str(tmp_path / 'out'), 'test')
   os.remove(tmp_path / 'out' / '_SUCCESS')  # as a run that is still moving its files in
   with pytest.raises(ValueError, match=r'is not a finished output \(no _SUCCESS\)'):
     load_dataset(str(tmp_path / 'out'), 'train')

@@ -142,7 +142,17 @@ def test_every_layout_in_the_examples_artifact_reads_with_its_loader(tmp_path):
   uri = examples.uri
   index = index_lib.read_index(uri)
   assert list(index['layouts']) == ['tfrecord', 'tfds', 'array_record', 'parquet']
-  assert index['records_per_split'] == {'train': 9, 'eval': 3, 'test': 0}
+  # No record went to test: it is not written (no folder, not in split_names) ...
+  assert index['split_names'] == ['train', 'eval']
+  assert index['records_per_split'] == {'train': 9, 'eval': 3}
+  assert examples.split_names == '["train", "eval"]'
+  assert sorted(n for n in os.listdir(uri) if n.startswith('Split-')) == [
+      'Split-eval', 'Split-train']
+  # ... while each layout keeps its own rule, every file it lists there.
+  for name, written in index['layouts'].items():
+    for split, listed in written['files'].items():
+      for n in listed:
+        assert os.path.isfile(os.path.join(uri, written['folder'], n)), (name, split, n)
   tfx_records = {split: [r.numpy() for r in tf.data.TFRecordDataset(
       sorted(tf.io.gfile.glob(os.path.join(uri, f'Split-{split}', '*'))), 'GZIP')]
                  for split in ('train', 'eval')}

@@ -310,8 +310,12 @@ def test_keys_and_shuffle(outputs):
 
 def test_wrong_arguments_are_told(outputs, tmp_path):
   out = outputs['plain']
-  with pytest.raises(ValueError, match="no split 'test2'; its splits: train, eval, test"):
+  with pytest.raises(ValueError, match="no split 'test2'; its splits: train, eval$"):
     readers.iter_records(out, 'test2')
+  # test got no record: not written, so not a split to read (nor its layout's files).
+  for name in ('plain', 'layout'):
+    with pytest.raises(ValueError, match="no split 'test'; its splits: train, eval$"):
+      readers.iter_records(outputs[name], 'test')
   with pytest.raises(ValueError, match='give both worker and num_workers'):
     readers.iter_records(out, 'train', worker=1)
   with pytest.raises(ValueError, match='0 <= rank < world_size, got 2/2'):
@@ -381,7 +385,7 @@ def assert_collated(records, batch, objects_of=OBJECTS):
   assert batch['image/height'].dtype == np.int64
   assert batch['image/source_id'] == [r['image/source_id'] for r in records]
   for i, record in enumerate(records):
-    objects = objects_of[record['image/source_id'].decode()]
+    objects = objects_of[record['image/filename'].decode()]  # source_id: COCO's image id
     assert batch['image/object/class/label'][i].tolist() == [c for c, _ in objects]
     assert list(batch['image/object/class/text'][i]) == [
         {1: b'car', 5: b'bus'}[c] for c, _ in objects]

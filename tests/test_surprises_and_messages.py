@@ -136,10 +136,14 @@ def test_a_split_asked_for_that_gets_no_record_warns(tmp_path, beam):
   extra = ['--beam-arg=--direct_num_workers=1'] if beam else []
   done = run_cli('convert', manifest, out, '-q', '--splits', 'train=8,val=1', *extra)
   assert done.returncode == 0, done.stderr[-3000:]
-  assert '  val: 0 records' in done.stdout
+  # val got no record: not written (no folder), as the CLI and the warning say.
+  assert '  val: no records (not written)\n' in done.stdout
+  assert sorted(n for n in os.listdir(out) if n.startswith('Split-')) == [
+      'Split-eval', 'Split-test', 'Split-train']
   warning = warning_lines(done.stderr, 'No record went to split')
   assert len(warning) == 1, done.stderr
-  assert 'No record went to split val of --splits (splits) train=8,val=1' in warning[0]
+  assert ('No record went to split val of --splits (splits) train=8,val=1: it is not '
+          'written.') in warning[0]
   assert 'VALIDATION: eval' in warning[0]
   assert summary_of(out)['warnings'] == [warning[0][warning[0].index('No record'):]]
 

@@ -77,8 +77,8 @@ def test_train_and_validation_manifest_through_schema_gen_and_transform(tmp_path
   examples = latest_output(config, 'images', 'ImageExampleGen', 'examples')
   assert artifact_utils.decode_split_names(examples.split_names) == ['train', 'eval']
   assert sorted(os.listdir(examples.uri)) == [
-      'Split-eval', 'Split-train', '_SUCCESS', 'examples.json', 'label_map.pbtxt',
-      'labels.txt']
+      'Split-eval', 'Split-train', '_SUCCESS', 'examples.json', 'label_map.csv',
+      'label_map.pbtxt', 'labels.txt']
   inferred = tfdv.load_schema_text(os.path.join(
       latest_output(config, 'images', 'SchemaGen', 'schema').uri, 'schema.pbtxt'))
   assert [f.name for f in inferred.feature if f.lifecycle_stage] == []  # none deprecated

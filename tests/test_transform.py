@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 from typing import Optional, Tuple
 
 import numpy as np
@@ -11,7 +12,7 @@ from PIL import Image, ImageOps
 
 from images import encode, make_image
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.images.probe import probe_image
+from tfrecorder_component.images.probe import probe_image, stored_filename
 from tfrecorder_component.images.transform import ImageTransform, TransformResult, apply_transform
 
 ORIENTATION = 0x0112
@@ -467,3 +468,50 @@ def test_undecodable_bytes_raise_transform_failed(data):
   with pytest.raises(RowError) as e:
     apply_transform(data, ImageTransform(size=(8, 8)))
   assert e.value.reason == 'transform_failed'
+
+
+# The record's file name follows a re-encode.
+
+@pytest.mark.parametrize('name, image_format, want', [
+    ('a.png', 'jpeg', 'a.jpg'), ('a.PNG', 'jpeg', 'a.jpg'), ('b.jpg', 'png', 'b.png'),
+    ('c.gif', 'png', 'c.png'), ('d.webp', 'png', 'd.png'), ('e.tiff', 'png', 'e.png'),
+    ('f.JPEG', 'jpeg', 'f.JPEG'), ('g.jpeg', 'jpeg', 'g.jpeg'), ('h.png', 'png', 'h.png'),
+    ('scan.001', 'png', 'scan.001'), ('photo', 'jpeg', 'photo'),
+    ('archive.tar.gif', 'jpeg', 'archive.tar.jpg'), ('.png', 'jpeg', '.png'),
+    ('i.bmp', 'bmp', 'i.bmp')])
+def test_stored_filename_names_the_stored_format(name, image_format, want):
+  assert stored_filename(name, image_format) == want
+
+
+def test_a_reencoded_image_is_named_by_its_stored_format_in_the_record(tmp_path):
+  """`image/filename` ends with the stored format's extension once the image is
+  re-encoded (`encode`, a resize of a GIF, `convert_unsupported`'s PNG); an image stored
+  as its file's bytes keeps its name, and `image/source_id` is always the URI."""
+  import tfrecorder_component as trc  # pylint: disable=g-import-not-at-top
+  from images import write_image, write_text  # pylint: disable=g-import-not-at-top
+  from records import feature, read_split  # pylint: disable=g-import-not-at-top
+  names = {'a.png': 'PNG', 'b.jpg': 'JPEG', 'c.gif': 'GIF', 'd.webp': 'WEBP', 'e.JPEG': 'JPEG'}
+  for i, (name, fmt) in enumerate(names.items()):
+    write_image(str(tmp_path / name), fmt, 'RGB', 10, 12, seed=i)
+  manifest = write_text(str(tmp_path / 'm.csv'), ''.join(f'TRAIN,{n},x\n' for n in names))
+  runs = {
+      'encode': (dict(image_transform={'encode': 'jpeg'}, convert_unsupported=True),
+                 {'a.png': ('a.jpg', b'jpeg'), 'b.jpg': ('b.jpg', b'jpeg'),
+                  'c.gif': ('c.jpg', b'jpeg'), 'd.webp': ('d.jpg', b'jpeg'),
+                  'e.JPEG': ('e.JPEG', b'jpeg')}),
+      'convert': (dict(convert_unsupported=True),
+                  {'a.png': ('a.png', b'png'), 'b.jpg': ('b.jpg', b'jpeg'),
+                   'c.gif': ('c.gif', b'gif'), 'd.webp': ('d.png', b'png'),
+                   'e.JPEG': ('e.JPEG', b'jpeg')}),
+      'resize': (dict(image_transform={'longest_side': 6}, convert_unsupported=True),
+                 {'a.png': ('a.png', b'png'), 'b.jpg': ('b.jpg', b'jpeg'),
+                  'c.gif': ('c.png', b'png'), 'd.webp': ('d.png', b'png'),
+                  'e.JPEG': ('e.JPEG', b'jpeg')}),
+  }
+  for run, (options, want) in runs.items():
+    out = str(tmp_path / run)
+    trc.convert(manifest, out, **options)
+    got = {feature(e, 'image/source_id')[0].decode(): (
+        feature(e, 'image/filename')[0].decode(), feature(e, 'image/format')[0])
+           for e in read_split(os.path.join(out, 'Split-train'))}
+    assert got == want, run

@@ -91,10 +91,15 @@ def test_overwrite_replaces_an_earlier_output_and_keeps_the_users_files_in_it(tm
   replaced by `--overwrite`: every file of the earlier run goes (a split the new run
   does not write included), every file of the user's stays as it was."""
   folder = project(str(tmp_path / 'project'))
-  first = cli('convert', 'm.csv', 'out', '--splits', 'train=1,holdout=1', cwd=folder)
+  # Rows without a split, all hashed into the one bucket holdout: the first run writes
+  # Split-holdout only (a split no record went to is not written), which m.csv's TRAIN
+  # rows do not give.
+  write_text(os.path.join(folder, 'first.csv'),
+             ',photos/cat/0.png,cat\n,photos/dog/1.png,dog\n,photos/cat/2.png,cat\n')
+  first = cli('convert', 'first.csv', 'out', '--splits', 'holdout=1', cwd=folder)
   assert first.returncode == 0, first.stderr
   out = os.path.join(folder, 'out')
-  assert os.path.isdir(os.path.join(out, 'Split-holdout'))
+  assert sorted(n for n in os.listdir(out) if n.startswith('Split-')) == ['Split-holdout']
   write_text(os.path.join(out, 'NOTES.md'), '# what this dataset is\n')
   write_text(os.path.join(out, 'analysis.ipynb'), json.dumps({'cells': []}))
   write_text(os.path.join(out, 'figures', 'labels.png'), 'not really a png')
@@ -112,9 +117,10 @@ def test_overwrite_replaces_an_earlier_output_and_keeps_the_users_files_in_it(tm
   after = tree(out)
   assert {p: h for p, h in after.items() if p in mine} == mine
   assert not os.path.exists(os.path.join(out, 'Split-holdout'))
+  # m.csv's rows are all TRAIN: eval and test got no record and are not written.
   assert sorted(n for n in os.listdir(out) if n not in ('NOTES.md', 'analysis.ipynb', 'figures')) \
-      == ['Split-eval', 'Split-test', 'Split-train', '_SUCCESS', 'examples.json',
-          'label_map.pbtxt', 'labels.txt', 'report']
+      == ['Split-train', '_SUCCESS', 'examples.json',
+          'label_map.csv', 'label_map.pbtxt', 'labels.txt', 'report']
   assert trc.load_dataset(out, 'train') is not None
 
 

@@ -29,7 +29,7 @@ def digest(output_dir: str) -> Dict[str, str]:
     records = sorted(hashlib.sha256(r).hexdigest() for r in read_records(split_dir))
     out[os.path.basename(split_dir)] = (
         f'{len(records)} records {hashlib.sha256("".join(records).encode()).hexdigest()}')
-  for name in ('labels.txt', 'label_map.pbtxt'):
+  for name in ('labels.txt', 'label_map.pbtxt', 'label_map.csv'):
     with open(os.path.join(output_dir, name), 'rb') as f:
       out[name] = hashlib.sha256(f.read()).hexdigest()
   return out

@@ -17,6 +17,9 @@ IMAGE_SHA256 = 'image/key/sha256'
 
 CLASS_LABEL = 'image/class/label'
 CLASS_TEXT = 'image/class/text'
+# ImageNet's records' (build_imagenet_data.py's) class folder name, a WordNet id; written
+# only with `class_synset`.
+CLASS_SYNSET = 'image/class/synset'
 
 SEGMENTATION_ENCODED = 'image/segmentation/class/encoded'
 SEGMENTATION_FORMAT = 'image/segmentation/class/format'

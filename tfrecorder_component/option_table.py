@@ -27,6 +27,13 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # photo-like JPEGs and tripled the write time), and every TFRecord reader inflates them.
 DEFAULT_COMPRESSION_LEVEL = 0
 DEFAULT_CONCURRENT_READS = 64
+# The order assigned label ids follow (`record.labels.vocabulary_order`): 'auto' by
+# number where every label is an integer, else as text; 'text' always as text, as Keras's
+# `image_dataset_from_directory` and TFDS's `ImageFolder` order class folders.
+LABEL_ORDERS = ('auto', 'text')
+# What `image/source_id` holds (`record.example.source_id_of`).
+SOURCE_IDS = ('auto', 'uri', 'number')
+DEFAULT_SOURCE_ID = 'auto'
 
 # Where an option is taken: the command line, `convert()` (and `validate()`), the
 # component.
@@ -155,20 +162,40 @@ OPTIONS: Tuple[Option, ...] = (
            'image/object/keypoint/*',
            '--include-keypoints', dict(action='store_true'), exec_type=int,
            exec_kind='flag', field='include_keypoints'),
+    Option('class_synset', False,
+           'classification: also write each record\'s labels as image/class/synset, the '
+           'key of ImageNet\'s records that holds the class folder\'s name (a WordNet id '
+           'such as n01440764)',
+           '--class-synset', dict(action='store_true'), exec_type=int, exec_kind='flag',
+           field='class_synset'),
+    Option('source_id', DEFAULT_SOURCE_ID,
+           'what image/source_id holds: auto (the default: COCO\'s image id, as Model '
+           'Garden\'s and the Object Detection API\'s COCO converters write it; else the '
+           'image URI), uri (the image URI as the manifest writes it), number (a decimal '
+           'int64 of the URI, the first 63 bits of its SHA-256, which Model Garden\'s '
+           'process_source_id parses; equal numbers are reported)',
+           '--source-id', dict(choices=SOURCE_IDS), exec_type=str, field='source_id'),
     Option('concurrent_reads', DEFAULT_CONCURRENT_READS,
            'reads in flight per worker for images on gs://, s3:// and other remote storage '
            '(default 64; local files are read in line)',
            '--concurrent-reads', dict(type='int', metavar='N'), exec_type=int,
            field='concurrent_reads'),
     Option('label_map', None,
-           'keep the ids of this label map: a label_map.pbtxt, a labels.txt or an earlier '
-           'output folder; a label it lacks fails its rows',
+           'keep the ids of this label map: a label_map.pbtxt, a label_map.csv, a labels.txt '
+           'or an earlier output folder; a label it lacks fails its rows',
            '--label-map', dict(metavar='PATH'), exec_type=str, field='label_map'),
     Option('append_new_labels', False,
            'with --label-map: give labels it lacks the next free ids (continuous training: '
            'every earlier id stays)',
            '--append-new-labels', dict(action='store_true'), exec_type=int,
            exec_kind='flag', field='append_new_labels'),
+    Option('label_order', LABEL_ORDERS[0],
+           'the order assigned ids follow: auto (the default: by number when every label '
+           'is an integer, 2 before 10, else as text) or text (as text, 10 before 2: the '
+           'ids Keras image_dataset_from_directory and TFDS ImageFolder give class '
+           'folders)',
+           '--label-order', dict(choices=LABEL_ORDERS), exec_type=str,
+           field='label_order'),
     Option('class_map', None,
            'classes to keep, drop, rename or merge: a JSON object or a .json / .yaml file of '
            'one, e.g. \'{"car": "vehicle", "truck": "vehicle", "blurry": null}\'; "*": null '

@@ -112,6 +112,11 @@ class ConversionOptions:
       them.
     include_keypoints: write each object's keypoints in `image/object/keypoint/*`,
       where the format has them.
+    class_synset: classification: also write each record's labels as
+      `image/class/synset`, the key of ImageNet's records for the class folder's name.
+    source_id: what `image/source_id` holds (`record.example.source_id_of`): 'auto'
+      (the source's integer image id, COCO's, else the image URI), 'uri' or 'number'
+      (a decimal int64 of the URI's SHA-256; equal numbers are reported).
     concurrent_reads: reads in flight per worker for images on remote storage (gs://,
       s3://, ...); local files are read in line. At most this many twice over are held
       read ahead, each up to `max_bytes`.
@@ -120,6 +125,9 @@ class ConversionOptions:
       id (a source's own ids where it has them, as COCO's categories).
     append_new_labels: with `label_map`, give labels it lacks the next free ids; every
       earlier id stays.
+    label_order: the order assigned ids follow (`labels.vocabulary_order`): 'auto' (by
+      number when every label is an integer, else as text) or 'text' (as Keras's
+      `image_dataset_from_directory` and TFDS's `ImageFolder` number class folders).
     class_map: classes to keep, drop, rename or merge (`manifest.class_map`): (class, new
       class or None to drop it) pairs; the manifest sources carry it too, for parsing.
     layouts: output layouts written beside TFX's GZIP shards, from them
@@ -141,6 +149,10 @@ class ConversionOptions:
   # where the format has them (`option_table`'s help names which)
   include_masks: bool = False
   include_keypoints: bool = False
+  # Classification: the labels again as `image/class/synset` (ImageNet's key).
+  class_synset: bool = False
+  # What image/source_id holds: 'auto', 'uri' or 'number' (`record.example.source_id_of`).
+  source_id: str = option_table.DEFAULT_SOURCE_ID
   # Reads in flight per worker for images on remote storage (gs://, s3://, ...), so its
   # latency hides behind the conversion of what has arrived; local files are read in
   # line. At most this many twice over are held read ahead, each up to max_bytes.
@@ -149,6 +161,8 @@ class ConversionOptions:
   # (`unknown_label`), or with `append_new_labels` takes the next free id.
   label_map: Optional[labels_lib.GivenLabelMap] = None
   append_new_labels: bool = False
+  # The order assigned ids follow (`labels.LABEL_ORDERS`).
+  label_order: str = 'auto'
   # Classes to keep, drop, rename or merge (`manifest.class_map`); the manifest sources
   # carry it too, for parsing.
   class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
@@ -173,7 +187,7 @@ class ConversionOptions:
                         else tuple(map(tuple, splits)))
     if isinstance(given['transform'], dict):
       given['transform'] = transform_lib.ImageTransform.from_dict(given['transform'])
-    for name in ('include_masks', 'include_keypoints', 'append_new_labels'):
+    for name in ('include_masks', 'include_keypoints', 'class_synset', 'append_new_labels'):
       given[name] = bool(given[name])
     given['label_map'] = labels_lib.given_label_map(given['label_map'])
     given['class_map'] = parse_class_map(given['class_map'])
@@ -200,6 +214,12 @@ class ConversionOptions:
     if not 0 <= self.compression_level <= 9:
       raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
     check_sharding(self.num_shards, self.shard_size_mb)
+    if self.source_id not in option_table.SOURCE_IDS:
+      raise UsageError(f'source_id must be one of {", ".join(option_table.SOURCE_IDS)}, got '
+                       f'{self.source_id!r}')
+    if self.label_order not in labels_lib.LABEL_ORDERS:
+      raise UsageError(f'label_order must be one of {", ".join(labels_lib.LABEL_ORDERS)}, '
+                       f'got {self.label_order!r}')
     if self.layouts:
       from tfrecorder_component.output.layouts import check_layouts  # pylint: disable=g-import-not-at-top
       object.__setattr__(self, 'layouts', check_layouts(self.layouts))

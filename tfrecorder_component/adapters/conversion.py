@@ -154,9 +154,12 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
       `manifest_format`, `image_root`, `feature_types`, `image_transform`,
       `verify_decode`, `convert_unsupported`, `compression_level`, `max_pixels`,
       `max_bytes`, `num_shards`, `shard_size_mb`, `include_masks`,
-      `include_keypoints`, `concurrent_reads`, `label_map` (ids to keep: a
-      label_map.pbtxt or labels.txt path, an earlier output folder, a {label: id} dict
-      or a list of labels in id order), `append_new_labels`, `class_map` (classes to
+      `include_keypoints`, `class_synset` (classification: the labels again as
+      `image/class/synset`, ImageNet's key), `source_id` ('auto', 'uri' or 'number': what
+      `image/source_id` holds), `concurrent_reads`, `label_map` (ids to keep: a
+      label_map.pbtxt, label_map.csv or labels.txt path, an earlier output folder, a
+      {label: id} dict or a list of labels in id order), `append_new_labels`,
+      `label_order` ('auto' or 'text': the order assigned ids follow), `class_map` (classes to
       keep, drop, rename or merge; see
       [class mapping](../guides/output.md#class-mapping)), `layouts` ('tfrecord',
       'tfds', 'array_record', 'parquet'); Beam's `runner` (default DirectRunner: on

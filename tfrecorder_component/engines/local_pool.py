@@ -162,7 +162,7 @@ class _Worker:
       elif tag == STATS:
         self._write_inline(value)
         report.count(self._counts, report.stat_counts(value))
-        self._index.add(map(duplicates_lib.entry, value))
+        self._index.add(duplicates_lib.entries(value))
       elif tag == ERRORS:
         value = self._first_error_of(value)
         report.count(self._counts, ('errors', value['reason']))
@@ -591,7 +591,7 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   read = 0
   chunk_dir = output_paths.work_dir(report_dir, output_paths.CHUNK_DIR)
   builder = VocabularyBuilder(options.label_map, options.append_new_labels,
-                              options.class_map)
+                              options.class_map, options.label_order)
   acc = builder.new()
   chunks: List[Chunk] = []
   sort_dir = tempfile.mkdtemp(prefix='tfrecorder-boxes-')
@@ -681,7 +681,8 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   for task in duplicates_lib.ranges(index_runs, duplicates_lib.RANGE_BYTES):
     for group in duplicates_lib.merge_range(task):
       report.add_duplicate(duplicate_counts, group)
-      groups.add((jsonl.entry(group, _duplicate_key),))
+      if not duplicates_lib.is_source_id_group(group):  # summary.json counts those
+        groups.add((jsonl.entry(group, _duplicate_key),))
   groups.spill()
   merge(output_paths.DUPLICATES_FILE, groups.runs)
 

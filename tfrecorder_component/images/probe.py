@@ -6,11 +6,13 @@ The rules live in `images/formats/`, one module a format, each beside the Tensor
 source it follows; TensorFlow itself is never imported. The channel count is the one
 TensorFlow returns (3 for a palette PNG without transparency, 4 with it; 3 for every
 GIF; 1 for an 8-bit BMP); height and width are those of the stored pixels, before any
-EXIF orientation.
+EXIF orientation. An image re-encoded (`convert_to_png`, or a transform) is named by its
+stored format (`stored_filename`).
 """
 from __future__ import annotations
 
 import io
+import posixpath
 import warnings
 
 from PIL import Image
@@ -21,7 +23,7 @@ from tfrecorder_component.images.formats import ImageInfo, pillow_message, tenso
 from tfrecorder_component.images.formats import bmp, gif, jpeg, png
 
 __all__ = ['DEFAULT_MAX_PIXELS', 'ImageInfo', 'convert_to_png', 'pillow_message',
-           'probe_image']
+           'probe_image', 'stored_filename']
 
 
 # The formats `tf.io.decode_image` decodes on every supported TensorFlow. (TensorFlow
@@ -88,3 +90,31 @@ def convert_to_png(data: bytes) -> bytes:
   except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError.
     raise RowError('unsupported_format', f'could not convert the image to PNG '
                    f'({type(e).__name__}: {pillow_message(e)})') from None
+
+
+# The extensions that name an image format, by the format TensorFlow takes (jpeg, png) or
+# another Pillow reads (which `convert_unsupported` re-encodes as PNG).
+_FORMAT_EXTENSIONS = {'jpeg': ('.jpg', '.jpeg', '.jpe', '.jfif'), 'png': ('.png',)}
+_OTHER_IMAGE_EXTENSIONS = ('.gif', '.bmp', '.dib', '.webp', '.tif', '.tiff', '.apng', '.avif',
+                           '.heic', '.heif', '.ico', '.jp2', '.mpo', '.dng', '.pbm', '.pgm',
+                           '.ppm', '.pnm', '.tga')
+
+
+def stored_filename(name: str, image_format: str) -> str:
+  """The file name of a re-encoded image: `name` with its extension naming the stored
+  format, so that a reader going by the extension decodes it right. An image extension
+  of another format is replaced (`a.png` stored as JPEG: `a.jpg`; `b.webp` or `c.gif`
+  stored as PNG: `b.png`, `c.png`); one of the stored format (`.jpeg`, `.JPG`) is kept,
+  and a name without an image extension is kept whole.
+
+  Args:
+    name: The image's base name, as its URI has it.
+    image_format: The format of the bytes stored, 'jpeg' or 'png' (`ImageInfo.format`);
+      any other keeps `name`.
+  """
+  stem, extension = posixpath.splitext(name)
+  ours = _FORMAT_EXTENSIONS.get(image_format)
+  if not ours or extension.lower() in ours:
+    return name
+  known = _OTHER_IMAGE_EXTENSIONS + tuple(e for es in _FORMAT_EXTENSIONS.values() for e in es)
+  return stem + ours[0] if extension.lower() in known else name

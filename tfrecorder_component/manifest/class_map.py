@@ -116,6 +116,8 @@ def apply_class_map(row: ManifestRow, class_map: ClassMap) -> ParsedItem:
 
   A detection row keeps its objects, those of a dropped class marked `dropped_class`; a
   classification row whose every label is dropped becomes a `dropped_class` RowError.
+  Its declared classes (`ManifestRow.declared_classes`) keep only those the map leaves
+  as they are: a dropped class takes no id, a renamed or merged one its annotations'.
 
   Args:
     row: a parsed manifest row; a segmentation row (one with a mask) raises
@@ -130,6 +132,9 @@ def apply_class_map(row: ManifestRow, class_map: ClassMap) -> ParsedItem:
                         'labels, not to segmentation masks (their pixel values are the '
                         'class ids); convert without class_map')
   mapped = _Mapping(class_map)
+  if row.declared_classes:  # a class renamed or merged keeps no declared id
+    row = dataclasses.replace(row, declared_classes=tuple(
+        (name, i) for name, i in row.declared_classes if mapped(name) == name))
   if row.objects is not None:
     objects = []
     for obj in row.objects:

@@ -2,7 +2,11 @@
 
 Yields one row per image with the boxes of its annotations, in pixels (`bbox` is [x, y,
 width, height]), and an error row for each image or annotation that cannot be read.
-Image file names resolve against `image_root`, by default the JSON file's folder.
+Image file names resolve against `image_root`, by default the JSON file's folder. Each
+row carries its image's `id` (`ManifestRow.image_id`: the record's `image/source_id`, as
+Model Garden's and the Object Detection API's COCO converters write it); the first row
+also carries the file's categories (`ManifestRow.declared_classes`), so that a category
+no annotation has keeps its id in the label files.
 
 Asked for (`annotations`), each object also carries its `segmentation` ('masks':
 polygons, or run-length encoded for crowds, rasterised when the record is built) and
@@ -21,6 +25,7 @@ annotation field (masks, keypoints, areas) that COCO defines.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -82,7 +87,7 @@ def parse(path: str, text: Any, *, image_root: Optional[str] = None,
     budget.spill()
     for _, data in failed.entries():
       yield _unpacked(unpacked_value(data))
-    yield from _image_rows(path, joined, read)
+    yield from _image_rows(path, joined, read, _declared(read.categories))
   finally:
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -173,15 +178,19 @@ def _join(path: str, images: 'ExternalSort', annotations: Optional['ExternalSort
       joined.add_packed(_image_key(image, number), data)
 
 
-def _image_rows(path: str, joined: 'ExternalSort', read: '_Read') -> Iterator[ParsedItem]:
+def _image_rows(path: str, joined: 'ExternalSort', read: '_Read',
+                declared: Tuple[Tuple[str, int], ...]) -> Iterator[ParsedItem]:
   """Each image with the boxes of its annotations, in "images" order, each preceded by
-  its annotations that fail."""
+  its annotations that fail; the first carries the file's `declared` classes."""
   parts: List[ManifestRow] = []
   for key, data in joined.entries():
     if key[8] == _IMAGE:
       if parts:
         yield merge_image_rows(parts)
       parts = [_unpacked(unpacked_value(data)[0])]
+      if declared:
+        parts[0] = dataclasses.replace(parts[0], declared_classes=declared)
+        declared = ()
       continue
     item = _annotation_row(path, int.from_bytes(key[9:], 'big'), unpacked_value(data),
                            parts[0], read)
@@ -317,6 +326,31 @@ def _categories(path: str, categories: List[object]) -> Dict[object, str]:
   return names
 
 
+def _declared(categories: Dict[object, str]) -> Tuple[Tuple[str, int], ...]:
+  """(name, id) of each category whose id a record can keep (`_class_id`), sorted by id:
+  the classes of the file, annotated or not. A name given several ids is left out (its
+  annotations' ids decide, as before)."""
+  named: Dict[str, List[int]] = {}
+  for key, name in categories.items():
+    class_id = _class_id(key)
+    if class_id is not None:
+      named.setdefault(name, []).append(class_id)
+  return tuple(sorted(((name, ids[0]) for name, ids in named.items() if len(ids) == 1),
+                      key=lambda pair: (pair[1], pair[0])))
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _image_id(value: object) -> Optional[int]:
+  """An image id the record can write as `image/source_id` (a whole number int64 holds,
+  as Model Garden's `str(image['id'])` reads back); None for any other."""
+  key = _key(value)
+  if isinstance(key, int) and not isinstance(key, bool) and -_INT64_MAX - 1 <= key <= _INT64_MAX:
+    return key
+  return None
+
+
 def _keypoint_names(path: str, categories: List[object], annotations: AbstractSet[str]
                     ) -> Optional[Dict[object, Tuple[str, ...]]]:
   """{category id: its keypoint names} when keypoints are read, else None."""
@@ -348,7 +382,8 @@ def _image_row(path: str, number: int, image: object,
                     uri=file_name.strip())
   uri = file_name.strip()
   return ManifestRow(source=path, row=number, image_uri=uri,
-                     resolved_uri=resolve_uri(uri, path, image_root), objects=())
+                     resolved_uri=resolve_uri(uri, path, image_root), objects=(),
+                     image_id=_image_id(image.get('id')))
 
 
 def _annotation_row(path: str, index: int, annotation: object,

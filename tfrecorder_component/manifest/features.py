@@ -11,7 +11,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.rows import FeatureValue, ManifestRow, ParsedItem
-from tfrecorder_component.feature_keys import RESERVED_PREFIX
+from tfrecorder_component.feature_keys import CLASS_SYNSET, RESERVED_PREFIX
 
 FEATURE_TYPES = ('int', 'float', 'string')
 RESERVED_FEATURE_PREFIX = RESERVED_PREFIX
@@ -65,8 +65,14 @@ def check_feature_name(path: str, name: str) -> None:
     path: what the error names as the name's source: the manifest's path, or
       'feature_types'.
     name: the column's (or JSON field's, or declared feature's) name, which becomes the
-      feature's key; it may not start with 'image/'.
+      feature's key; it may not start with 'image/' (`image/class/synset` is named:
+      `class_synset` writes it).
   """
+  if name == CLASS_SYNSET:
+    raise ManifestError(f'{path}: column {name!r} would become a feature named {name!r}, '
+                        'which is reserved for the records\' labels: leave the column out '
+                        'and convert with --class-synset (class_synset=True), which writes '
+                        'each record\'s labels under that key, or rename the column')
   if name.startswith(RESERVED_FEATURE_PREFIX):
     raise ManifestError(f'{path}: column {name!r} would become a feature named '
                         f'{name!r}; names starting with {RESERVED_FEATURE_PREFIX!r} are '

@@ -87,7 +87,14 @@ _NOT_IN_A_LABEL = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029]')
 
 def _checked_labels(row: ManifestRow) -> ParsedItem:
   """`row` with its labels in Unicode NFC (so `café` typed two ways is one class), or
-  a `bad_label` RowError for a label holding a line break or a control character."""
+  a `bad_label` RowError for a label holding a line break or a control character. Its
+  declared classes are taken the same way, those such a label names left out (their
+  annotations fail as `bad_label`)."""
+  if row.declared_classes:
+    declared = tuple((unicodedata.normalize('NFC', name), i) for name, i in row.declared_classes
+                     if not _NOT_IN_A_LABEL.search(name) and not _SURROGATE.search(name))
+    if declared != row.declared_classes:
+      row = dataclasses.replace(row, declared_classes=declared)
   labels = [*row.labels, *(o.label for o in row.objects or ())]
   for label in labels:
     bad = _NOT_IN_A_LABEL.search(label)

@@ -142,7 +142,8 @@ class ManifestRow:
   Attributes:
     source: the manifest file's path.
     row: the row's 1-based position in that file (its line, or its place in a list).
-    image_uri: the image's URI as written in the manifest; also the record's source id.
+    image_uri: the image's URI as written in the manifest; the record's source id
+      unless the source gives an `image_id` (see `record.example.source_id_of`).
     resolved_uri: where the image's bytes are read from (`resolve_uri`).
     labels: the image's classes (for detection, its objects' classes, once each).
     split: the TFX split name ('train', 'eval', 'test', ...); None when unassigned:
@@ -157,10 +158,17 @@ class ManifestRow:
     resolved_mask_uri: where the class mask's bytes are read from.
     mask_colors: a colour mask's (colour, class) pairs; (): the mask's pixel values are
       the class indices.
+    image_id: the image's own integer id in its source (COCO's `images[].id`), which
+      `source_id='auto'` writes as `image/source_id`; None: the source has none (the
+      image URI is written).
+    declared_classes: (class, id) pairs of every class the source declares, annotated
+      or not (COCO's `categories`), sorted by id; carried by the first row a file
+      yields only (), so that a class no annotation has keeps its id in the label
+      files (`labels.assign_ids`). (): none, or not the first row.
   """
   source: str                 # the manifest file
   row: int                    # 1-based position of the row in that file
-  image_uri: str              # as written in the manifest; also the record's source id
+  image_uri: str              # as written in the manifest
   resolved_uri: str           # where the bytes are read from
   labels: Tuple[str, ...] = ()
   split: Optional[str] = None  # TFX split name, or None when unassigned
@@ -175,6 +183,12 @@ class ManifestRow:
   mask_uri: Optional[str] = None
   resolved_mask_uri: Optional[str] = None
   mask_colors: Tuple[MaskColor, ...] = ()
+  # The image's own integer id in its source (COCO's images[].id): image/source_id under
+  # source_id='auto'. None: none.
+  image_id: Optional[int] = None
+  # (class, id) of every class the source declares (COCO's categories), on the first row
+  # of a file only: a class no annotation has keeps its id.
+  declared_classes: Tuple[Tuple[str, int], ...] = ()
 
   @property
   def task(self) -> Task:

@@ -70,7 +70,7 @@ FAILED_SUFFIX = '.failed'
 FAILED_REPORT_INSIDE = 'report.failed'
 # The names a run writes at the top of its output folder, besides `Split-<name>`: the
 # only ones `overwrite` replaces.
-_RUN_NAMES = frozenset((labels.LABELS_FILE, labels.LABEL_MAP_FILE, output_paths.REPORT_DIR,
+_RUN_NAMES = frozenset((*labels.LABEL_FILES, output_paths.REPORT_DIR,
                         FAILED_REPORT_INSIDE, output_paths.SUCCESS_MARKER, INDEX_FILE, *LAYOUTS))
 _WORK = output_paths.work_dir(output_paths.REPORT_DIR) + '/'  # a run's scratch files, under its report
 _NAMED = 5  # entries a message names before "and N more"

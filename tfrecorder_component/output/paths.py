@@ -2,7 +2,7 @@
 TFX ExampleGen lays them out (`write_split.py`), plus the report beside them:
 
     <output>/Split-<name>/data_tfrecord-SSSSS-of-NNNNN.gz
-    <output>/labels.txt, <output>/label_map.pbtxt     (labels.py)
+    <output>/labels.txt, label_map.pbtxt, label_map.csv  (labels.py)
     <report>/summary.json, errors.jsonl, duplicates.jsonl, box_issues.jsonl, report.html
 
 `convert()` puts the report in `<output>/report`; the component in its own artifact.

@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
+from tfrecorder_component.output.layouts import index as index_lib
 from tfrecorder_component.io import storage
 from tfrecorder_component.io.tfrecord import read_shard
 from tfrecorder_component.record.example_proto import Example
@@ -54,6 +55,9 @@ def split_names(examples_dir: str) -> List[str]:
   names = {path.rstrip('/').split('/')[-2][len(output_paths.SPLIT_PREFIX):]
            for path in _shards(files.join(folders, '*.gz'))}
   if not names:
+    if files.exists(files.join(examples_dir, index_lib.INDEX_FILE)):  # a finished output
+      raise ValueError(f'{examples_dir} holds no records: no row of its run was converted '
+                       f'(its report lists why each failed)')
     raise ValueError(f'{examples_dir} holds no Split-*/ shards: give an output folder of '
                      '`convert` or an Examples artifact')
   return sorted(names)

@@ -1,6 +1,7 @@
 """A manifest row plus its image bytes becomes a `tf.train.Example` with standard keys.
 
-Classification records carry `image/class/{text,label}` (0-based ids); detection records
+Classification records carry `image/class/{text,label}` (0-based ids; with `class_synset`
+the labels again in ImageNet's `image/class/synset`); detection records
 carry the TF Object Detection API's `image/object/...` keys (1-based class ids, the ids
 of label_map.pbtxt), with `image/object/mask` and `image/object/keypoint/...` when asked
 for; segmentation records carry Model Garden's `image/segmentation/class/{encoded,format}`.
@@ -18,7 +19,8 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 from tfrecorder_component.record import example_proto as tf_example
 from tfrecorder_component.images.probe import ImageInfo
 from tfrecorder_component.manifest import ManifestRow, Task
-from tfrecorder_component.feature_keys import (CLASS_LABEL, CLASS_TEXT, CORNER_X, CORNER_Y,
+from tfrecorder_component.feature_keys import (CLASS_LABEL, CLASS_SYNSET, CLASS_TEXT,
+                                               CORNER_X, CORNER_Y,
                                                IMAGE_CHANNELS, IMAGE_ENCODED, IMAGE_FILENAME,
                                                IMAGE_FORMAT, IMAGE_HEIGHT, IMAGE_SHA256,
                                                IMAGE_SOURCE_ID, IMAGE_WIDTH, KEYPOINT_NUM,
@@ -67,10 +69,41 @@ class DetectedObject(NamedTuple):
   attributes: Tuple[Tuple[str, object], ...] = ()  # ObjectBox.attributes
 
 
+def uri_number(uri: str) -> int:
+  """The first 63 bits of the SHA-256 of `uri` (UTF-8) as a whole number from 0 to
+  2**63 - 1: the `image/source_id` of `source_id='number'`, the same in every run and
+  span, and a decimal int64 that `tf.strings.to_number(x, tf.int64)` parses.
+
+  Args:
+    uri: The image URI as the manifest writes it.
+  """
+  return int.from_bytes(hashlib.sha256(uri.encode('utf-8', 'surrogatepass')).digest()[:8],
+                        'big') >> 1
+
+
+def source_id_of(row: ManifestRow, mode: str = 'auto') -> str:
+  """What a row's record holds as `image/source_id`.
+
+  Args:
+    row: The manifest row: its `image_uri`, and its `image_id` where the source gives
+      one (COCO's `images[].id`).
+    mode: 'auto' (the default): the row's `image_id` in decimal where it has one, as
+      Model Garden's and the Object Detection API's COCO converters write
+      `str(image['id'])`, else the image URI; 'uri': the image URI; 'number': the
+      image URI's `uri_number` in decimal.
+  """
+  if mode == 'number':
+    return str(uri_number(row.image_uri))
+  if mode == 'auto' and row.image_id is not None:
+    return str(row.image_id)
+  return row.image_uri
+
+
 def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
                   objects: Optional[Sequence[DetectedObject]] = None, *,
                   masks: bool = False, keypoints: bool = False,
-                  class_mask: Optional[bytes] = None):
+                  class_mask: Optional[bytes] = None, synset: bool = False,
+                  filename: Optional[str] = None, source_id: Optional[str] = None):
   """Builds a record; `image/encoded` holds `data` unchanged.
 
   By `row.task`: a classification record, whose `row.label_ids` hold the ids of
@@ -80,8 +113,9 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
   Feature objects.
 
   Args:
-    row: The manifest row: its task, its image URI (`image/filename` is its base name,
-      `image/source_id` the whole), its labels and their ids, its extra features.
+    row: The manifest row: its task, its image URI (`image/filename` is its base name
+      unless `filename` is given, `image/source_id` the whole unless `source_id` is), its
+      labels and their ids, its extra features.
     data: The image's encoded bytes, as stored (also hashed into `image/key/sha256`).
     info: What the image's header says: its format, height, width and channels.
     objects: A detection record's objects; None or empty: a record of no object, its
@@ -90,6 +124,11 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
     keypoints: Whether to write the objects' keypoints (`include_keypoints`).
     class_mask: A segmentation record's mask of class ids, PNG-encoded, written as
       `image/segmentation/class/encoded`.
+    synset: Whether a classification record also holds its labels as
+      `image/class/synset` (`class_synset`), as ImageNet's records hold their class
+      folder's name.
+    filename: `image/filename`; None: the base name of the row's image URI.
+    source_id: `image/source_id` (`source_id_of`); None: the row's image URI.
   """
   example = tf_example.Example()
   feature = example.features.feature
@@ -99,12 +138,15 @@ def build_example(row: ManifestRow, data: bytes, info: ImageInfo,
   feature[IMAGE_WIDTH].int64_list.value.append(info.width)
   feature[IMAGE_CHANNELS].int64_list.value.append(info.channels)
   feature[IMAGE_FILENAME].bytes_list.value.append(
-      posixpath.basename(row.image_uri).encode('utf-8'))
-  feature[IMAGE_SOURCE_ID].bytes_list.value.append(row.image_uri.encode('utf-8'))
+      (filename or posixpath.basename(row.image_uri)).encode('utf-8'))
+  feature[IMAGE_SOURCE_ID].bytes_list.value.append(
+      (row.image_uri if source_id is None else source_id).encode('utf-8'))
   feature[IMAGE_SHA256].bytes_list.value.append(hashlib.sha256(data).hexdigest().encode())
   if row.task is Task.CLASSIFICATION:
     _int64s(feature, CLASS_LABEL, row.label_ids)
     _bytes(feature, CLASS_TEXT, [l.encode('utf-8') for l in row.labels])
+    if synset:
+      _bytes(feature, CLASS_SYNSET, [l.encode('utf-8') for l in row.labels])
   elif row.task is Task.SEGMENTATION:
     feature[SEGMENTATION_ENCODED].bytes_list.value.append(class_mask)
     feature[SEGMENTATION_FORMAT].bytes_list.value.append(b'png')

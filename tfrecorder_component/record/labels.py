@@ -1,57 +1,77 @@
-"""The label vocabulary that travels with the data: `labels.txt` and `label_map.pbtxt`,
-and where its ids come from.
+"""The label vocabulary that travels with the data: `labels.txt`, `label_map.pbtxt` and
+`label_map.csv`, and where its ids come from.
 
 Ids, in order of precedence:
 
-1. A label map given to the run (`label_map`: a label_map.pbtxt, a labels.txt, or an
-   earlier output / Examples artifact holding one; in a pipeline also the optional
+1. A label map given to the run (`label_map`: a label_map.pbtxt, a label_map.csv, a
+   labels.txt, or an earlier output / Examples artifact holding one; in a pipeline also the optional
    `label_map_examples` input a resolver fills with the latest Examples): its ids are
    kept. A label the map lacks fails its rows (`unknown_label`) unless new labels are
    appended (`append_new_labels`, always for the pipeline input): then it takes the
    next free id, and the run names it.
-2. Ids the source defines: COCO category ids. For detection and segmentation, whose ids
-   start at 1 (the Object Detection API reserves 0 for the background), a source that
-   numbers from 0 has every id moved up by one.
+2. Ids the source defines: COCO category ids, a category `categories` declares and no
+   annotation has included (its id is kept where it is free and not the background; it
+   takes no new id). For detection and segmentation, whose ids start at 1 (the Object
+   Detection API reserves 0 for the background), a source whose annotations number from
+   0 has every id moved up by one.
 3. Otherwise ids are assigned: the sorted labels (by number when every label is an
-   integer), 0-based for classification, 1-based for detection and segmentation, after
-   any ids of 1 and 2.
+   integer, unless `label_order` is 'text'), 0-based for classification, 1-based for
+   detection and segmentation, after any ids of 1 and 2.
 
 Ids are fixed before any image is read and never renumbered: a label none of whose rows
-became a record keeps its id (`labels_left_out` in the report), so no other id moves.
+became a record keeps its id (`labels_left_out` in the report; a declared category of no
+annotation is also in `labels_declared_only`), so no other id moves.
 
-label_map.pbtxt (StringIntLabelMap text format) holds the ids the records hold.
+label_map.pbtxt (StringIntLabelMap text format) holds the ids the records hold, and
+label_map.csv the same as `id,name` lines (the CSV label map of Model Garden's
+`TfExampleDecoderLabelMap`).
 labels.txt holds one label per id from the task's first id up: line k is the label of id
 `first + k`, and an empty line an id no label has (a given or COCO map with gaps), so
 `tf.lookup.TextFileInitializer` maps line numbers to ids. Labels never hold line breaks
 or control characters (the manifest readers refuse them, `bad_label`).
 
-Length: the ids' one order of precedence, the two files that carry them and their readers,
-which must agree.
+Length: the ids' one order of precedence, the three files that carry them and their
+readers, which must agree.
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import os
 import re
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
+from tfrecorder_component import option_table
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.io import files
 from tfrecorder_component.io import storage
 
 LABELS_FILE = 'labels.txt'
 LABEL_MAP_FILE = 'label_map.pbtxt'
+# The same ids as `id,name` lines, the CSV that Model Garden's TfExampleDecoderLabelMap
+# reads (`label_map=...csv`): no header, a name with a comma or a quote quoted.
+LABEL_MAP_CSV_FILE = 'label_map.csv'
+LABEL_FILES = (LABELS_FILE, LABEL_MAP_FILE, LABEL_MAP_CSV_FILE)
 
 
-def vocabulary_order(labels: Iterable[str]) -> List[str]:
+# How assigned ids order the labels (`label_order`): 'auto' or 'text'.
+LABEL_ORDERS = option_table.LABEL_ORDERS
+
+
+def vocabulary_order(labels: Iterable[str], order: str = 'auto') -> List[str]:
   """The labels in id order: by number when every label is an integer (`2` before
-  `10`, as a digits data set means them), else sorted as text.
+  `10`, as a digits data set means them), else sorted as text; or with `order` 'text'
+  sorted as text whatever they are.
 
   Args:
     labels: The labels to order; one given twice is listed twice.
+    order: 'auto' (the default), or 'text' (`10` before `2`: Python's `sorted`, as
+      Keras's `image_dataset_from_directory` and TFDS's `ImageFolder` order class
+      folders).
   """
   labels = list(labels)
-  if labels and all(re.fullmatch(r'[+-]?\d+', l) for l in labels):
+  if order == 'auto' and labels and all(re.fullmatch(r'[+-]?\d+', l) for l in labels):
     return sorted(labels, key=lambda l: (int(l), l))
   return sorted(labels)
 
@@ -102,17 +122,22 @@ class Vocabulary:
     appended: Labels a given map lacked, given new ids (`append_new_labels`).
     unknown: Labels a closed map lacks: their rows fail (`unknown_label`).
     conflicts: One line each: source ids that could not be kept (a label with several,
-      or an id another label holds).
+      or an id another label holds), and declared classes left out.
+    declared: Classes a source declares that no row holds (`assign_ids`' `declared`),
+      kept in `ids`.
   """
   ids: Dict[str, int]
   appended: Tuple[str, ...] = ()
   unknown: Tuple[str, ...] = ()
   conflicts: Tuple[str, ...] = ()
+  declared: Tuple[str, ...] = ()
 
 
 def assign_ids(labels: Iterable[str], first_id: int, given: Optional[GivenLabelMap] = None,
                append_new_labels: bool = False,
-               source_ids: Mapping[str, Iterable[int]] = ()) -> Vocabulary:
+               source_ids: Mapping[str, Iterable[int]] = (),
+               declared: Mapping[str, int] = (), *,
+               order: str = 'auto') -> Vocabulary:
   """The ids of a run whose rows hold `labels`, by the precedence in the module's
   docstring.
 
@@ -125,12 +150,23 @@ def assign_ids(labels: Iterable[str], first_id: int, given: Optional[GivenLabelM
     source_ids: {label: the ids its source gives it} (COCO category ids). Where the
       lowest is below `first_id` (a source numbering from 0), all are moved up by the
       difference.
+    declared: {class: its source id} of classes a source declares that no row holds
+      (COCO categories of no annotation; any of `labels` is ignored). Each keeps its id
+      (moved up with `source_ids`, never deciding the move), or the id a given map
+      gives it; one whose id is below `first_id` (0, the background, for detection) or
+      held by another label is left out and named in `conflicts`. A closed given map
+      (`given` without `append_new_labels`) keeps only those it has. None takes a new
+      id, so no id the rows need moves for them.
+    order: The order of the labels that take new ids (`vocabulary_order`): 'auto' or
+      'text'.
   """
   labels = set(labels)
+  declared = {l: i for l, i in dict(declared).items() if l not in labels}
   ids: Dict[str, int] = given.ids(first_id) if given else {}
-  new = [l for l in vocabulary_order(labels) if l not in ids]
+  new = [l for l in vocabulary_order(labels, order) if l not in ids]
   if given and not append_new_labels:
-    return Vocabulary(dict(sorted(ids.items(), key=lambda item: item[1])), unknown=tuple(new))
+    return Vocabulary(dict(sorted(ids.items(), key=lambda item: item[1])), unknown=tuple(new),
+                      declared=tuple(l for l in sorted(declared) if l in ids))
   taken = set(ids.values())
   conflicts = []
   source = {l: sorted(set(source_ids[l])) for l in new if l in source_ids}
@@ -151,11 +187,27 @@ def assign_ids(labels: Iterable[str], first_id: int, given: Optional[GivenLabelM
         conflicts.append(f'{label!r} cannot keep source id {wanted[0]}, which {owner!r} '
                          'holds; it takes a new id')
       assigned.append(label)
+  kept = []
+  for label, source_id in sorted(declared.items(), key=lambda item: (item[1], item[0])):
+    wanted = source_id + shift
+    if label in ids:  # the given map's id
+      kept.append(label)
+    elif wanted < first_id:
+      conflicts.append(f'{label!r} (declared with id {source_id}, no annotation) is left out: '
+                       f'id {wanted} is the background')
+    elif wanted in taken:
+      owner = next(l for l, i in ids.items() if i == wanted)
+      conflicts.append(f'{label!r} (declared with id {source_id}, no annotation) is left out: '
+                       f'{owner!r} holds id {wanted}')
+    else:
+      ids[label] = wanted
+      taken.add(wanted)
+      kept.append(label)
   start = max(taken, default=first_id - 1) + 1
   ids.update((label, i) for i, label in enumerate(assigned, start=start))
   ordered = dict(sorted(ids.items(), key=lambda item: item[1]))
   return Vocabulary(ordered, appended=tuple(new) if given else (),
-                    conflicts=tuple(conflicts))
+                    conflicts=tuple(conflicts), declared=tuple(sorted(kept)))
 
 
 def _quote(text: str) -> str:
@@ -173,6 +225,46 @@ def label_map_pbtxt(ids: Mapping[str, int]) -> str:
                  for name, i in sorted(ids.items(), key=lambda item: item[1]))
 
 
+def label_map_csv(ids: Mapping[str, int]) -> str:
+  """`id,name` lines, one per label, in id order, without a header: the CSV label map of
+  Model Garden's `TfExampleDecoderLabelMap` (Python's csv: a name holding a comma or a
+  double quote is quoted, its quotes doubled).
+
+  Args:
+    ids: {label: id}.
+  """
+  out = io.StringIO()
+  writer = csv.writer(out, lineterminator='\n')
+  for name, i in sorted(ids.items(), key=lambda item: item[1]):
+    writer.writerow((i, name))
+  return out.getvalue()
+
+
+def parse_label_map_csv(text: str, source: str = LABEL_MAP_CSV_FILE) -> Dict[str, int]:
+  """{name: id} of a label_map.csv's text (`id,name` lines, as `label_map_csv` writes and
+  Model Garden's `TfExampleDecoderLabelMap` reads them), in file order; UsageError naming
+  `source` and the line for a line that is not a whole-number id and a name, or a name
+  or id given twice.
+
+  Args:
+    text: The file's text.
+    source: The file's path or name, for the errors.
+  """
+  out: Dict[str, int] = {}
+  owners: Dict[int, str] = {}
+  for number, row in enumerate(csv.reader(io.StringIO(text, newline='')), start=1):
+    where = f'{source}: line {number}'
+    if len(row) != 2 or not re.fullmatch(r'\s*[+-]?\d+\s*', row[0]) or not row[1]:
+      raise UsageError(f'{where} must be `id,name` (a whole-number id, a name; no header), '
+                       f'got {",".join(row)!r}')
+    i, name = int(row[0]), row[1]
+    if name in out or i in owners:
+      raise UsageError(f'{where}: {"name " + repr(name) if name in out else f"id {i}"} is '
+                       'given twice')
+    out[name], owners[i] = i, name
+  return out
+
+
 def labels_txt(ids: Mapping[str, int], first_id: int) -> str:
   """One line per id from `first_id` to the largest: its label, or empty for an id no
   label has.
@@ -186,7 +278,8 @@ def labels_txt(ids: Mapping[str, int], first_id: int) -> str:
 
 
 def write_label_files(directory: str, ids: Mapping[str, int], first_id: int = 0) -> None:
-  """Writes `labels.txt` and `label_map.pbtxt` of `ids` into `directory`, replacing any.
+  """Writes `labels.txt`, `label_map.pbtxt` and `label_map.csv` of `ids` into
+  `directory`, replacing any.
 
   Args:
     directory: The folder, a local path or a URI on any Beam file system.
@@ -195,7 +288,8 @@ def write_label_files(directory: str, ids: Mapping[str, int], first_id: int = 0)
       (classification).
   """
   for name, text in ((LABELS_FILE, labels_txt(ids, first_id)),
-                     (LABEL_MAP_FILE, label_map_pbtxt(ids))):
+                     (LABEL_MAP_FILE, label_map_pbtxt(ids)),
+                     (LABEL_MAP_CSV_FILE, label_map_csv(ids))):
     files.write_text(files.join(directory, name), text)
 
 
@@ -281,17 +375,19 @@ def parse_label_map(text: str, source: str = LABEL_MAP_FILE) -> Dict[str, int]:
 
 
 def read_given_label_map(path: str) -> GivenLabelMap:
-  """The label map at `path`: a label_map.pbtxt (ids as written), a labels.txt (line k:
-  the task's first id + k; empty lines are ids no label has), or a folder holding
-  label_map.pbtxt (an earlier output, an Examples artifact URI), on any Beam file system.
-  UsageError naming the path when it cannot be read or is malformed.
+  """The label map at `path`: a label_map.pbtxt or a label_map.csv (`id,name` lines, as
+  Model Garden reads them; ids as written), a labels.txt (line k: the task's first id +
+  k; empty lines are ids no label has), or a folder holding label_map.pbtxt (an earlier
+  output, an Examples artifact URI), on any Beam file system. UsageError naming the path
+  when it cannot be read or is malformed.
 
   Args:
-    path: A path or URI: a file named `*.pbtxt` or `*.txt`, else a folder holding
-      label_map.pbtxt (or a file read as one); or an object with a `uri` (an artifact).
+    path: A path or URI: a file named `*.pbtxt`, `*.csv` or `*.txt`, else a folder
+      holding label_map.pbtxt (or a file read as one); or an object with a `uri` (an
+      artifact).
   """
   path = os.fspath(getattr(path, 'uri', path))
-  candidates = [path] if path.endswith(('.pbtxt', '.txt')) else [
+  candidates = [path] if path.endswith(('.pbtxt', '.txt', '.csv')) else [
       files.join(path, LABEL_MAP_FILE), path]
   for candidate in candidates:
     try:
@@ -314,9 +410,11 @@ def read_given_label_map(path: str) -> GivenLabelMap:
           raise UsageError(f'{candidate}: line {k + 1}: label {label!r} is given twice')
         seen.add(label)
       return GivenLabelMap(candidate, tuple(items), by_line=True)
+    if candidate.endswith('.csv'):
+      return GivenLabelMap(candidate, tuple(parse_label_map_csv(text, candidate).items()))
     return GivenLabelMap(candidate, tuple(parse_label_map(text, candidate).items()))
-  raise UsageError(f'no label map at {path}: give a label_map.pbtxt, a labels.txt or an '
-                   f'earlier output folder holding {LABEL_MAP_FILE}')
+  raise UsageError(f'no label map at {path}: give a label_map.pbtxt, a label_map.csv, a '
+                   f'labels.txt or an earlier output folder holding {LABEL_MAP_FILE}')
 
 
 def given_label_map(value) -> Optional[GivenLabelMap]:
@@ -346,19 +444,27 @@ def given_label_map(value) -> Optional[GivenLabelMap]:
 
 
 def label_notes(summary: Mapping[str, object]) -> List[str]:
-  """Lines naming the labels of a run's summary that no record holds, that a given label
-  map lacked (appended, or failing their rows) and source ids not kept.
+  """Lines naming the labels of a run's summary that no record holds (classes declared
+  with no annotation apart), that a given label map lacked (appended, or failing their
+  rows) and source ids not kept.
 
   Args:
-    summary: The run's summary; its `labels_left_out`, `labels_appended`, `label_ids`,
-      `labels_unknown`, `label_map_given` and `label_id_conflicts` are read, and a key
-      missing or empty gives no line.
+    summary: The run's summary; its `labels_left_out`, `labels_declared_only`,
+      `labels_appended`, `label_ids`, `labels_unknown`, `label_map_given` and
+      `label_id_conflicts` are read, and a key missing or empty gives no line.
   """
   named = lambda labels: ', '.join(repr(l) for l in labels)
   lines = []
-  if summary.get('labels_left_out'):
+  declared = summary.get('labels_declared_only') or []
+  left_out = [l for l in summary.get('labels_left_out') or () if l not in declared]
+  if left_out:
     lines.append('Labels with no record (each keeps its id in label_map.pbtxt): '
-                 + named(summary['labels_left_out']))
+                 + named(left_out))
+  if declared:
+    ids = summary.get('label_ids', {})
+    lines.append('Classes declared with no annotation (each keeps its id in the label '
+                 'files, no record holds it): '
+                 + ', '.join(f'{l!r} (id {ids.get(l)})' for l in declared))
   if summary.get('labels_appended'):
     ids = summary.get('label_ids', {})
     lines.append(f'Labels new to the label map {summary.get("label_map_given")}, appended: '

@@ -28,7 +28,9 @@ MAX_CHUNK_ROWS = 4096  # so that no worker unpacks a large share of a large file
 # A chunk of rows: (labels of its rows, the tasks of its rows (Task values joined by ',';
 # a run converts one task, which the vocabulary step checks; '' when all its rows
 # failed), the path of its rows, the (label, id) pairs its source defines (COCO category
-# ids; `labels.assign_ids`), how many items it holds (rows and error records: the run's
+# ids, of its objects and of the file's declared classes, `ManifestRow.declared_classes`:
+# a pair whose label no row holds is a class declared with no annotation;
+# `labels.assign_ids`), how many items it holds (rows and error records: the run's
 # progress counts them without opening the file)). The rows are one zlib-compressed pickle of plain
 # tuples (error records stay dicts) in a file of the run's chunk folder: the
 # DirectRunner holds every element that crosses a stage boundary in memory, in several
@@ -60,6 +62,7 @@ def pack_chunk(items: Sequence[Item], folder: str) -> Chunk:
         labels.add(o.label)
         if o.source_id is not None:
           source_ids.add((o.label, o.source_id))
+      source_ids.update(r.declared_classes)  # a file's classes, on its first row
       tasks.add(r.task.value)
   packed = [tuple(getattr(r, name) for name in _FIELDS) if isinstance(r, ManifestRow) else r
             for r in items]

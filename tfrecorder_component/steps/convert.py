@@ -246,13 +246,17 @@ class VocabularyBuilder:
       failing their rows.
     class_map: the run's class map (`manifest.class_map`), only shown in the vocabulary
       (`class_map`); the rows' labels are already mapped.
+    label_order: the order assigned ids follow (`labels.vocabulary_order`): 'auto' or
+      'text'.
   """
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False, class_map: ClassMap = ()):
+               append_new_labels: bool = False, class_map: ClassMap = (),
+               label_order: str = 'auto'):
     self._given = given
     self._append = append_new_labels
     self._class_map = class_map
+    self._order = label_order
 
   @staticmethod
   def new() -> Tuple[set, set, set]:
@@ -284,10 +288,12 @@ class VocabularyBuilder:
     return tuple(set().union(*(a[k] for a in accumulators)) for k in range(3))
 
   def vocabulary(self, acc) -> Dict[str, Any]:
-    """{'labels': in id order, 'ids': theirs, 'task', 'seen': the rows' labels,
-    'appended' / 'unknown': labels a given label map lacks (given new ids / failing
-    their rows), 'conflicts': source ids not kept, one line each, 'given': where the
-    given label map was read from, or None, 'class_map': the run's class map, or None}.
+    """{'labels': in id order, 'ids': theirs, 'task', 'seen': the rows' labels and the
+    declared ones kept, 'declared': classes a source declares that no row holds (COCO
+    categories of no annotation) kept with their ids, 'appended' / 'unknown': labels a
+    given label map lacks (given new ids / failing their rows), 'conflicts': source ids
+    not kept, one line each, 'given': where the given label map was read from, or None,
+    'class_map': the run's class map, or None}.
 
     Args:
       acc: the merged accumulator of every chunk of the run.
@@ -301,12 +307,19 @@ class VocabularyBuilder:
                           'them in separate runs')
     task = next(iter(tasks), Task.CLASSIFICATION.value)
     source_ids: Dict[str, List[int]] = {}
+    declared: Dict[str, int] = {}  # classes a source declares that no row holds
     for label, i in sorted(source_pairs):
-      source_ids.setdefault(label, []).append(i)
+      if label in labels:
+        source_ids.setdefault(label, []).append(i)
+      else:
+        declared.setdefault(label, i)
     vocabulary = labels_lib.assign_ids(labels, labels_lib.first_label_id(task), self._given,
-                                       self._append, source_ids)
+                                       self._append, source_ids, declared,
+                                       order=self._order)
     return {'labels': list(vocabulary.ids), 'ids': list(vocabulary.ids.values()),
-            'task': task, 'seen': labels_lib.vocabulary_order(labels),
+            'task': task,
+            'seen': labels_lib.vocabulary_order(labels | set(vocabulary.declared), self._order),
+            'declared': list(vocabulary.declared),
             'appended': list(vocabulary.appended), 'unknown': list(vocabulary.unknown),
             'conflicts': list(vocabulary.conflicts),
             'given': self._given.source if self._given else None,

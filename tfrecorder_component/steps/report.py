@@ -12,7 +12,7 @@ from tfrecorder_component.output import report_html
 from tfrecorder_component.record.example import record_features
 from tfrecorder_component.steps.row import RecordStat
 from tfrecorder_component.manifest.class_map import DROPPED
-from tfrecorder_component.steps.warnings import run_warnings
+from tfrecorder_component.steps.warnings import run_warnings, source_id_warning
 
 FIRST_ERRORS = 50  # failed rows and box issues listed on report.html
 
@@ -159,20 +159,36 @@ def _first_groups(groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
   return heapq.nsmallest(FIRST_DUPLICATES, groups, key=lambda g: (g['uris'], g['sha256']))
 
 
+def _first_source_ids(groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+  return heapq.nsmallest(FIRST_DUPLICATES, groups, key=lambda g: (g['source_id'], g['uris']))
+
+
 def new_duplicate_counts() -> Dict[str, Any]:
   """Counts of duplicate groups: {'groups', 'extra_records', 'cross_split_groups',
-  'first'}, the FIRST_DUPLICATES groups first by URI, whatever the number of groups."""
-  return {'groups': 0, 'extra_records': 0, 'cross_split_groups': 0, 'first': []}
+  'first'}, the FIRST_DUPLICATES groups first by URI, whatever the number of groups; and
+  of source ids held by several images: {'source_id_groups', 'source_id_groups_in_a_split'
+  (those whose images share a split: a COCO evaluation of it mixes them up),
+  'first_source_ids'}, the FIRST_DUPLICATES first by source id."""
+  return {'groups': 0, 'extra_records': 0, 'cross_split_groups': 0, 'first': [],
+          'source_id_groups': 0, 'source_id_groups_in_a_split': 0, 'first_source_ids': []}
 
 
 def add_duplicate(acc: Dict[str, Any], group: Dict[str, Any]) -> Dict[str, Any]:
   """Counts one duplicate group into `acc`, in place; returns `acc`.
 
   Args:
-    acc: duplicate counts (`new_duplicate_counts`); its 'first' keeps at most twice
-      FIRST_DUPLICATES groups.
-    group: a repeated hash as duplicates.jsonl has it (`duplicates.describe`).
+    acc: duplicate counts (`new_duplicate_counts`); its 'first' and 'first_source_ids'
+      keep at most twice FIRST_DUPLICATES groups.
+    group: a repeated hash as duplicates.jsonl has it (`duplicates.describe`), or a
+      source id several images hold (`duplicates.describe_source_id`).
   """
+  if 'source_id' in group:
+    acc['source_id_groups'] += 1
+    acc['source_id_groups_in_a_split'] += int(group['in_a_split'])
+    acc['first_source_ids'].append(group)
+    if len(acc['first_source_ids']) > 2 * FIRST_DUPLICATES:
+      acc['first_source_ids'] = _first_source_ids(acc['first_source_ids'])
+    return acc
   acc['groups'] += 1
   acc['extra_records'] += len(group['uris']) - 1
   acc['cross_split_groups'] += int(group['cross_split'])
@@ -192,26 +208,31 @@ def merge_duplicate_counts(accumulators) -> Dict[str, Any]:
   """
   out = new_duplicate_counts()
   for acc in accumulators:
-    for key in ('groups', 'extra_records', 'cross_split_groups'):
+    for key in ('groups', 'extra_records', 'cross_split_groups', 'source_id_groups',
+                'source_id_groups_in_a_split'):
       out[key] += acc[key]
     out['first'] = _first_groups(out['first'] + acc['first'])
+    out['first_source_ids'] = _first_source_ids(out['first_source_ids']
+                                                + acc['first_source_ids'])
   return out
 
 
 def duplicate_counts(acc: Dict[str, Any]) -> Dict[str, Any]:
   """The duplicate counts as summary.json has them: 'first' cut to the FIRST_DUPLICATES
-  groups first by URI.
+  groups first by URI, 'first_source_ids' to those first by source id.
 
   Args:
     acc: the run's duplicate counts (`new_duplicate_counts`, `add_duplicate`); not
       changed.
   """
-  return dict(acc, first=_first_groups(acc['first']))
+  return dict(acc, first=_first_groups(acc['first']),
+              first_source_ids=_first_source_ids(acc['first_source_ids']))
 
 
 def held_labels(summary: Dict[str, Any], vocabulary: Dict[str, Any]) -> Dict[str, Any]:
-  """The run's vocabulary (`convert.LabelVocabulary`) with 'left_out': the rows' labels
-  that no record holds. They keep their ids (nothing is renumbered, `labels`); for
+  """The run's vocabulary (`convert.LabelVocabulary`) with 'left_out': the rows' labels,
+  and the classes declared with no annotation (COCO categories) kept, that no record
+  holds. They keep their ids (nothing is renumbered, `labels`); for
   segmentation every label counts as held (its ids are pixel values of the masks).
 
   Args:
@@ -251,9 +272,12 @@ def write_summary(summary: Dict[str, Any], report_dir: str, held: Dict[str, Any]
     buckets: the run's hash-bucket splits, (name, hash buckets) pairs (`run_warnings`).
   """
   warnings = run_warnings(summary, held['task'], sources, buckets)
+  warnings += [w for w in (source_id_warning(duplicates),) if w]
   summary = dict(summary, warnings=warnings, vocabulary=held['labels'],
                  label_ids=dict(zip(held['labels'], held['ids'])),
-                 labels_left_out=held['left_out'], labels_appended=held['appended'],
+                 labels_left_out=held['left_out'],
+                 labels_declared_only=held.get('declared', []),
+                 labels_appended=held['appended'],
                  labels_unknown=held['unknown'], label_id_conflicts=held['conflicts'],
                  label_map_given=held['given'], class_map=held.get('class_map'),
                  duplicates=duplicates)

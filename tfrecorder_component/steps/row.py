@@ -5,6 +5,7 @@ raise RowError naming the reason."""
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -13,7 +14,7 @@ from tfrecorder_component.io import files
 from tfrecorder_component.output import report_html
 from tfrecorder_component.record import splits as splits_lib
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.record.example import DetectedObject, build_example
+from tfrecorder_component.record.example import DetectedObject, build_example, source_id_of
 from tfrecorder_component.images import boxes as boxes_lib
 from tfrecorder_component.images import masks as masks_lib
 from tfrecorder_component.images import probe as image_lib
@@ -39,6 +40,9 @@ class RecordStat(NamedTuple):
     size_bucket: `report_html.size_bucket` of the stored image (its longest side, such
       as '256-511 px').
     features: `feature_signature` of the record.
+    source_id: the record's `image/source_id` where it is not `uri` (a COCO image id,
+      a `source_id='number'`), so that two records given one are found
+      (`steps.duplicates`); '' where it is the URI.
   """
   split: str
   labels: Tuple[str, ...]
@@ -48,6 +52,7 @@ class RecordStat(NamedTuple):
   image_format: str = ''
   size_bucket: str = ''  # report_html.size_bucket of the stored image
   features: str = ''  # `feature_signature` of the record
+  source_id: str = ''  # image/source_id where it is not the URI
 
 
 class ConvertedRow(NamedTuple):
@@ -102,6 +107,7 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
                      'add it there, or let new labels take new ids (append_new_labels, '
                      '--append-new-labels)')
   data, info, converted = load_image(row, options, read)
+  loaded = data
   bytes_read = len(data)
   class_mask = None
   if row.task is Task.SEGMENTATION:
@@ -116,12 +122,19 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
     names, labels = (), row.labels
   split = row.split or splits_lib.hash_split(row.image_uri, options.buckets)
   encoded_mask = None if class_mask is None else masks_lib.encode_png(class_mask)
+  # A re-encoded image (transformed, or converted to PNG) is named by its stored format.
+  filename = (image_lib.stored_filename(posixpath.basename(row.image_uri), info.format)
+              if converted or data is not loaded else None)
+  source_id = source_id_of(row, options.source_id)
   example = build_example(row, data, info, objects, masks=options.include_masks,
-                          keypoints=options.include_keypoints, class_mask=encoded_mask)
+                          keypoints=options.include_keypoints, class_mask=encoded_mask,
+                          synset=options.class_synset, filename=filename,
+                          source_id=source_id)
   sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
   stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
                     report_html.size_bucket(info.width, info.height),
-                    feature_signature(example))
+                    feature_signature(example),
+                    '' if source_id == row.image_uri else source_id)
   # deterministic: byte-reproducible records
   return ConvertedRow(split, example.SerializeToString(deterministic=True), stat, issues,
                       data, objects, converted, bytes_read, encoded_mask)

@@ -226,3 +226,30 @@ def run_warnings(summary: Dict[str, Any], task: str, sources=(), buckets=()) -> 
                       *multi_label_warnings(summary, task, sources),
                       *missing_class_warnings(summary, task),
                       empty_split_warning(summary, buckets)) if w]
+
+
+def source_id_warning(duplicates: Dict[str, Any]) -> Optional[str]:
+  """The warning of a run in which records of different images hold one
+  `image/source_id` (two COCO files numbering their images alike, a `source_id='number'`
+  collision); None where none do.
+
+  Args:
+    duplicates: the run's duplicate counts (`report.duplicate_counts`): its
+      'source_id_groups', 'source_id_groups_in_a_split' and 'first_source_ids' are read.
+  """
+  count = duplicates.get('source_id_groups', 0)
+  if not count:
+    return None
+  first = duplicates['first_source_ids'][0]
+  shown = ', '.join(f'{u} ({s})' for u, s in zip(first['uris'][:3], first['splits'][:3]))
+  in_a_split = duplicates.get('source_id_groups_in_a_split', 0)
+  held = (f'{count:,} image/source_id value{"s are" if count > 1 else " is"} held by records '
+          f'of different images, e.g. {first["source_id"]!r}: {shown}')
+  if not in_a_split:
+    return (f'{held}; each in different splits only (COCO files that number their images '
+            'alike, as one per split does): an evaluation of one split tells them apart, '
+            'one of several mixes them up (summary.json: duplicates.first_source_ids)')
+  return (f'{held}; {in_a_split:,} within one split, where an evaluation by image id (Model '
+          'Garden\'s COCO evaluator) mixes them up: give each image its own id, or convert '
+          'with --source-id number (numbers of the image URIs, which Model Garden parses '
+          'too) (summary.json: duplicates.first_source_ids)')

@@ -42,7 +42,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
   splits, every row of a split's files takes that split.
 
   Outputs: `examples`, a standard Examples artifact (`Split-<name>/data_tfrecord-*.gz`
-  plus `labels.txt` and `label_map.pbtxt`; see `tfrecorder_component.read_label_map`),
+  plus `labels.txt`, `label_map.pbtxt` and `label_map.csv`; see
+  `tfrecorder_component.read_label_map`),
   and `report`, a ConversionReport (summary, failed rows, duplicate images).
 
   Label ids stay put across runs when a `label_map` is given, or when the optional
@@ -93,9 +94,12 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       shard_size_mb: float = 0.0,
       include_masks: bool = False,
       include_keypoints: bool = False,
+      class_synset: bool = False,
+      source_id: str = option_table.DEFAULT_SOURCE_ID,
       concurrent_reads: int = option_table.DEFAULT_CONCURRENT_READS,
       label_map: Optional[str] = None,
       append_new_labels: bool = False,
+      label_order: str = option_table.LABEL_ORDERS[0],
       label_map_examples: Optional[channel.BaseChannel] = None,
       class_map: Optional[Dict[str, Optional[str]]] = None,
       layouts: Optional[List[str]] = None):
@@ -142,14 +146,26 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         does and Mask R-CNN reads.
       include_keypoints: COCO, YOLO pose, CVAT points: write each object's keypoints
         (`image/object/keypoint/{x,y,visibility,num,text}`).
+      class_synset: Classification: also write each record's labels as
+        `image/class/synset`, the key of ImageNet's records that holds the class
+        folder's name (a WordNet id such as n01440764).
+      source_id: What `image/source_id` holds: 'auto' (COCO's image id in decimal, as
+        Model Garden's and the Object Detection API's COCO converters write it; else
+        the image URI), 'uri' (the image URI as the manifest writes it) or 'number'
+        (the first 63 bits of the URI's SHA-256 in decimal, an int64 that Model
+        Garden's `process_source_id` parses; images given one number are reported).
       concurrent_reads: Reads in flight per worker for images on gs://, s3:// and
         other remote storage, so that its latency hides behind the conversion
         (default 64). Local files are read in line.
-      label_map: Ids to keep: a label_map.pbtxt or labels.txt path (any file system
-        Beam reads) or an earlier output folder. A label it lacks fails its rows
+      label_map: Ids to keep: a label_map.pbtxt, label_map.csv or labels.txt path (any
+        file system Beam reads) or an earlier output folder. A label it lacks fails its rows
         (`unknown_label`) unless `append_new_labels`. Default: ids the source defines
         (COCO category ids), else the sorted labels.
       append_new_labels: With `label_map`: give labels it lacks the next free ids.
+      label_order: The order assigned ids follow: 'auto' (by number when every label is
+        an integer, `2` before `10`, else as text) or 'text' (as text, `10` before `2`:
+        the ids Keras's `image_dataset_from_directory` and TFDS's `ImageFolder` give
+        class folders).
       label_map_examples: Optional channel of an earlier `Examples` (a resolver's latest
         ImageExampleGen output, for continuous training): its ids are kept and new
         labels appended after them (closed instead when `label_map` is given without
@@ -179,6 +195,12 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         concurrent_reads < 1):
       raise ValueError(f'concurrent_reads must be a whole number of at least 1, got '
                        f'{concurrent_reads!r}')
+    if source_id not in option_table.SOURCE_IDS:
+      raise ValueError(f'source_id must be one of {", ".join(option_table.SOURCE_IDS)}, got '
+                       f'{source_id!r}')
+    if label_order not in option_table.LABEL_ORDERS:
+      raise ValueError(f'label_order must be one of {", ".join(option_table.LABEL_ORDERS)}, '
+                       f'got {label_order!r}')
     if isinstance(image_transform, dict):
       image_transform = transform_lib.ImageTransform.from_dict(image_transform)
     check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry

@@ -116,8 +116,8 @@ class _LabelSetFn(beam.CombineFn):
   """The vocabulary of Chunks of rows (`steps.convert.VocabularyBuilder`)."""
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False, class_map=()):
-    self._builder = VocabularyBuilder(given, append_new_labels, class_map)
+               append_new_labels: bool = False, class_map=(), label_order: str = 'auto'):
+    self._builder = VocabularyBuilder(given, append_new_labels, class_map, label_order)
 
   def create_accumulator(self):
     return self._builder.new()
@@ -145,14 +145,17 @@ class LabelVocabulary(beam.PTransform):
       False: they are `unknown` and their rows fail.
     class_map: The run's class map as (class, new class or None) pairs, already applied
       to the rows; only described in the vocabulary (`class_map`), for the report.
+    label_order: The order assigned ids follow (`labels.vocabulary_order`): 'auto' or
+      'text'.
   """
 
   def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False, class_map=()):
+               append_new_labels: bool = False, class_map=(), label_order: str = 'auto'):
     super().__init__()
     self._given = given
     self._append = append_new_labels
     self._class_map = class_map
+    self._order = label_order
 
   def expand(self, chunks):
     """The vocabulary, a PCollection of one dict.
@@ -162,6 +165,6 @@ class LabelVocabulary(beam.PTransform):
         labels, tasks and source ids are combined.
     """
     return chunks | beam.CombineGlobally(_LabelSetFn(self._given, self._append,
-                                                     self._class_map)
+                                                     self._class_map, self._order)
                                          ).with_input_types(Chunk).with_output_types(
                                              Dict[str, Any])

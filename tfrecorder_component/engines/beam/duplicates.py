@@ -61,8 +61,7 @@ class FindDuplicates(beam.PTransform):
     """
     spilled = (stats
                | 'SpillSortedRuns' >> beam.ParDo(SpillRuns(
-                   self._index_dir, self._run_entries, lambda batch: map(duplicates.entry, batch),
-                   _write_run))
+                   self._index_dir, self._run_entries, duplicates.entries, _write_run))
                | 'AllRuns' >> beam.combiners.ToList())
     repeated = (spilled
                 | 'HashRanges' >> beam.FlatMap(duplicates.ranges, self._range_bytes)

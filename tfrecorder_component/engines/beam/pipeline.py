@@ -37,8 +37,8 @@ __all__ = ['ConvertManifests']
 class ConvertManifests(beam.PTransform):
   """The whole conversion: manifests in; split TFRecords, label files and a report out.
 
-  Writes `Split-<name>/data_tfrecord-*.gz` under `split_dirs`, `labels.txt` and
-  `label_map.pbtxt` into `label_dir`, and `summary.json`, `errors.jsonl` and
+  Writes `Split-<name>/data_tfrecord-*.gz` under `split_dirs`, `labels.txt`,
+  `label_map.pbtxt` and `label_map.csv` into `label_dir`, and `summary.json`, `errors.jsonl` and
   `duplicates.jsonl` into `report_dir`; its scratch files (the rows' chunks, the
   duplicate index) go into `report_dir/.work`, removed once the report is written. With
   `split_dirs` and `label_dir` None it writes only the report: every row is read,
@@ -76,7 +76,8 @@ class ConvertManifests(beam.PTransform):
     chunks = pbegin | 'ReadManifestRows' >> ReadManifestRows(
         self._sources, chunk_dir, annotations=self._options.annotations)
     vocabulary = chunks | 'LabelVocabulary' >> LabelVocabulary(
-        self._options.label_map, self._options.append_new_labels, self._options.class_map)
+        self._options.label_map, self._options.append_new_labels, self._options.class_map,
+        self._options.label_order)
     converted = chunks | 'Convert' >> ConvertBatches(
         beam.pvalue.AsSingleton(vocabulary), self._options)
     errors = converted[ERRORS]  # every failed row, from the manifest or its image

@@ -10,6 +10,7 @@ from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.engines.beam.duplicates import FindDuplicates
 from tfrecorder_component.engines.beam.jsonl import WriteSortedJsonLines, row_key
+from tfrecorder_component.steps import duplicates as duplicates_lib
 from tfrecorder_component.steps import report
 from tfrecorder_component.steps.convert import SAMPLES_PER_LABEL
 
@@ -127,7 +128,10 @@ class WriteReport(beam.PTransform):
         output_paths.work_dir(self._report_dir, output_paths.DUPLICATE_INDEX_DIR))
     written = ((errors | 'WriteErrors' >> write_lines(
                     output_paths.ERRORS_FILE, lambda e: row_key(e['source'], e['row'])),
-                duplicates | 'WriteDuplicates' >> write_lines(
+                duplicates
+                | 'RepeatedImages' >> beam.Filter(
+                    lambda d: not duplicates_lib.is_source_id_group(d))
+                | 'WriteDuplicates' >> write_lines(
                     output_paths.DUPLICATES_FILE, lambda d: bytes.fromhex(d['sha256'])),
                 box_issues | 'WriteBoxIssues' >> write_lines(
                     output_paths.BOX_ISSUES_FILE, lambda b: row_key(b['source'], b['row'], b['index'])))

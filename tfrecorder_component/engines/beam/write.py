@@ -124,11 +124,11 @@ TEMP_FILE_BYTES = shards_lib.TEMP_FILE_BYTES  # here, so a test can make it smal
 
 
 class WriteLabelFiles(beam.PTransform):
-  """Writes labels.txt and label_map.pbtxt of the run's vocabulary (one element,
-  `steps.report.held_labels`).
+  """Writes labels.txt, label_map.pbtxt and label_map.csv of the run's vocabulary (one
+  element, `steps.report.held_labels`).
 
   Args:
-    directory: The folder the two files are written into (the output folder), on any
+    directory: The folder the three files are written into (the output folder), on any
       file system Beam reaches.
   """
 

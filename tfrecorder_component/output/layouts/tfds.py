@@ -308,6 +308,23 @@ class Records(NamedTuple):
     return cls(int(only), encoding, any(int(k) > 1 for k in seen('labels')))
 
 
+def _bbox_feature(f):
+  """The boxes' `BBoxFeature`, declared without a `bbox_format`, so that features.json
+  names none: TFDS 4.9.7 added the `bboxFormat` field, which TFDS 4.9.6 and earlier
+  refuse to parse (`Message type "tensorflow_datasets.BoundingBoxFeature" has no field
+  named "bboxFormat"`), and reads a features.json without it as every dataset prepared
+  before 4.9.7: the same boxes ([ymin, xmin, ymax, xmax], normalised), only not drawn in
+  its HTML previews. Before 4.9.7 `BBoxFeature` takes no format and writes none.
+
+  Args:
+    f: `tfds.features` of the TFDS installed.
+  """
+  try:
+    return f.BBoxFeature(bbox_format=None)
+  except TypeError:  # TFDS before 4.9.7
+    return f.BBoxFeature()
+
+
 def features_dict(ctx, records: Records = Records()):
   """The TFDS `FeaturesDict` of the run's records (see the module docstring).
 
@@ -337,7 +354,7 @@ def features_dict(ctx, records: Records = Records()):
     spec['segmentation_mask'] = f.Image(shape=(None, None, 1), encoding_format='png',
                                         use_colormap=True)
   else:
-    objects = {'bbox': f.BBoxFeature(), 'label': f.ClassLabel(names=names),
+    objects = {'bbox': _bbox_feature(f), 'label': f.ClassLabel(names=names),
                'is_crowd': np.bool_, 'area': np.float32, 'is_difficult': np.bool_,
                'is_truncated': np.bool_}
     if plan.masks:
