@@ -249,3 +249,17 @@ def defaults(where: str = API, writes: bool = True) -> Dict[str, Any]:
       (what `validate` takes).
   """
   return {o.name: o.default for o in taken_by(where, writes)}
+
+
+def choice_error(name: str, value: Any) -> Optional[str]:
+  """Why `value` cannot be option `name`'s, for an option of a few named choices (its
+  flag's `choices`: `source_id`, `label_order`); None where it is one of them.
+
+  Args:
+    name: The option's name (`OPTIONS`).
+    value: The value given.
+  """
+  choices = BY_NAME[name].cli.get('choices')
+  if choices is None or value in choices:
+    return None
+  return f'{name} must be one of {", ".join(map(str, choices))}, got {value!r}'

@@ -161,8 +161,8 @@ class ConversionOptions:
   # (`unknown_label`), or with `append_new_labels` takes the next free id.
   label_map: Optional[labels_lib.GivenLabelMap] = None
   append_new_labels: bool = False
-  # The order assigned ids follow (`labels.LABEL_ORDERS`).
-  label_order: str = 'auto'
+  # The order assigned ids follow (`option_table.LABEL_ORDERS`).
+  label_order: str = option_table.LABEL_ORDERS[0]
   # Classes to keep, drop, rename or merge (`manifest.class_map`); the manifest sources
   # carry it too, for parsing.
   class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
@@ -214,12 +214,10 @@ class ConversionOptions:
     if not 0 <= self.compression_level <= 9:
       raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
     check_sharding(self.num_shards, self.shard_size_mb)
-    if self.source_id not in option_table.SOURCE_IDS:
-      raise UsageError(f'source_id must be one of {", ".join(option_table.SOURCE_IDS)}, got '
-                       f'{self.source_id!r}')
-    if self.label_order not in labels_lib.LABEL_ORDERS:
-      raise UsageError(f'label_order must be one of {", ".join(labels_lib.LABEL_ORDERS)}, '
-                       f'got {self.label_order!r}')
+    for name in ('source_id', 'label_order'):
+      error = option_table.choice_error(name, getattr(self, name))
+      if error:
+        raise UsageError(error)
     if self.layouts:
       from tfrecorder_component.output.layouts import check_layouts  # pylint: disable=g-import-not-at-top
       object.__setattr__(self, 'layouts', check_layouts(self.layouts))

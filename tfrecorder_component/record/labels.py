@@ -42,7 +42,6 @@ import os
 import re
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from tfrecorder_component import option_table
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.io import files
 from tfrecorder_component.io import storage
@@ -53,10 +52,6 @@ LABEL_MAP_FILE = 'label_map.pbtxt'
 # reads (`label_map=...csv`): no header, a name with a comma or a quote quoted.
 LABEL_MAP_CSV_FILE = 'label_map.csv'
 LABEL_FILES = (LABELS_FILE, LABEL_MAP_FILE, LABEL_MAP_CSV_FILE)
-
-
-# How assigned ids order the labels (`label_order`): 'auto' or 'text'.
-LABEL_ORDERS = option_table.LABEL_ORDERS
 
 
 def vocabulary_order(labels: Iterable[str], order: str = 'auto') -> List[str]:

@@ -195,12 +195,10 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         concurrent_reads < 1):
       raise ValueError(f'concurrent_reads must be a whole number of at least 1, got '
                        f'{concurrent_reads!r}')
-    if source_id not in option_table.SOURCE_IDS:
-      raise ValueError(f'source_id must be one of {", ".join(option_table.SOURCE_IDS)}, got '
-                       f'{source_id!r}')
-    if label_order not in option_table.LABEL_ORDERS:
-      raise ValueError(f'label_order must be one of {", ".join(option_table.LABEL_ORDERS)}, '
-                       f'got {label_order!r}')
+    for error in (option_table.choice_error('source_id', source_id),
+                  option_table.choice_error('label_order', label_order)):
+      if error:
+        raise ValueError(error)
     if isinstance(image_transform, dict):
       image_transform = transform_lib.ImageTransform.from_dict(image_transform)
     check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry
