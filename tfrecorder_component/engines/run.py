@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import posixpath
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tfrecorder_component import extras
@@ -408,27 +407,20 @@ def leave_out_empty_splits(split_dirs: Mapping[str, str],
                            records_per_split: Mapping[str, int]) -> None:
   """Removes what a run wrote for each split no record went to (`written_splits`): the
   one empty shard both engines write there (as Beam writes an empty PCollection), then
-  the folder, if nothing else is in it. Only the run's own split folders are given (the
-  output's staging folder, an Examples artifact's URI), and only shards are removed.
+  the folder, if nothing else is in it (`local_pool.remove_parts`: shards and the run's
+  `.part-` temporaries only). Only the run's own split folders are given (the output's
+  staging folder, an Examples artifact's URI).
 
   Args:
     split_dirs: {split: its folder}, local or on object storage.
     records_per_split: {split: records written}.
   """
-  prefix = f'{output_paths.TFRECORD_FILE_NAME}-'
-  for name, folder in split_dirs.items():
-    if records_per_split.get(name):
-      continue
-    if files.is_local(folder):
-      for path in files.match(os.path.join(folder, '*')):
-        if os.path.basename(path).startswith(prefix):
-          os.remove(path)
-      if os.path.isdir(folder) and not os.listdir(folder):
-        os.rmdir(folder)
-    else:
-      for relative in files.list_objects(folder):
-        if posixpath.basename(relative).startswith(prefix):
-          files.remove(files.join(folder, relative))
+  from tfrecorder_component.engines.local_pool import remove_parts  # pylint: disable=g-import-not-at-top
+  empty = [folder for name, folder in split_dirs.items() if not records_per_split.get(name)]
+  remove_parts(empty, shards=True)
+  for folder in empty:
+    if files.is_local(folder) and os.path.isdir(folder) and not os.listdir(folder):
+      os.rmdir(folder)
 
 
 def _convert_without_beam(sources, split_dirs, label_dir, report_dir,
