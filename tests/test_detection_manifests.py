@@ -425,6 +425,8 @@ FORMAT_SAMPLES = {
                  '"coordinates": {"x": 5, "y": 5, "width": 4, "height": 4}}]}]', {}),
     'label_studio': ('m.json', '[{"id": 1, "data": {"image": "a.jpg"}, "annotations": []}]',
                      {}),
+    'labelbox': ('m.ndjson', '{"data_row": {"id": "c1", "row_data": "a.jpg"}, "projects": '
+                 '{"p1": {"name": "P", "labels": [{"annotations": {"objects": []}}]}}}\n', {}),
     'cvat': ('m.xml', '<?xml version="1.0"?>\n<annotations><version>1.1</version>'
              '<image id="0" name="a.jpg" width="10" height="10"></image></annotations>', {}),
     'tf_od_csv': ('m.csv', 'filename,width,height,class,xmin,ymin,xmax,ymax\n'

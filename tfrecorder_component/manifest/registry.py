@@ -12,16 +12,20 @@ from typing import Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coco, createml, cvat,
-                                           label_studio, labelme, open_images, pascal_voc,
-                                           segmentation_csv, tf_od_csv, vertex_jsonl, yolo)
+                                           label_studio, labelbox, labelme, open_images,
+                                           pascal_voc, segmentation_csv, tf_od_csv, vertex_jsonl,
+                                           yolo)
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 
 # In sniffing order. Where several formats claim an extension, the last of them is the
-# one a file none of them recognises falls back to (COCO for .json, Pascal VOC for .xml,
-# the AutoML classification CSV for .csv and for a file of no known extension).
+# one a file none of them recognises falls back to (COCO for .json, Vertex AI JSONL for
+# .jsonl, Pascal VOC for .xml, the AutoML classification CSV for .csv and for a file of no
+# known extension; .ndjson is Labelbox's alone). Labelbox comes first: a .jsonl or .json
+# file whose first line is a Labelbox export row is Labelbox's, not Vertex AI JSONL (which
+# takes any line starting with `{`) nor COCO.
 FORMATS: Tuple[ManifestFormat, ...] = (
-    vertex_jsonl.FORMAT, labelme.FORMAT, createml.FORMAT, label_studio.FORMAT, coco.FORMAT,
-    cvat.FORMAT, pascal_voc.FORMAT, yolo.FORMAT, yolo.OBB_FORMAT, yolo.DARKNET_FORMAT,
+    labelbox.FORMAT, vertex_jsonl.FORMAT, labelme.FORMAT, createml.FORMAT, label_studio.FORMAT,
+    coco.FORMAT, cvat.FORMAT, pascal_voc.FORMAT, yolo.FORMAT, yolo.OBB_FORMAT, yolo.DARKNET_FORMAT,
     tf_od_csv.FORMAT,
     open_images.FORMAT, segmentation_csv.FORMAT, automl_detection_csv.FORMAT,
     automl_csv.FORMAT)

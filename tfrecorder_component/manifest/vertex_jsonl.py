@@ -78,9 +78,18 @@ def lf_lines(text: Union[str, Iterable[str]]) -> Iterator[str]:
     yield pending
 
 
-def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None) -> ParsedItem:
+def load_line(path: str, row: int, line: str) -> object:
+  """The JSON value of one line of a JSON Lines file, or the `bad_row` RowError naming
+  why it is not JSON (a CR inside the line, a number of more than 4,300 digits, nesting
+  too deep).
+
+  Args:
+    path: the file's path, named in the error.
+    row: the line's 1-based number, named in the error.
+    line: the line's text (its line break, LF or CRLF, is white space to JSON).
+  """
   try:
-    obj = json.loads(line)
+    return json.loads(line)
   except json.JSONDecodeError as e:
     hint = ('; the line holds CR characters: JSON Lines ends each row with LF (or CRLF)'
             if '\r' in line.rstrip('\r\n') and e.msg == 'Extra data' else '')
@@ -90,6 +99,12 @@ def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None
                     source=path, row=row)
   except RecursionError:
     return RowError('bad_row', 'invalid JSON: nested too deeply', source=path, row=row)
+
+
+def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None) -> ParsedItem:
+  obj = load_line(path, row, line)
+  if isinstance(obj, RowError):
+    return obj
   if not isinstance(obj, dict):
     return RowError('bad_row', 'each line must be a JSON object', source=path, row=row)
   uri = obj.get('imageGcsUri')
