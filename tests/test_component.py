@@ -171,6 +171,26 @@ def test_class_map_reaches_the_executor(tmp_path):
   assert summary['rows_left_out'] == {'dropped_class': 1} and summary['rows_failed'] == 0
 
 
+def test_columns_reach_the_executor(tmp_path):
+  """columns, set on the component, names the CSV header's columns the executor reads
+  the image, label and split from; a bad one is refused when the component is built."""
+  for name in 'ab':
+    write_image(str(tmp_path / 'in' / f'{name}.png'), 'PNG', 'RGB', 6, 6, seed=1)
+  write_text(str(tmp_path / 'in' / 'm.csv'), 'photo file,kind,data set\n'
+             'a.png,cat,train\nb.png,dog,valid\n')
+  with pytest.raises(ValueError, match="unknown role 'imag'"):
+    ImageExampleGen(input_base=str(tmp_path / 'in'), columns='imag=photo file')
+  gen = ImageExampleGen(input_base=str(tmp_path / 'in'),
+                        columns={'image': 'photo file', 'label': 'kind'})
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  records = by_source_id(examples.uri, ['train', 'eval', 'test'])
+  assert {uri: (split, feature(ex, 'image/class/text')) for uri, (split, ex) in
+          records.items()} == {'a.png': ('train', [b'cat']), 'b.png': ('eval', [b'dog'])}
+
+
 def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_writes(tmp_path):
   """Each execution parameter of the spec, given to ImageExampleGen with a value other
   than its default, reaches the executor and changes its output: a parameter the
@@ -217,10 +237,12 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   # server in tests/test_object_storage.py. label_map and append_new_labels need labels:
   # test_label_map_and_append_new_labels_reach_the_executor above, class_map
   # test_class_map_reaches_the_executor, class_synset and label_order
-  # test_class_synset_and_label_order_reach_the_executor.
+  # test_class_synset_and_label_order_reach_the_executor, columns (a CSV's header)
+  # test_columns_reach_the_executor.
   missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
       'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads',
-      'label_map', 'append_new_labels', 'class_map', 'class_synset', 'label_order'}
+      'label_map', 'append_new_labels', 'class_map', 'class_synset', 'label_order',
+      'columns'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties

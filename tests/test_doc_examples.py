@@ -235,6 +235,17 @@ def write_fixture(folder: str) -> None:
   write_text(os.path.join(folder, 'tfx_home', 'data', 'digits', 'manifest.csv'),
              '\n'.join(digits) + '\n')
   write_text(os.path.join(folder, 'span-2.csv'), _SPAN_2)
+  # Kaggle's 100 Sports CSV, and a header of names of its own (formats.md's `columns`).
+  sports = ['class id,filepaths,labels,data set']
+  for seed, (class_id, label, split) in enumerate([
+      (0, 'air hockey', 'train'), (1, 'archery', 'train'), (0, 'air hockey', 'valid'),
+      (1, 'archery', 'test')]):
+    image(f'{split}/{label}/{seed}.jpg', 60 + seed)
+    sports.append(f'{class_id},{split}/{label}/{seed}.jpg,{label},{split}')
+  write_text(os.path.join(folder, 'sports.csv'), '\n'.join(sports) + '\n')
+  write_text(os.path.join(folder, 'photos.csv'), 'photo file,kind,data set\n'
+             'images/cat-1.jpg,cat,train\nimages/dog-1.jpg,dog,valid\n'
+             'images/cat-2.jpg,cat,test\n')
   write_text(os.path.join(folder, 'new-photos.csv'), _NEW_PHOTOS)
   for seed, label in enumerate(['cat', 'cat', 'cat', 'dog', 'dog', 'dog']):
     image(f'photos/{label}/{label}-{seed}.{"jpg" if label == "cat" else "png"}', 20 + seed)

@@ -31,6 +31,7 @@ def other_values(labels_txt: str) -> dict:
   return dict(
       max_error_ratio=0.25, num_shards=3, layouts=['parquet'], manifest_format='coco_json',
       image_root='/data/images', feature_types={'weight': 'float'}, max_pixels=1000,
+      columns={'image': 'Path', 'label': 'ClassId', 'split': 'data set'},
       max_bytes=2000, compression_level=6, verify_decode=False, convert_unsupported=True,
       include_masks=True, include_keypoints=True, source_id='number', concurrent_reads=8,
       label_map=labels_txt,
@@ -89,7 +90,8 @@ def test_the_command_line_gives_convert_the_values_the_table_names():
       'm.csv', 'out', '--max-pixels', '1000', '--no-verify-decode', '--include-masks',
       '--layout', 'tfrecord,parquet', '--layout', 'tfds', '--splits', 'train=3,test=1',
       '--transform', '{"size": [8, 8]}', '--class-map', '{"a": "b"}', '--overwrite',
-      '--max-error-ratio', '0.5', '--format', 'yolo', '--beam-arg=--x=1']))
+      '--max-error-ratio', '0.5', '--format', 'yolo', '--beam-arg=--x=1',
+      '--columns', 'image=Path,split=data set']))
   assert given['max_pixels'] == 1000 and given['verify_decode'] is False
   assert given['include_masks'] is True and given['overwrite'] is True
   assert given['layouts'] == ['tfrecord', 'parquet', 'tfds']
@@ -97,6 +99,7 @@ def test_the_command_line_gives_convert_the_values_the_table_names():
   assert given['image_transform'].size == (8, 8)
   assert given['max_error_ratio'] == 0.5 and given['manifest_format'] == 'yolo'
   assert given['beam_args'] == ['--x=1'] and given['class_map'] == '{"a": "b"}'
+  assert given['columns'] == (('image', 'Path'), ('split', 'data set'))
   conversion.check_names(set(given) - {'max_error_ratio', 'overwrite'})
 
 
@@ -140,7 +143,7 @@ def test_the_executor_reads_back_what_convert_makes_of_other_values(tmp_path, la
   given = other_values(labels_txt)
   values, options = _executor_options(_component(**given))
   assert options == _convert_options(tmp_path, **given)
-  for name in ('max_error_ratio', 'manifest_format', 'image_root', 'feature_types'):
+  for name in ('max_error_ratio', 'manifest_format', 'image_root', 'feature_types', 'columns'):
     assert values[name] == given[name], name
 
 

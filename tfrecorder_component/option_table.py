@@ -61,7 +61,8 @@ class Option:
     exec_type: The execution parameter's type (int, float or str; flags are 0 or 1).
     exec_kind: How a value becomes that property and back (`component.properties`):
       'value', 'flag' (0 or 1), 'json', 'transform' (an ImageTransform's JSON),
-      'class_map' (the parsed map's JSON), 'list' (comma-separated).
+      'class_map' (the parsed map's JSON), 'columns' (the `columns` option's JSON,
+      `manifest.columns.describe`), 'list' (comma-separated).
     exec_optional: Whether a compiled pipeline may lack the property (those added
       after the first release: a pipeline compiled before them still runs).
     field: The `ConversionOptions` field it fills, if any (others go to the manifest
@@ -131,6 +132,14 @@ OPTIONS: Tuple[Option, ...] = (
            'types of extra manifest columns as JSON, e.g. \'{"weight": "float"}\' '
            '(default: inferred per file)',
            '--feature-types', dict(type='json_object'), exec_type=str, exec_kind='json'),
+    Option('columns', None,
+           'the CSV header\'s columns of the image, label (repeatable), split and (segmentation '
+           'CSV) mask, where the names the reader knows miss or mislead, e.g. '
+           '\'image=filepaths,label=labels,split=data set\': a name runs to the next comma, '
+           'spaces and all (quote one that holds a comma); label= or split= reads none '
+           '(default: found by the header\'s names)',
+           '--columns', dict(type='columns', metavar='ROLE=COLUMN,...'), exec_type=str,
+           exec_kind='columns'),
     Option('max_pixels', DEFAULT_MAX_PIXELS,
            'refuse images whose header claims more pixels (default: 178,956,970)',
            '--max-pixels', dict(type='int'), exec_type=int, exec_optional=False,

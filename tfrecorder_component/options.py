@@ -13,6 +13,7 @@ from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
 from tfrecorder_component.manifest.class_map import parse_class_map
+from tfrecorder_component.manifest.columns import parse_columns
 from tfrecorder_component.option_table import OPTIONS
 
 
@@ -34,6 +35,10 @@ class ManifestSource:
       its failed rows are cited by the index the user knows; () for any other.
     class_map: the run's class map (`manifest.class_map`): (class, new class or None to
       drop it) pairs; () keeps every class as it is.
+    columns: the run's `columns` option (`manifest.columns`): (role, header column)
+      pairs naming a CSV's image, label, split or mask columns; () finds them by name.
+      Any form `parse_columns` takes, kept as its pairs; refused by a manifest of a
+      format that has no such columns.
   """
   path: str
   format: Optional[str] = None
@@ -45,8 +50,11 @@ class ManifestSource:
   row_index: Tuple[Tuple[int, Any], ...] = ()
   # The run's class map (`manifest.class_map`): (class, new class or None) pairs.
   class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
+  # The `columns` option (`manifest.columns`): (role, header column) pairs.
+  columns: Tuple[Tuple[str, str], ...] = ()
 
   def __post_init__(self):
+    object.__setattr__(self, 'columns', parse_columns(self.columns))
     if self.format is not None and self.format not in MANIFEST_FORMATS:
       raise UsageError(f'unknown manifest format {self.format!r}; one of '
                        f'{", ".join(MANIFEST_FORMATS)}')

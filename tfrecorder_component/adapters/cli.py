@@ -88,8 +88,18 @@ def _json_object(text: str) -> dict:
   return value
 
 
+def _columns(text: str):
+  """`image=Path,label=ClassId,split=data set` -> (('image', 'Path'), ...)."""
+  from tfrecorder_component.manifest.columns import parse_columns  # pylint: disable=g-import-not-at-top
+  try:
+    return parse_columns(text)
+  except UsageError as e:
+    raise argparse.ArgumentTypeError(str(e)) from None
+
+
 # The parsers the option table's `type`s name (`option_table.Option.cli`).
-ARGUMENT_TYPES = {'int': int, 'float': float, 'splits': _splits, 'json_object': _json_object}
+ARGUMENT_TYPES = {'int': int, 'float': float, 'splits': _splits, 'json_object': _json_object,
+                  'columns': _columns}
 
 
 def _conversion_options(parser: argparse.ArgumentParser, writes: bool = True) -> None:
@@ -316,7 +326,9 @@ manifest formats and folder layouts it reads)."""
 
 _CSV_LAYOUT = """\
 A CSV manifest (AutoML / Vertex AI) is one image a row, split first; a header
-row is optional (with one, columns are found by name):
+row is optional (with one, columns are found by name, Kaggle's, GTSRB's and
+fastai's too: filepaths, Path, ClassId, data set, is_valid, ...; --columns names
+others, e.g. --columns 'image=photo file,label=kind,split=data set'):
   split,image_uri,label
   TRAIN,images/cat-1.jpg,cat
   VALIDATION,images/dog-7.jpg,dog

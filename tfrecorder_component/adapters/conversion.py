@@ -25,6 +25,7 @@ from tfrecorder_component.manifest import sources as sources_lib
 from tfrecorder_component.record import splits as splits_lib
 from tfrecorder_component.errors import ManifestError, UsageError, closest
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.manifest.columns import parse_columns
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.output.folder import (OutputSwap, local_folder, output_folder,
                                                 refuse_overlap)
@@ -97,20 +98,24 @@ def _conversion(source, report_dir: str, writes: bool = True, **given):
     raise UsageError(f'unknown manifest format {manifest_format!r}; one of '
                      f'{", ".join(MANIFEST_FORMATS)}')
   declared = tuple(sorted(check_feature_types(values['feature_types']).items()))
+  columns = parse_columns(values['columns'])
   options = ConversionOptions.from_options(values)
   args = run.beam_pipeline_args(values['runner'], values['project'], values['region'],
                                 values['temp_location'], values['beam_args'])
-  found = sources_lib.manifests_for(source, report_dir, image_root)
+  found = sources_lib.manifests_for(source, report_dir, image_root, columns)
+  dataframe = hasattr(source, 'to_csv') and hasattr(source, 'columns')
+  taken = ([columns] * len(found.paths) if dataframe else sources_lib.columns_by_manifest(
+      found.paths, report_dir, columns, os.fspath(source)))
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
   given_root = files.absolute(os.fspath(image_root)) if image_root else None
   sources = []
-  for m in found.paths:
+  for m, columns_of_m in zip(found.paths, taken):
     # A root given to the run wins over the one the layout implies (VOC's JPEGImages/).
     root = given_root or found.image_roots.get(m) or found.image_root
     sources.append(ManifestSource(
         files.absolute(m), found.formats.get(m, manifest_format), found.splits.get(m),
         files.absolute(root) if root else None, declared, found.row_index,
-        options.class_map))
+        options.class_map, columns_of_m))
   manifests = [s.path for s in sources]
   return manifests, options, args, sources
 
@@ -151,7 +156,10 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
       ([the Python guide](../guides/python.md#options) has them in a table;
       `option_table.OPTIONS` declares them): `splits` (hash buckets for rows without a
       split, default train 8, eval 1, test 1, as a dict or pairs), ImageExampleGen's
-      `manifest_format`, `image_root`, `feature_types`, `image_transform`,
+      `manifest_format`, `image_root`, `feature_types`, `columns` (a CSV header's
+      image, label and split columns, where the names the reader knows miss: a dict
+      such as `{'image': 'filepaths', 'label': 'labels', 'split': 'data set'}` or the
+      command's text `'image=filepaths,label=labels,split=data set'`), `image_transform`,
       `verify_decode`, `convert_unsupported`, `compression_level`, `max_pixels`,
       `max_bytes`, `num_shards`, `shard_size_mb`, `include_masks`,
       `include_keypoints`, `class_synset` (classification: the labels again as

@@ -4,8 +4,11 @@
 `[ML_USE,]IMAGE_URI,LABEL,X1,Y1,X2,Y2,X3,Y3,X4,Y4` (four vertices), coordinates
 normalised to [0, 1]; `[ML_USE,]IMAGE_URI,,,,,,,,,` is an image without objects.
 Lines of the same image are not merged here. With an (optional) header, columns are
-found by name as in the classification CSV, the 8 columns after the label column hold
-the coordinates and every other named column becomes a typed feature.
+found by name as in the classification CSV (`automl_csv`'s spellings: the first label
+column it reads), the 8 columns after the label column hold the coordinates and every
+other named column becomes a typed feature. The `columns` option names the image, the
+label and the split columns of a header (one label column: the 8 coordinate columns
+follow it).
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from tfrecorder_component.manifest.features import parse_number
 from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
                                                 resolve_uri)
 from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns, has_ml_use_column,
-                                                      header_columns, is_header, is_label_column,
-                                                      parse_rows, raw_features, split_of)
+                                                      header_roles_of, is_header, parse_rows,
+                                                      raw_features, roles_of)
+from tfrecorder_component.manifest.columns import Columns, named
 
 COORDINATES = 8
 TWO_VERTEX_FIELDS = (0, 1, 4, 5)  # X_MIN, Y_MIN, X_MAX, Y_MAX among the 8 coordinate fields
@@ -55,8 +59,8 @@ def sniff(head: str) -> bool:
         continue
       header, first = first and is_header(fields), False
       if header:
-        names = [f.strip().lower() for f in fields]
-        label_col = next((i for i, n in enumerate(names) if is_label_column(n)), None)
+        roles = roles_of('', fields)
+        label_col = roles.labels[0] if roles is not None and roles.labels else None
         if label_col is None:
           return False
         width = len(fields)
@@ -81,8 +85,8 @@ class _Layout(CsvLayout):
 
   def __init__(self, split_col: Optional[int], uri_col: int, label_col: int,
                width: Optional[int] = None,
-               feature_cols: Optional[List[Tuple[int, str]]] = None):
-    super().__init__(split_col, uri_col, width, feature_cols)
+               feature_cols: Optional[List[Tuple[int, str]]] = None, roles=None, header=None):
+    super().__init__(split_col, uri_col, width, feature_cols, roles, header)
     self.label_col = label_col  # the 8 coordinate columns follow it
 
   ORDER = 'ML_USE,IMAGE_URI,LABEL,X_MIN,Y_MIN,,,X_MAX,Y_MAX,,'
@@ -91,9 +95,13 @@ class _Layout(CsvLayout):
     return [self.label_col]
 
   @classmethod
-  def from_header(cls, path: str, fields: List[str]) -> '_Layout':
-    names, split_col, uri_col = header_columns(fields)
-    label_col = next((i for i, n in enumerate(names) if is_label_column(n)), None)
+  def from_header(cls, path: str, fields: List[str], columns: Columns = ()) -> '_Layout':
+    if len(named(columns, 'label') or ()) > 1:
+      raise ManifestError(f'{path}: columns names {len(named(columns, "label"))} label '
+                          'columns; a detection CSV has one, the 8 coordinate columns after it')
+    roles = header_roles_of(path, fields, columns)
+    split_col, uri_col = roles.split, roles.image
+    label_col = roles.labels[0] if roles.labels else None
     if label_col is None or label_col + COORDINATES >= len(fields):
       raise ManifestError(f'{path}: a detection CSV header needs a label column followed by '
                           f'{COORDINATES} coordinate columns (X_MIN,Y_MIN,,,X_MAX,Y_MAX,, or '
@@ -102,7 +110,7 @@ class _Layout(CsvLayout):
     if split_col is not None:
       used.append(split_col)
     return cls(split_col, uri_col, label_col, width=len(fields),
-               feature_cols=feature_columns(path, fields, used))
+               feature_cols=feature_columns(path, fields, used), roles=roles, header=fields)
 
   @classmethod
   def from_first_row(cls, fields: List[str]) -> '_Layout':
@@ -112,7 +120,8 @@ class _Layout(CsvLayout):
 
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
-          feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+          feature_types: Optional[Mapping[str, str]] = None,
+          columns: Columns = ()) -> Iterator[ParsedItem]:
   """The lines of an AutoML detection CSV (see the module), each a ManifestRow of one
   box (or of an image without objects) or a RowError, in file order; the rows of one
   image are merged later (`merge_image_rows`).
@@ -126,8 +135,10 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
       None: the manifest's folder.
     feature_types: declared types of extra columns ({name: 'int' | 'float' |
       'string'}); a column not declared gets a type inferred from its values.
+    columns: the `columns` option (`columns.parse_columns`): the header's image, label
+      and split columns, where named.
   """
-  return parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
+  return parse_rows(path, text, feature_types, _Layout, _parse_row, image_root, columns)
 
 
 def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> ParsedItem:
@@ -143,7 +154,7 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
     return RowError('bad_row', f'the row has {len(fields)} columns; a detection row is '
                     '[ML_USE,]URI,LABEL and 8 coordinates (X_MIN,Y_MIN,,,X_MAX,Y_MAX,,)',
                     source=path, row=row, uri=uri)
-  split = split_of(path, row, fields, layout.split_col, uri)
+  split = layout.split(path, row, fields, uri)
   if isinstance(split, RowError):
     return split
   box_fields = [f.strip() for f in fields[layout.label_col:end]]
@@ -184,4 +195,5 @@ def _box(label: str, coordinates: List[str]) -> ObjectBox | str:
 
 
 FORMAT = ManifestFormat('automl_detection_csv', ('.csv', '.txt'), sniff=sniff, parse=parse,
-                        streamed=True, one_row_a_box=True)
+                        streamed=True, one_row_a_box=True,
+                        column_roles=('image', 'label', 'split'))

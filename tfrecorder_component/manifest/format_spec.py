@@ -7,10 +7,11 @@ from typing import Callable, Iterator, Optional, Tuple, Union
 
 from tfrecorder_component.manifest.rows import ParsedItem
 
-# parse(path, text, *, image_root, feature_types[, annotations]) -> rows and RowErrors,
-# `text` a str, or a text file for a `streamed` format;
+# parse(path, text, *, image_root, feature_types[, annotations][, columns]) -> rows and
+# RowErrors, `text` a str, or a text file for a `streamed` format;
 # in file order; `annotations` (a frozenset of ANNOTATIONS) is passed only when asked for,
-# and only to a format that declares it can read them.
+# and only to a format that declares it can read them; `columns` (the `columns` option's
+# (role, column) pairs) likewise, only to a format with `column_roles`.
 Parser = Callable[..., Iterator[ParsedItem]]
 
 
@@ -38,6 +39,8 @@ class ManifestFormat:
     objects_from: for a format whose objects lie outside the file (YOLO's label
       files), a function of the file's path and the run's image_root naming where, in
       words, for the warning of a run that found no object; None: the file holds them.
+    column_roles: the roles (`columns.ROLES`) whose header columns the `columns` option
+      may name for this format (a CSV's); (): the format takes no `columns`.
   """
   name: str
   extensions: Tuple[str, ...]    # lower case, with the dot
@@ -65,6 +68,9 @@ class ManifestFormat:
   # image_root (YOLO: the label folders its images' label files were looked for in).
   # None: the file itself holds them.
   objects_from: Optional[Callable[..., str]] = None
+  # The roles the `columns` option may name for this format (image, label, split,
+  # mask); (): it takes no `columns`, and a run that gives it one is refused.
+  column_roles: Tuple[str, ...] = ()
 
 
 ANNOTATIONS = ('masks', 'keypoints')  # what a conversion may ask for beyond boxes

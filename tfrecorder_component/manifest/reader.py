@@ -10,6 +10,7 @@ from typing import AbstractSet, Iterator, List, Mapping, NamedTuple, Optional
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import registry
 from tfrecorder_component.manifest.class_map import ClassMap, apply_class_map
+from tfrecorder_component.manifest.columns import Columns, as_text, parse_columns
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_types
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem
@@ -23,7 +24,7 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
                         image_root: Optional[str] = None,
                         feature_types: Optional[Mapping[str, str]] = None,
                         annotations: AbstractSet[str] = frozenset(),
-                        class_map: ClassMap = ()) -> Iterator[ParsedItem]:
+                        class_map: ClassMap = (), columns: Columns = ()) -> Iterator[ParsedItem]:
   """Parses one manifest file's text into rows, or RowErrors for rows that fail.
 
   Args:
@@ -44,10 +45,17 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
       none of them is a ManifestError.
     class_map: the run's classes to keep, drop, rename or merge (`class_map.py`), as
       sorted (class, new class or None) pairs; (): none.
+    columns: the `columns` option, in any form `columns.parse_columns` takes: the
+      header columns a CSV's roles are read from; a format that takes none
+      (`ManifestFormat.column_roles`), or none of a role named, is a ManifestError.
   """
   declared = check_feature_types(feature_types)
   spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
   extra = {}
+  columns = parse_columns(columns)
+  if columns:
+    _check_columns(path, spec, columns)
+    extra['columns'] = columns
   if annotations:
     missing = sorted(set(annotations) - set(spec.annotations))
     if missing:
@@ -70,6 +78,21 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
         if class_map and isinstance(item, ManifestRow):
           item = apply_class_map(item, class_map)
     yield item
+
+
+def _check_columns(path: str, spec: ManifestFormat, columns: Columns) -> None:
+  """Refuses the `columns` option for a format that takes none, or a role it lacks."""
+  able = sorted(f.name for f in registry.FORMATS if f.column_roles)
+  if not spec.column_roles:
+    raise ManifestError(
+        f'{path}: columns ({as_text(columns)}) names the columns of a CSV header, but this '
+        f'manifest is {spec.name}, which has no header columns to name; the formats that '
+        f'take columns: {", ".join(able)} (leave columns out, or convert the CSV alone)')
+  other = sorted({role for role, _ in columns} - set(spec.column_roles))
+  if other:
+    raise ManifestError(
+        f'{path}: columns names {" and ".join(other)}, which this manifest ({spec.name}) has '
+        f'no column for; it takes {", ".join(spec.column_roles)}')
 
 
 def _shown(text: str) -> str:
@@ -132,7 +155,7 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
                        annotations: AbstractSet[str] = frozenset(),
-                       class_map: ClassMap = ()) -> 'ManifestItems':
+                       class_map: ClassMap = (), columns: Columns = ()) -> 'ManifestItems':
   """Reads one manifest file from any Beam file system; returns its line count (exact
   for a file of at most 64 KiB, else estimated from its size and its first 64 KiB:
   enough to size the chunks it is read in), its items, parsed as they are consumed, and
@@ -154,6 +177,8 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
     annotations: what to read beyond boxes ('masks', 'keypoints').
     class_map: the run's class map, as sorted (class, new class or None) pairs; ():
       none.
+    columns: the `columns` option's (role, column) pairs (`columns.parse_columns`): a
+      CSV header's columns to read; (): found by name.
   """
   raw = _read(path, _SNIFF_CHARS + 1)
   whole = len(raw) <= _SNIFF_CHARS
@@ -169,7 +194,8 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
             _read(path).decode('utf-8-sig', errors='surrogateescape'))
   return ManifestItems(lines, parse_manifest_text(
       path, text, spec.name, split_override, image_root=image_root,
-      feature_types=feature_types, annotations=annotations, class_map=class_map), spec)
+      feature_types=feature_types, annotations=annotations, class_map=class_map,
+      columns=columns), spec)
 
 
 def _read(path: str, size: int = -1) -> bytes:
@@ -214,7 +240,7 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
                        annotations: AbstractSet[str] = frozenset(),
-                       class_map: ClassMap = ()) -> List[ParsedItem]:
+                       class_map: ClassMap = (), columns: Columns = ()) -> List[ParsedItem]:
   """Reads one manifest file from any Beam file system and parses it, in file order.
 
   Args:
@@ -229,7 +255,9 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
     annotations: what to read beyond boxes ('masks', 'keypoints').
     class_map: the run's class map, as sorted (class, new class or None) pairs; ():
       none.
+    columns: the `columns` option's (role, column) pairs: a CSV header's columns to
+      read; (): found by name.
   """
   return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
                                  feature_types=feature_types, annotations=annotations,
-                                 class_map=class_map).items)
+                                 class_map=class_map, columns=columns).items)

@@ -4,10 +4,13 @@ The header names the columns (it is required: without one a mask column cannot b
 from a label): the split (`split` or `ml_use`, optional), the image (as in the
 classification CSV: `image_uri`, `uri`, `image`, `path`, ...) and the mask (`mask_uri`,
 `mask`, `mask_path`, `mask_gcs_uri`, `segmentation_mask` or `mask_file`); every other
-named column becomes a typed feature. The mask is a greyscale or palette PNG of the
-image's size whose pixel values are the class indices (as Pascal VOC's
-`SegmentationClass` and Cityscapes' `labelIds` store them); they are written unchanged.
-Relative mask URIs resolve as image URIs do.
+named column becomes a typed feature. Header names are compared as `automl_csv` compares
+them (`column_key`), with its spellings of the image and split columns. The `columns`
+option names the image, split and mask columns (`image=photo,mask=annotation`).
+
+The mask is a greyscale or palette PNG of the image's size whose pixel values are the
+class indices (as Pascal VOC's `SegmentationClass` and Cityscapes' `labelIds` store them);
+they are written unchanged. Relative mask URIs resolve as image URIs do.
 """
 from __future__ import annotations
 
@@ -16,17 +19,20 @@ import io
 from typing import Iterator, List, Mapping, Optional
 
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest.automl_csv import (CsvLayout, feature_columns, header_columns,
-                                                      is_header, parse_rows, raw_features, split_of)
+from tfrecorder_component.manifest.automl_csv import (CsvLayout, column_key, feature_columns,
+                                                      header_roles_of, is_header, parse_rows,
+                                                      raw_features)
+from tfrecorder_component.manifest.columns import Columns
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem, resolve_uri
 
 MASK_COLUMNS = ('mask_uri', 'mask', 'mask_path', 'mask_gcs_uri', 'segmentation_mask',
                 'mask_file')
+_MASK_KEYS = tuple(map(column_key, MASK_COLUMNS))
 
 
 def _mask_column(names: List[str]) -> Optional[int]:
-  return next((i for i, n in enumerate(names) if n in MASK_COLUMNS), None)
+  return next((i for i, n in enumerate(names) if column_key(n) in _MASK_KEYS), None)
 
 
 def sniff(head: str) -> bool:
@@ -49,22 +55,26 @@ class _Layout(CsvLayout):
 
   ORDER = 'split,image_uri,mask_uri'
 
-  def __init__(self, split_col, uri_col, mask_col, width, feature_cols):
-    super().__init__(split_col, uri_col, width, feature_cols)
+  def __init__(self, split_col, uri_col, mask_col, width, feature_cols, roles=None,
+               header=None):
+    super().__init__(split_col, uri_col, width, feature_cols, roles, header)
     self.mask_col = mask_col
 
   def label_columns(self, width: int) -> List[int]:
     return []
 
   @classmethod
-  def from_header(cls, path: str, fields: List[str]) -> '_Layout':
-    names, split_col, uri_col = header_columns(fields)
-    mask_col = _mask_column(names)
+  def from_header(cls, path: str, fields: List[str], columns: Columns = ()) -> '_Layout':
+    roles = header_roles_of(path, fields, columns)
+    split_col, uri_col = roles.split, roles.image
+    mask_col = roles.mask if roles.mask is not None else _mask_column(
+        ['' if i in (uri_col, split_col) else f for i, f in enumerate(fields)])
     if mask_col is None:
       raise _NoLayout(f'a segmentation CSV\'s header names a mask column '
                           f'({", ".join(MASK_COLUMNS)}); the header is {",".join(fields)}')
     used = [uri_col, mask_col] + ([split_col] if split_col is not None else [])
-    return cls(split_col, uri_col, mask_col, len(fields), feature_columns(path, fields, used))
+    return cls(split_col, uri_col, mask_col, len(fields), feature_columns(path, fields, used),
+               roles, fields)
 
   @classmethod
   def from_first_row(cls, fields: List[str]) -> '_Layout':
@@ -73,7 +83,8 @@ class _Layout(CsvLayout):
 
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
-          feature_types: Optional[Mapping[str, str]] = None) -> Iterator[ParsedItem]:
+          feature_types: Optional[Mapping[str, str]] = None,
+          columns: Columns = ()) -> Iterator[ParsedItem]:
   """The rows of a segmentation CSV (see the module), each a ManifestRow with its mask
   or a RowError, in file order. A file without a header naming a mask column is a
   ManifestError.
@@ -87,9 +98,11 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
       against; None: the manifest's folder.
     feature_types: declared types of extra columns ({name: 'int' | 'float' |
       'string'}); a column not declared gets a type inferred from its values.
+    columns: the `columns` option (`columns.parse_columns`): the header's image, split
+      and mask columns, where named.
   """
   try:
-    yield from parse_rows(path, text, feature_types, _Layout, _parse_row, image_root)
+    yield from parse_rows(path, text, feature_types, _Layout, _parse_row, image_root, columns)
   except _NoLayout as e:  # the layout's errors name no file
     raise ManifestError(f'{path}: {e}') from None
 
@@ -107,7 +120,7 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
   if not uri or not mask:
     return RowError('bad_row', f'the {"image" if not uri else "mask"} URI is empty; a '
                     'segmentation row names both', source=path, row=row, uri=uri or None)
-  split = split_of(path, row, fields, layout.split_col, uri)
+  split = layout.split(path, row, fields, uri)
   if isinstance(split, RowError):
     return split
   return ManifestRow(source=path, row=row, image_uri=uri,
@@ -117,4 +130,4 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
 
 
 FORMAT = ManifestFormat('segmentation_csv', ('.csv', '.txt'), sniff=sniff, parse=parse,
-                        streamed=True)
+                        streamed=True, column_roles=('image', 'split', 'mask'))

@@ -8,25 +8,32 @@ import posixpath
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from tfrecorder_component.io import files
-from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import automl_csv, discover
+from tfrecorder_component.manifest.columns import Columns, as_text, named
 # What the folder reading of earlier releases exposed here.
 from tfrecorder_component.manifest.discover import IMAGE_EXTENSIONS, folder_manifest  # pylint: disable=unused-import
 
 
-def dataframe_manifest(df) -> str:
+def dataframe_manifest(df, columns=()) -> str:
   """A DataFrame in AutoML columns (`split`, `image_uri`, `label` and any extra columns,
   which become typed features) as CSV text, URIs as written.
 
   Args:
     df: a pandas DataFrame with an image URI column (one of `automl_csv.URI_COLUMNS`,
-      any case), else ManifestError; a label column whose cells are lists (multi-label)
-      is spread into one column per label position.
+      in any spelling `automl_csv.column_key` compares), or the one `columns` names,
+      else ManifestError; a label column whose cells are lists (multi-label) is spread
+      into one column per label position.
+    columns: the run's `columns` option, as (role, column) pairs
+      (`columns.parse_columns`): the reader takes the image column from it.
   """
-  columns = [str(c) for c in df.columns]
-  if not any(c.strip().lower() in automl_csv.URI_COLUMNS for c in columns):
+  names = [str(c) for c in df.columns]
+  known = {automl_csv.column_key(c) for c in automl_csv.URI_COLUMNS + automl_csv.ID_URI_COLUMNS}
+  if not named(columns, 'image') and not any(automl_csv.column_key(c) in known
+                                             for c in names):
     raise ManifestError(f'the DataFrame needs an image URI column (one of '
-                        f'{", ".join(automl_csv.URI_COLUMNS)}); it has {columns}')
+                        f'{", ".join(automl_csv.URI_COLUMNS)}, or the one columns names: '
+                        f'columns={{"image": NAME}}); it has {names}')
   return _labels_spread(df, automl_csv.is_label_column).to_csv(index=False)
 
 
@@ -51,6 +58,31 @@ def _labels_spread(df, is_label_column):
                           columns=names)
     df = df.drop(columns=[column]).join(spread)
   return df
+
+
+def columns_by_manifest(paths: List[str], scratch_dir: str, columns: Columns,
+                        source: str) -> List[Columns]:
+  """The `columns` option each manifest of a source takes: none for a manifest its
+  reading wrote into `scratch_dir` (an image folder's, a layout's: its header is this
+  package's own), the option for the others; a UsageError where the option is given
+  and every manifest is one of those, so it would name no column of the user's.
+
+  Args:
+    paths: the source's manifest files (`manifests_for`, `discover.find`).
+    scratch_dir: the folder manifests written for the source go to (the report folder).
+    columns: the run's `columns` option, as (role, column) pairs; (): none.
+    source: the source as given, named in the UsageError.
+  """
+  if not columns:
+    return [() for _ in paths]
+  inside = files.absolute(scratch_dir).rstrip('/') + '/'
+  own = [not files.absolute(p).startswith(inside) for p in paths]
+  if paths and not any(own):
+    raise UsageError(f'columns ({as_text(columns)}) names the columns of a CSV manifest\'s '
+                     f'header, but {source} is read through manifests written for it (an '
+                     'image folder or a dataset layout), which have no columns of yours; '
+                     'leave columns out, or convert your CSV itself')
+  return [columns if o else () for o in own]
 
 
 def dataframe_row_index(df) -> Tuple[Tuple[int, Any], ...]:
@@ -134,7 +166,8 @@ class Manifests(NamedTuple):
   formats: Dict[str, str] = {}
 
 
-def manifests_for(source, report_dir: str, image_root: Optional[str] = None) -> Manifests:
+def manifests_for(source, report_dir: str, image_root: Optional[str] = None,
+                  columns=()) -> Manifests:
   """The manifest files a source stands for, the folder its relative image URIs resolve
   against (None: each manifest's own folder), for a DataFrame its rows' index labels, and
   the split of each manifest where its layout gives one (`discover.find`: split folders,
@@ -149,10 +182,12 @@ def manifests_for(source, report_dir: str, image_root: Optional[str] = None) -> 
     image_root: the run's image_root option: passed to `discover.find` (for a COCO
       root without an images folder); the returned `image_root` does not carry it,
       the caller puts it first.
+    columns: the run's `columns` option's (role, column) pairs: a DataFrame named its
+      image column there needs none of the known names.
   """
   if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
     path = posixpath.join(report_dir, 'input_manifest.csv')
-    files.write_text(path, dataframe_manifest(source))
+    files.write_text(path, dataframe_manifest(source, columns))
     return Manifests([path], os.getcwd(), dataframe_row_index(source), {})
   found = discover.find(os.fspath(source), report_dir,
                         os.fspath(image_root) if image_root else None)

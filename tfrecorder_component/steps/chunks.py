@@ -104,8 +104,8 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
   reading it.
 
   Args:
-    source: the manifest file to read, with its format, split, image root, feature types
-      and class map.
+    source: the manifest file to read, with its format, split, image root, feature types,
+      class map and columns.
     chunk_dir: the run's chunk folder (any file system) the chunks' files are written
       in.
     annotations: what to read beyond boxes (`ConversionOptions.annotations`): 'masks',
@@ -119,7 +119,8 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
                                           image_root=source.image_root,
                                           feature_types=dict(source.feature_types) or None,
                                           annotations=annotations,
-                                          class_map=source.class_map)
+                                          class_map=source.class_map,
+                                          columns=source.columns)
   size = max(rows_per_batch, min(-(-lines // max_chunks), MAX_CHUNK_ROWS))
   merge = not spec.one_row_an_image
   chunk: List[Item] = []

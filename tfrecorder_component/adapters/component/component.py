@@ -89,6 +89,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       verify_decode: bool = True,
       image_root: Optional[str] = None,
       feature_types: Optional[Dict[str, str]] = None,
+      columns: Optional[Union[str, Dict[str, Any]]] = None,
       image_transform: Optional[Union[transform_lib.ImageTransform, Dict[str, Any]]] = None,
       num_shards: int = 0,
       shard_size_mb: float = 0.0,
@@ -134,6 +135,11 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         manifest's (or annotation file's) folder.
       feature_types: {column: 'int' | 'float' | 'string'} for extra manifest columns
         carried as features; undeclared columns are inferred per file.
+      columns: A CSV header's columns that hold the image, label(s), split (and a
+        segmentation CSV's mask), where the names the reader knows miss or are
+        ambiguous: {'image': 'filepaths', 'label': 'labels', 'split': 'data set'}, or
+        the command's text 'image=filepaths,label=labels,split=data set'; a label or
+        split of None reads none. Default: found by name (docs/guides/formats.md).
       image_transform: An `ImageTransform` (or its fields as a dict): auto-orient,
         resize, colour, re-encode. Default: image bytes pass through unchanged.
       num_shards: Write exactly this many shards per split, records spread evenly.

@@ -36,7 +36,8 @@ from tfrecorder_component.manifest import MANIFEST_EXTENSIONS
 from tfrecorder_component.manifest import discover
 from tfrecorder_component.manifest.discover import manifest_files
 from tfrecorder_component.manifest.class_map import parse_class_map
-from tfrecorder_component.manifest.sources import READ_BY_THE_LAUNCHER
+from tfrecorder_component.manifest.columns import parse_columns
+from tfrecorder_component.manifest.sources import READ_BY_THE_LAUNCHER, columns_by_manifest
 
 def _sources(input_dict, exec_properties, values, report_dir: str) -> List[ManifestSource]:
   """The manifests of the execution (`values`: its options, `properties.from_properties`).
@@ -49,10 +50,11 @@ def _sources(input_dict, exec_properties, values, report_dir: str) -> List[Manif
   image_root = files.absolute(image_root) if image_root else None
   feature_types = tuple(sorted((values['feature_types'] or {}).items()))
   class_map = parse_class_map(values['class_map'])
+  columns = parse_columns(values['columns'])
 
   def source(path: str, split=None) -> ManifestSource:
     return ManifestSource(files.absolute(path), fmt, split, image_root, feature_types,
-                          class_map=class_map)
+                          class_map=class_map, columns=columns)
 
   artifacts = input_dict.get(spec.MANIFEST_KEY) or []
   if artifacts:
@@ -64,11 +66,13 @@ def _sources(input_dict, exec_properties, values, report_dir: str) -> List[Manif
       except UsageError as e:
         raise ManifestError(f'no manifest files ({", ".join(MANIFEST_EXTENSIONS)}) found at '
                             f'{artifact.uri}: {e}') from None
-      for path in found.paths:
+      taken = columns_by_manifest(found.paths, scratch, columns, artifact.uri)
+      for path, columns_of_path in zip(found.paths, taken):
         root = image_root or found.image_roots.get(path)
         sources.append(ManifestSource(
             files.absolute(path), found.formats.get(path, fmt), found.splits.get(path),
-            files.absolute(root) if root else None, feature_types, class_map=class_map))
+            files.absolute(root) if root else None, feature_types, class_map=class_map,
+            columns=columns_of_path))
     return sources
   input_config = _input_config(exec_properties)
   input_base = exec_properties[spec.INPUT_BASE_KEY]

@@ -9,6 +9,7 @@ from typing import Any, Dict, Mapping
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.manifest.class_map import describe as describe_class_map
 from tfrecorder_component.manifest.class_map import parse_class_map
+from tfrecorder_component.manifest.columns import to_json as columns_json
 from tfrecorder_component.option_table import COMPONENT, Option, taken_by
 
 
@@ -20,15 +21,18 @@ def to_property(option: Option, value: Any) -> Any:
     option: The option's declaration (`option_table.OPTIONS`); its `exec_kind` and
       `exec_type` say how the value is written.
     value: The option's value as the component's constructor takes it: a flag's bool,
-      a dict (or, for `class_map`, what `parse_class_map` takes), an ImageTransform or
+      a dict (or, for `class_map`, what `parse_class_map` takes; for `columns`, what
+      `columns.parse_columns` takes), an ImageTransform or
       its dict, a list or one name, a number or a string. None, or an empty map or
       list, is unset.
   """
   kind = option.exec_kind
   if kind == 'flag':
     return int(bool(value))
-  if value is None or (kind in ('json', 'class_map', 'list') and not value):
+  if value is None or (kind in ('json', 'class_map', 'columns', 'list') and not value):
     return None
+  if kind == 'columns':
+    return columns_json(value)
   if kind == 'json':
     return json.dumps(value, sort_keys=True)
   if kind == 'class_map':
@@ -63,7 +67,7 @@ def from_property(option: Option, prop: Any) -> Any:
     return option.default
   if kind == 'flag':
     return bool(int(prop))
-  if kind in ('json', 'class_map'):
+  if kind in ('json', 'class_map', 'columns'):
     return json.loads(prop)
   if kind == 'transform':
     return transform_lib.ImageTransform.from_json(prop)
