@@ -296,6 +296,7 @@ def test_summarize_counts_records_labels_errors_and_box_issues():
         'box_issues': {'clipped:clipped': 1, 'dropped:empty': 2},
         'labels_per_split': {'test': {'cat': 1, 'dog': 1}, 'train': {'cat': 1, 'dog': 1}},
         'image_formats': {'jpeg': 3}, 'image_sizes': {'< 64 px': 3},
+        'records_split_by_hash': 0,
         # the records' keys: in every record or not, with one value in every record or not
         'features': {
             'image/class/label': {'type': 'int64', 'records': 3, 'scalar': False},

@@ -50,7 +50,7 @@ LAYOUTS = {
                       ['YOLO', 'images/', 'labels/']),
     'dota': (['dota/images/P0001.png', 'dota/labelTxt/P0001.txt'], 'dota',
              ['DOTA', 'labelTxt/']),
-    'datumaro_yolo_images': (['dm/Images/a.jpg', 'dm/Images/b.jpg'], 'dm', ['Images/']),
+    'datumaro_yolo_images': (['dm/Images/a.jpg', 'dm/Images/b.jpg'], 'dm', ['Images holds 2 images and no class folders']),
     'coco_captions_only': (['coco/images/train/a.jpg', 'coco/annotations/captions_train.json'],
                            'coco', ['COCO annotations without boxes', 'captions_train.json']),
     'coco_root_without_images': (['coco/annotations/instances_train2017.json', 'coco/x.txt'],

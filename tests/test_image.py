@@ -98,3 +98,26 @@ def test_png_broken_after_its_pixels_is_refused_as_tensorflow_refuses_it(cut):
     probe_image(data, decode=True)
   assert e.value.reason in ('truncated', 'corrupt')
   assert probe_image(png, decode=True).format == 'png'  # the whole file passes
+
+
+@pytest.mark.parametrize('mode', ['1', 'L', 'LA', 'RGB', 'RGBA', 'CMYK', 'I;16'])
+@pytest.mark.parametrize('compression', [None, 'tiff_lzw'])
+def test_tiff_samples_per_pixel_reads_what_pillow_wrote(mode, compression):
+  """The TIFF header reading that names a multispectral TIFF agrees with Pillow, the
+  writer here, on every mode it writes (SamplesPerPixel absent for bilevel and grey:
+  its default, 1)."""
+  from tfrecorder_component.images.probe import tiff_samples_per_pixel  # pylint: disable=g-import-not-at-top
+  im = make_image(mode, 12, 16)
+  data = encode(im, 'TIFF', **({'compression': compression} if compression else {}))
+  assert tiff_samples_per_pixel(data) == len(im.getbands())
+  assert tiff_samples_per_pixel(encode(im.convert('RGB'), 'PNG')) is None
+
+
+def test_a_multispectral_tiff_fails_as_unsupported_format_naming_its_bands():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from dataset_replicas import multispectral_tiff  # pylint: disable=g-import-not-at-top
+  data = multispectral_tiff(np.zeros((8, 8, 13), dtype=np.uint16))
+  with pytest.raises(RowError) as raised:
+    probe_image(data)
+  assert raised.value.reason == 'unsupported_format'
+  assert 'a TIFF of 13 bands per pixel (a multispectral image)' in raised.value.message

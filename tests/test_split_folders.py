@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tfrecorder_component.errors import ManifestError
+
 from images import write_image, write_text
 from tfrecorder_component import convert
 from tfrecorder_component.adapters.cli import main
@@ -35,9 +37,22 @@ def test_cli_reads_split_folders_too(tmp_path):
 @pytest.mark.parametrize('layout', ['train/cat/a.jpg', 'cat/a.jpg'])
 def test_image_folders_are_still_image_folders(tmp_path, layout):
   write_image(str(tmp_path / 'data' / layout), height=20, width=30)
+  write_image(str(tmp_path / 'data' / layout.replace('cat/a', 'dog/b')), height=20, width=30)
   write_text(str(tmp_path / 'data' / layout.split('/')[0] / 'README.txt'), 'notes\n')
   result = convert(str(tmp_path / 'data'), str(tmp_path / 'out'))
-  assert result.records_per_label == {'cat': 1}
+  assert result.records_per_label == {'cat': 1, 'dog': 1}
+
+
+def test_a_lone_class_folder_is_refused_not_read_as_one_class(tmp_path):
+  """A root holding one folder of images (Flowers-102's jpg/, whose labels are
+  elsewhere) is no one-class dataset: refused in one line naming the folder."""
+  for i in range(3):
+    write_image(str(tmp_path / 'data' / 'jpg' / f'image_0000{i}.jpg'), height=20, width=30)
+  with pytest.raises(ManifestError) as raised:
+    convert(str(tmp_path / 'data'), str(tmp_path / 'out'))
+  assert str(raised.value).startswith(f'{tmp_path}/data/jpg holds 3 images and no class '
+                                      'folders'), raised.value
+  assert '\n' not in str(raised.value)
 
 
 def test_a_data_set_folder_lists_its_own_files_only(tmp_path):

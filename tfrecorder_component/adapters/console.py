@@ -82,6 +82,15 @@ def quiet_third_party_notices() -> None:
   for handler in root.handlers:
     if not any(isinstance(f, DropNoticesTheCommandReplaces) for f in handler.filters):
       handler.addFilter(DropNoticesTheCommandReplaces())
+  # How a dataset folder was read (a zip's root folder read through, a download's split
+  # lists): the command says it, on its own line (`manifest.downloads.LOG`).
+  logging.getLogger(LAYOUT_LOGGER).setLevel(logging.INFO)
+  # Pillow logs why it cannot open a file ("More samples per pixel than can be decoded")
+  # before it raises; the row's failure reason says it, once, in the command's words.
+  logging.getLogger('PIL').setLevel(logging.CRITICAL)
+
+
+LAYOUT_LOGGER = 'tfrecorder_component.layout'
 
 
 # C0 and C1 control characters but line feed and tab, as escapes: a manifest's labels,

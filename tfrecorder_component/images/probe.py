@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import io
 import posixpath
+import struct
 import warnings
+from typing import Optional
 
 from PIL import Image
 
@@ -64,10 +66,48 @@ def _not_decodable(data: bytes) -> RowError:
       with Image.open(io.BytesIO(data)) as im:
         fmt = im.format
   except Exception as e:  # Pillow raises UnidentifiedImageError and others.
+    samples = tiff_samples_per_pixel(data)
+    if samples is not None:
+      bands = (f' of {samples} bands per pixel (a multispectral image)' if samples > 4
+               else '')
+      return RowError('unsupported_format', f'a TIFF{bands}, which Pillow cannot open '
+                      f'({type(e).__name__}: {pillow_message(e)}) and tf.io.decode_image '
+                      'does not decode (supported: JPEG, PNG, GIF, BMP); write its bands '
+                      'as an RGB PNG or JPEG, or give them in a manifest as features')
     return RowError('not_an_image',
                     f'not a recognised image ({type(e).__name__}: {pillow_message(e)})')
   return RowError('unsupported_format', f'{fmt} images are not decodable by '
                   f'tf.io.decode_image (supported: JPEG, PNG, GIF, BMP)')
+
+
+def tiff_samples_per_pixel(data: bytes) -> Optional[int]:
+  """The SamplesPerPixel (tag 277) of a TIFF's first image, 1 where the tag is absent
+  (its default), or None for bytes that are no TIFF. Read as the TIFF 6.0 specification
+  lays a file out (section 2: an 8-byte header `II*\\0` or `MM\\0*` giving the first
+  IFD's offset; an IFD of 12-byte entries: tag, type, count, value), so that a TIFF
+  Pillow cannot open (13-band Sentinel-2 images) is named for what it is.
+
+  Args:
+    data: the file's bytes.
+  """
+  if data[:4] not in (b'II*\x00', b'MM\x00*') or len(data) < 8:
+    return None
+  order = '<' if data[:2] == b'II' else '>'
+  (offset,) = struct.unpack(order + 'I', data[4:8])
+  if offset + 2 > len(data):
+    return None
+  (entries,) = struct.unpack(order + 'H', data[offset:offset + 2])
+  for i in range(min(entries, 4096)):
+    start = offset + 2 + 12 * i
+    if start + 12 > len(data):
+      break
+    tag, kind, _ = struct.unpack(order + 'HHI', data[start:start + 8])
+    if tag == 277:
+      fmt = {3: 'H', 4: 'I'}.get(kind)
+      if fmt is None:
+        return None
+      return struct.unpack(order + fmt, data[start + 8:start + 8 + struct.calcsize(fmt)])[0]
+  return 1
 
 
 def convert_to_png(data: bytes) -> bytes:

@@ -24,6 +24,7 @@ all.
 """
 from __future__ import annotations
 
+import csv
 import logging
 import os
 import posixpath
@@ -32,9 +33,11 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, UsageError
-from tfrecorder_component.manifest import open_images
+from tfrecorder_component.manifest import automl_csv, class_folders, downloads, open_images, registry
+from tfrecorder_component.manifest.class_folders import csv_field, folder_manifest
 from tfrecorder_component.manifest.registry import MANIFEST_EXTENSIONS
 from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT
+from tfrecorder_component.manifest.tree import IMAGE_EXTENSIONS, Tree, is_junk
 
 
 class Found(NamedTuple):
@@ -76,7 +79,8 @@ def manifest_files(pattern: str) -> List[str]:
   folder = not files.has_glob(pattern) and all(_is_dir(p) for p in found)
   if folder:  # a folder, or a prefix of an object store
     found = files.match(files.join(pattern, '*'))
-  found = sorted(p for p in found if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p))
+  found = sorted(p for p in found if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p)
+                 and not is_junk(posixpath.basename(p.rstrip('/'))))
   return _dataset_parts(pattern, found) if folder else found
 
 
@@ -128,6 +132,10 @@ def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Fou
   gives, which wins over the folders a layout implies. Raises UsageError when the path
   does not exist, ManifestError (one line) when it is a layout that is not read.
 
+  A folder's files are manifests only when their content is one (`_root_manifests`):
+  READMEs, licences, list files and CSVs that name no image are left alone. A download
+  one step away from class folders is read as `downloads` says.
+
   Args:
     source: a local path or a gs:// or s3:// URI: a manifest file, a folder of
       manifests, a dataset folder or an image folder.
@@ -140,86 +148,187 @@ def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Fou
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
   folder = '://' in source or os.path.isdir(source)
-  if folder:
-    tree = _Tree(source)
-    found = (_voc(tree, scratch_dir) or _coco(tree, image_root)
-             or _other_layout(tree, scratch_dir))
-    if found:
-      return found
+  if not folder:
+    return Found('manifests', manifest_files(source), {}, {}, {})
+  tree = Tree(source)
+  found = (_voc(tree, scratch_dir) or _coco(tree, image_root)
+           or _other_layout(tree, scratch_dir))
+  if found:
+    return found
+  reading = downloads.known(tree, scratch_dir)
+  if reading:
+    return _found(reading)
+  found = _voc_beside_images(tree)
+  if found:
+    return found
   manifests = manifest_files(source)
-  if manifests and folder and '://' not in source and all(
-      m.lower().endswith('.txt') for m in manifests) and _has_label_folders(source):
-    manifests = []  # a README.txt beside <label>/ folders is no manifest
-  if manifests and folder and all(m.lower().endswith('.xml') for m in manifests):
+  if manifests and all(m.lower().endswith('.xml') for m in manifests):
     return _voc_folder(tree, manifests, scratch_dir)
+  manifests, splits, others = _root_manifests(tree, manifests)
   if manifests:
-    return Found('manifests', manifests, {}, {}, {})
-  by_split = _split_folder_manifests(source) if folder and '://' not in source else {}
+    return Found('manifests', manifests, splits, {}, {})
+  by_split = _split_folder_manifests(tree)
   if by_split:
     return Found('split folders of manifests', sorted(by_split), by_split, {}, {})
-  if folder:  # an image folder, or a prefix of one
-    path = posixpath.join(scratch_dir, 'input_manifest.csv')
-    files.write_text(path, folder_manifest(source))
-    root = source.rstrip('/') if '://' in source else os.path.abspath(source)
-    return Found('class folders of images', [path], {}, {path: root}, {})
-  raise UsageError(f'{source}: not a manifest file ({", ".join(MANIFEST_EXTENSIONS)}), '
-                   'a folder of manifests, or an image folder')
+  reading = downloads.image_tree(tree, scratch_dir)
+  if reading and reading.manifest is None:
+    return find(reading.root, scratch_dir, image_root)
+  if reading:
+    return _found(reading)
+  if not tree.folders() and not tree.images() and others:
+    raise ManifestError(f'{tree.root} holds no images, no class folders and no manifest: '
+                        f'{_named(others)} name no image, so they are no manifest; give a '
+                        'manifest (a CSV of image_uri and label), or the folder of the images')
+  path = posixpath.join(scratch_dir, 'input_manifest.csv')
+  files.write_text(path, class_folders.class_folders_csv(tree))
+  return Found('class folders of images', [path], {}, {path: tree.root}, {})
 
 
-class _Tree:
-  """The names in the folders of a local folder or an object-store prefix, listed
-  as they are asked for (local) or from one listing (gs://, s3://)."""
+def _voc_beside_images(tree: Tree) -> Optional[Found]:
+  """`annotations/` of Pascal VOC XMLs beside `images/` (Kaggle's detection sets, as
+  LabelImg saves them into a folder of their own): each XML, its image in `images/`;
+  None for another folder."""
+  folders = {f.lower(): f for f in tree.folders()}
+  if set(folders) != {'annotations', 'images'}:
+    return None
+  xmls = [tree.path(f'{folders["annotations"]}/{n}') for n in tree.names(folders['annotations'])
+          if n.lower().endswith('.xml')]
+  if not xmls:
+    return None
+  try:
+    with files.open_file(xmls[0]) as f:
+      head = f.read(4096).decode('utf-8', 'replace')
+  except OSError:
+    return None
+  if not re.search(r'<annotation[\s>]', head):
+    return None
+  images = tree.path(folders['images'])
+  downloads.LOG.info('%s: read as Pascal VOC XMLs in %s/, their images in %s/', tree.root,
+                     folders['annotations'], folders['images'])
+  return Found('Pascal VOC XMLs beside an images folder', xmls, {}, {x: images for x in xmls},
+               {x: 'pascal_voc' for x in xmls})
 
-  def __init__(self, root: str):
-    self.root = root.rstrip('/') if '://' in root else os.path.abspath(root)
-    self._remote: Optional[Dict[str, Tuple[List[str], List[str]]]] = None
 
-  def _listing(self) -> Dict[str, Tuple[List[str], List[str]]]:
-    if self._remote is None:
-      self._remote = {}
-      for path in files.list_objects(self.root):
-        parts = path.split('/')
-        for depth in range(len(parts)):
-          names, folders = self._remote.setdefault('/'.join(parts[:depth]), ([], []))
-          if depth == len(parts) - 1:
-            names.append(parts[-1])
-          elif parts[depth] not in folders:
-            folders.append(parts[depth])
-    return self._remote
+def _found(reading: downloads.Reading) -> Found:
+  return Found(reading.layout, [reading.manifest], {}, {reading.manifest: reading.root}, {})
 
-  def names(self, relative: str = '') -> List[str]:
-    """The files directly in a folder (sorted; [] if there is none)."""
-    if '://' in self.root:
-      return sorted(self._listing().get(relative, ([], []))[0])
+
+def _named(paths: Sequence[str]) -> str:
+  names = [posixpath.basename(p) for p in paths]
+  return ', '.join(names[:4]) + (f' and {len(names) - 4} more' if len(names) > 4 else '')
+
+
+# The manifests a dataset root's file names give their split by (GTSRB's Train.csv and
+# Test.csv, a Kaggle set's train.csv and test.csv): trainval, their union, by hash.
+_SPLIT_FILE = re.compile(r'^(train|training|val|valid|validation|eval|test|trainval)$',
+                         re.IGNORECASE)
+
+
+def _root_manifests(tree: Tree, manifests: List[str]
+                    ) -> Tuple[List[str], Dict[str, Optional[str]], List[str]]:
+  """The files of a folder read as manifests, the split each file's name imposes, and
+  the text files that are no manifest.
+
+  - A .csv, .tsv or .txt file is a manifest only when its content is one
+    (`manifest_kind`); the others (READMEs, licences, list files, CSVs of other
+    columns) are left alone, logged.
+  - Beside class folders, a CSV that names images but no label (Imagenette's
+    `noisy_imagenette.csv`) is not read, nor any CSV beside a complete tree of split
+    and class folders (a Kaggle set's `sports.csv`): the folders are the labels; each
+    is named in a warning (give the file itself to read it).
+  - Where some manifests are named by a split (`Train.csv`, `test.csv`), each takes
+    that split, and a manifest named by none beside them (GTSRB's `Meta.csv`, a
+    `sample_submission.csv`) is not read, in a warning.
+  """
+  kinds = {m: manifest_kind(m) for m in manifests}
+  others = [m for m, kind in kinds.items() if kind is None]
+  for path in others:
+    logging.info('%s: not a manifest (no image named in its first rows); left alone', path)
+  kept = [m for m in manifests if kinds[m] is not None]
+  if kept and tree.folders():
+    tree_kind = _class_tree(tree)
+    for path in [m for m in kept if kinds[m] == 'unlabelled' and tree_kind
+                 or tree_kind == 'split' and m.lower().endswith(_TEXT_MANIFESTS)]:
+      why = ('names images but no label column' if kinds[path] == 'unlabelled' else
+             'lies beside split folders of class folders')
+      logging.warning('%s %s; not read: the class folders beside it give the labels (give '
+                      'the file itself to convert it)', path, why)
+      kept.remove(path)
+  named = {m: _SPLIT_FILE.match(posixpath.splitext(posixpath.basename(m))[0]) for m in kept}
+  splits: Dict[str, Optional[str]] = {}
+  if any(named.values()):
+    for path in [m for m in kept if not named[m]]:
+      logging.warning('%s: not read: the manifests beside it are named by their split (%s), '
+                      'and it by none (give it alone to convert it)', path,
+                      ', '.join(posixpath.basename(m) for m in kept if named[m]))
+      kept.remove(path)
+    for path in kept:
+      word = named[path].group(1).upper()
+      splits[path] = None if word == 'TRAINVAL' else ML_USE_TO_SPLIT.get(
+          'TRAIN' if word == 'TRAINING' else word)
+  return kept, splits, others
+
+
+_TEXT_MANIFESTS = ('.csv', '.tsv', '.txt')
+
+
+def manifest_kind(path: str) -> Optional[str]:
+  """What a dataset root's file is: 'labelled' (a manifest), 'unlabelled' (a CSV whose
+  header names an image column and no label column), or None (no manifest: its first
+  rows name no image). Files of other extensions than .csv, .tsv and .txt are
+  manifests by their extension ('labelled').
+
+  A .csv or .txt is a manifest when a format other than the AutoML classification CSV
+  recognises its first characters, or its header names an image column
+  (`automl_csv.is_header`), or, without a header, its first row is AutoML's
+  `[ML_USE,]IMAGE_URI[,LABEL...]`: comma-separated, its URI field naming an image (an
+  image extension or a gs://, s3://, http(s):// URI) with no space around its words.
+
+  Args:
+    path: the file's path or URI.
+  """
+  if not path.lower().endswith(_TEXT_MANIFESTS):
+    return 'labelled'
+  try:
+    with files.open_file(path) as f:
+      head = f.read(65536).decode('utf-8-sig', 'replace')
+  except OSError:
+    return 'labelled'  # read as a manifest, which names the error
+  if registry.detect(path, head).name != 'automl_csv':
+    return 'labelled'
+  lines = [line for line in head.splitlines()[:-1] or head.splitlines()
+           if line.strip() and not line.lstrip().startswith('#')]
+  if not lines:
+    return None
+  try:
+    fields = next(csv.reader([lines[0]]))
+  except (csv.Error, StopIteration):
+    return None
+  if automl_csv.is_header(fields):
     try:
-      with os.scandir(self.path(relative)) as found:
-        return sorted(e.name for e in found if not e.is_dir())
-    except (FileNotFoundError, NotADirectoryError):
-      return []
-
-  def folders(self, relative: str = '') -> List[str]:
-    """The folders directly in a folder (sorted; [] if there is none)."""
-    if '://' in self.root:
-      return sorted(self._listing().get(relative, ([], []))[1])
-    try:
-      with os.scandir(self.path(relative)) as found:
-        return sorted(e.name for e in found if e.is_dir())
-    except (FileNotFoundError, NotADirectoryError):
-      return []
-
-  def path(self, relative: str) -> str:
-    return posixpath.join(self.root, relative) if relative else self.root
-
-  def parent(self) -> Optional['_Tree']:
-    """The tree of the folder above (None for a bucket or the file system's root). Asked
-    only of a folder named as a dataset's part (`Annotations/`), whose parent is the
-    dataset's root."""
-    if '://' in self.root:
-      scheme, rest = self.root.split('://', 1)
-      return _Tree(f'{scheme}://{rest.rsplit("/", 1)[0]}') if '/' in rest else None
-    if os.path.dirname(self.root) == self.root:
+      first_row = next(csv.reader(lines[1:2]), None)
+    except csv.Error:
+      first_row = None
+    roles = automl_csv.header_roles(fields, first_row=first_row)
+    if roles is None:
       return None
-    return _Tree(os.path.dirname(self.root))
+    return 'labelled' if roles.get('label') else 'unlabelled'
+  first = fields[0].strip()
+  uri = fields[1].strip() if first.upper() in ML_USE_TO_SPLIT and len(fields) > 1 else first
+  named = (uri.lower().endswith(IMAGE_EXTENSIONS) or re.match(r'(gs|s3|https?)://', uri))
+  return 'labelled' if named and not re.search(r'\s', uri) else None
+
+
+def _class_tree(tree: Tree) -> Optional[str]:
+  """'split' when every folder of `tree` is a split folder of class folders holding
+  images, 'class' when some folder holds images directly, else None."""
+  folders = tree.folders()
+  if all(f.upper() in ML_USE_TO_SPLIT for f in folders) and all(
+      any(tree.images(f'{f}/{c}') for c in tree.folders(f)) for f in folders):
+    return 'split'
+  if any(tree.images(f) for f in folders):
+    return 'class'
+  return None
 
 
 # Pascal VOC (the VOC devkit's layout; Datumaro's `voc` formats read it the same way):
@@ -228,7 +337,7 @@ class _Tree:
 _VOC_SUBSETS = 'ImageSets/Main'
 
 
-def _voc(tree: _Tree, scratch_dir: str) -> Optional[Found]:
+def _voc(tree: Tree, scratch_dir: str) -> Optional[Found]:
   """A Pascal VOC devkit root (`Annotations/` of XMLs beside `JPEGImages/` or
   `ImageSets/`), or its `Annotations/` folder, read as the devkit reads it; None if the
   folder is neither."""
@@ -288,7 +397,7 @@ def _voc(tree: _Tree, scratch_dir: str) -> Optional[Found]:
   return Found('a Pascal VOC dataset', chosen, splits, roots, formats)
 
 
-def _voc_folder(tree: _Tree, xmls: List[str], scratch_dir: str) -> Found:
+def _voc_folder(tree: Tree, xmls: List[str], scratch_dir: str) -> Found:
   """A folder of Pascal VOC XMLs beside their images (LabelImg's and Kaggle's layout):
   each XML, and each image beside them without an XML of its name, as an image without
   objects, as Datumaro's relaxed VOC reader and Ultralytics (a background image) take an
@@ -329,13 +438,13 @@ def _images_without_objects(path: str, images: Sequence[Tuple[Optional[str], str
   `ML_USE,URI,,,,,,,,,`), from (split or None, URI) pairs, each URI once; how many."""
   lines: Dict[str, str] = {}
   for split, uri in images:  # an image listed twice: its first split
-    lines.setdefault(uri, ','.join([_csv_field((split or 'UNASSIGNED').upper()),
-                                    _csv_field(uri)] + [''] * 9))
+    lines.setdefault(uri, ','.join([csv_field((split or 'UNASSIGNED').upper()),
+                                    csv_field(uri)] + [''] * 9))
   files.write_text(path, ''.join(line + '\n' for line in lines.values()))
   return len(lines)
 
 
-def _voc_lists(root: _Tree) -> List[Tuple[str, Optional[str], List[str]]]:
+def _voc_lists(root: Tree) -> List[Tuple[str, Optional[str], List[str]]]:
   """(subset, split, image ids) of each subset list of ImageSets/Main, train first,
   then val, test and others; `trainval` only when there is no train or val list (it is
   their union), as unassigned (split by hash)."""
@@ -365,7 +474,7 @@ _COCO_FILE = re.compile(
     r'^(instances|person_keypoints|captions|image_info|labels|panoptic|stuff)_(.+)\.json$')
 
 
-def _coco(tree: _Tree, image_root: Optional[str] = None) -> Optional[Found]:
+def _coco(tree: Tree, image_root: Optional[str] = None) -> Optional[Found]:
   """A COCO root (`annotations/<task>_<subset>.json` beside `images/<subset>/` or
   `<subset>/`), or its `annotations/` folder; None if the folder is neither."""
   root = tree
@@ -416,214 +525,7 @@ def _coco(tree: _Tree, image_root: Optional[str] = None) -> Optional[Found]:
   return Found('a COCO dataset', chosen, splits, roots, {})
 
 
-IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
-# What annotation tools and benchmark suites name a dataset's parts, never its classes
-# (compared in lower case): an image folder whose class folders carry these names is a
-# dataset of another layout, refused (`_refusal`) rather than read as classes.
-_PART_FOLDERS = frozenset((
-    'jpegimages', 'annotations', 'imagesets', 'segmentationclass', 'segmentationobject',
-    'images', 'labels', 'labeltxt', 'image_2', 'label_2', 'calib', 'velodyne',
-    'obj_train_data',
-    # SYNTHIA's views of each frame
-    'rgb', 'gt', 'depth', 'semseg', 'rgbleft', 'gtleft', 'depthleft', 'rgbright', 'gtright',
-    'depthright',
-    # CamVid's masks beside its images (train/ and trainannot/, ...)
-    'trainannot', 'valannot', 'testannot',
-    # super-resolution pairs; Market-1501's re-identification crops
-    'hr', 'lr', 'upsampled', 'bounding_box_train', 'bounding_box_test', 'query'))
-# Part names that only together name a layout: SYNTHIA's views, super-resolution pairs,
-# Market-1501's folders.
-_LAYOUT_GROUPS = (
-    frozenset(('rgb', 'gt', 'depth', 'semseg', 'rgbleft', 'gtleft', 'depthleft', 'rgbright',
-               'gtright', 'depthright')),
-    frozenset(('hr', 'lr', 'upsampled')),
-    frozenset(('bounding_box_train', 'bounding_box_test', 'query')))
-# Annotation files that, beside a class folder's images, make it a dataset's folder
-# (a VoTT or MPII export, a dataset per folder), not a class: notes (.txt) are allowed.
-_DATASET_ANNOTATIONS = ('.xml', '.json', '.csv', '.yaml', '.yml', '.jsonl')
-# Files that annotate images: a class folder holding some of these and no image is a
-# folder of annotations, not a class.
-_ANNOTATION_EXTENSIONS = ('.xml', '.json', '.txt', '.csv', '.yaml', '.yml', '.jsonl')
-
-
-def folder_manifest(root: str) -> str:
-  """A manifest (CSV text) for a folder laid out as `<split>/<label>/<image>` (split
-  folders named train, validation, eval or test, in any case) or `<label>/<image>`;
-  image URIs are relative to `root`, a local folder or a prefix on any Beam file system
-  (gs://, s3://). Raises ManifestError if the folder holds neither, or is laid out as a
-  dataset of another kind (`_refusal`): folders named as a dataset's parts (Pascal VOC's
-  JPEGImages/, YOLO's images/ and labels/, KITTI's image_2/, ...), a class folder of
-  annotation files, or images in a folder inside a class folder, which are never read
-  as classes or left out.
-
-  Args:
-    root: the image folder: a local path (made absolute) or a gs:// or s3:// prefix,
-      listed once.
-  """
-  if '://' in root:
-    return _remote_folder_manifest(root.rstrip('/'))
-  root = os.path.abspath(root)
-  entries = sorted(e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)))
-  if not entries:
-    raise ManifestError(f'{root} holds no manifest ({", ".join(MANIFEST_EXTENSIONS)}) and '
-                        'no label folders: lay images out as <label>/<image> or '
-                        '<split>/<label>/<image>')
-  by_split = all(e.upper() in ML_USE_TO_SPLIT and e for e in entries)
-  folders = ([posixpath.join(entry, label) for entry in entries
-              for label in sorted(os.listdir(os.path.join(root, entry)))
-              if os.path.isdir(os.path.join(root, entry, label))] if by_split else entries)
-  listing = {}
-  for relative in folders:
-    with os.scandir(os.path.join(root, relative)) as found:
-      entries_in = sorted(found, key=lambda e: e.name)
-    listing[relative] = (  # a file: anything but a folder (a dangling link, a FIFO)
-        [e.name for e in entries_in if not e.is_dir()],
-        [e.name for e in entries_in if e.is_dir() and not e.name.startswith('.') and
-         _holds_images(e.path)])
-  # A dangling link or a FIFO named as an image fails its row with the reason.
-  return _class_folders_csv(root, listing, by_split)
-
-
-def _class_folders_csv(root: str, listing: Dict[str, Tuple[Sequence[str], Sequence[str]]],
-                       by_split: bool) -> str:
-  """The manifest of class folders (`listing` as `_refusal` takes it, in the order to
-  write), or ManifestError: a layout `_refusal` names, or no image."""
-  refused = _refusal(root, listing)
-  if refused:
-    raise ManifestError(refused)
-  lines = ['split,image_uri,label']
-  for relative, (names, _) in listing.items():
-    split, label = relative.split('/') if by_split else ('', relative)
-    for name in names:
-      if name.lower().endswith(IMAGE_EXTENSIONS):
-        lines.append(','.join(_csv_field(v) for v in
-                              (split.upper(), posixpath.join(relative, name), label)))
-  if len(lines) == 1:
-    raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
-  return '\n'.join(lines) + '\n'
-
-
-def _holds_images(folder: str) -> bool:
-  """Whether a local folder holds an image at any depth (hidden folders skipped)."""
-  for _, subfolders, names in os.walk(folder):
-    subfolders[:] = [d for d in subfolders if not d.startswith('.')]
-    if any(n.lower().endswith(IMAGE_EXTENSIONS) for n in names):
-      return True
-  return False
-
-
-def _refusal(root: str, listing: Dict[str, Tuple[Sequence[str], Sequence[str]]]
-             ) -> Optional[str]:
-  """Why an image folder cannot be read as class folders, in one line, or None.
-  `listing`: {class folder (`<label>` or `<split>/<label>`): (the names of its files,
-  its subfolders that hold images)}."""
-  classes = {relative.rsplit('/', 1)[-1] for relative in listing}
-  lower = {c.lower() for c in classes}
-  # A layout known by several folders needs two of them: one alone may be a class
-  # (`depth/`, `hr/`, `query/`).
-  single = {name for group in _LAYOUT_GROUPS if len(lower & group) < 2 for name in group}
-  parts = sorted(c for c in classes if c.lower() in _PART_FOLDERS - single)
-  if parts:
-    return _layout_refusal(root, {c.lower() for c in classes}, parts)
-  for relative, (names, nested) in listing.items():
-    names = [n for n in names if not n.startswith('.')]  # hidden files: not the user's data
-    if nested:
-      return (f'{root}/{relative}/{nested[0]} holds images inside the class folder '
-              f'{relative}: class folders inside class folders are not read; lay images '
-              'out as <label>/<image> or <split>/<label>/<image>, or list them in a manifest')
-    notes = [n for n in names if n.lower().endswith(_ANNOTATION_EXTENSIONS)]
-    images = [n for n in names if n.lower().endswith(IMAGE_EXTENSIONS)]
-    if notes and not images:
-      return (f'{root}/{relative} holds annotation files ({notes[0]}, ...) and no image, '
-              'so it is no class folder: convert the annotation files (give their file or '
-              'folder), not the folder above them')
-    masks = [n for n in images if n.lower().endswith('_seg.png')]
-    if masks:
-      return (f'{root}/{relative} holds {masks[0]} beside its images: an ADE20K dataset '
-              '(segmentation masks named <image>_seg.png), which is not read; write a '
-              'segmentation CSV of its images and masks (see the formats guide)')
-    annotations = [n for n in notes if n.lower().endswith(_DATASET_ANNOTATIONS)]
-    if annotations:
-      return (f'{root}/{relative} holds {annotations[0]} beside its images: a dataset\'s '
-              'folder, not a class folder; convert the annotation file, or move it out if '
-              'the images are one class')
-  return None
-
-
-def _layout_refusal(root: str, names: Iterable[str], parts: List[str]) -> str:
-  """The one-line refusal of an image folder whose class folders `parts` are named as a
-  dataset's parts; `names`: all its class folders' names, in lower case."""
-  names = set(names)
-  found = ', '.join(f'{p}/' for p in parts)
-
-  def layout(kind: str, advice: str) -> str:
-    return f'{root} holds {found}: {kind}, not class folders; {advice}'
-
-  if names & {'jpegimages', 'imagesets', 'segmentationclass', 'segmentationobject'}:
-    if 'annotations' in names and 'jpegimages' in names:
-      return layout('a Pascal VOC dataset', 'convert its boxes with `tfrecorder-component '
-                    f'convert {root}/Annotations OUT --image-root {root}/JPEGImages`')
-    return layout('a Pascal VOC dataset without Annotations/ (its boxes)', 'convert a '
-                  'manifest of its images and labels instead')
-  if names & {'rgb', 'gt', 'depth', 'semseg', 'rgbleft', 'gtleft', 'depthleft', 'rgbright',
-               'gtright', 'depthright'}:
-    return layout('a SYNTHIA dataset (views of each frame), which is not read', 'write a '
-                  'segmentation CSV of its RGB images and label masks, or a manifest')
-  if names & {'trainannot', 'valannot', 'testannot'}:
-    return layout('a CamVid dataset (masks in <split>annot/), which is not read', 'write a '
-                  'segmentation CSV of its images and masks (see the formats guide)')
-  if names & {'hr', 'lr', 'upsampled'}:
-    return layout('a super-resolution dataset (image pairs), which is not read', 'write a '
-                  'manifest of the images to convert')
-  if names & {'bounding_box_train', 'bounding_box_test', 'query'}:
-    return layout('a Market-1501 re-identification dataset, which is not read', 'write a '
-                  'manifest naming each crop\'s identity as its label')
-  if names & {'image_2', 'label_2', 'calib', 'velodyne'}:
-    return layout('a KITTI dataset, which is not read', 'convert its labels to a supported '
-                  'format (see the formats guide) or write a manifest')
-  if 'labeltxt' in names:
-    return layout('a DOTA dataset (or a Roboflow YOLO-OBB export in its layout), which is '
-                  'not read', 'convert its labels to YOLO-OBB with a data.yaml, or write a '
-                  'manifest')
-  if 'labels' in names or 'obj_train_data' in names:
-    return layout('a YOLO dataset', 'convert its data.yaml (Ultralytics) or obj.data '
-                  '(Darknet), writing one that names its image folders and classes if it '
-                  'has none')
-  if 'annotations' in names and 'images' in names:
-    given = {p.lower(): p for p in parts}
-    return layout('a dataset of annotation files and images', 'convert its annotations '
-                  f'(give {root}/{given.get("annotations", "annotations")} or one of its '
-                  f'files) with --image-root {root}/{given.get("images", "images")}')
-  return (f'{root} holds {found}, which name a dataset\'s parts, not classes; convert its '
-          'annotation file, or write a manifest naming each image\'s label')
-
-
-def _remote_folder_manifest(root: str) -> str:
-  """folder_manifest of a prefix on an object store, from one listing of it."""
-  paths = [path.split('/') for path in files.list_objects(root)]
-  if not paths:
-    raise UsageError(f'{root} does not exist: no object and no folder of that name')
-  tops = sorted({parts[0] for parts in paths if len(parts) > 1})
-  if not tops:
-    raise ManifestError(f'{root} holds no manifest ({", ".join(MANIFEST_EXTENSIONS)}) and '
-                        'no label folders: lay images out as <label>/<image> or '
-                        '<split>/<label>/<image>')
-  by_split = all(e.upper() in ML_USE_TO_SPLIT for e in tops)
-  depth = 2 if by_split else 1  # the parts of a path that name its class folder
-  listing: Dict[str, Tuple[List[str], List[str]]] = {}
-  for parts in sorted(paths):
-    if len(parts) <= depth:  # a file beside the class (or split) folders
-      continue
-    names, nested = listing.setdefault('/'.join(parts[:depth]), ([], []))
-    if len(parts) == depth + 1:
-      names.append(parts[-1])
-    elif (not any(p.startswith('.') for p in parts[depth:-1])  # hidden folders skipped
-          and parts[-1].lower().endswith(IMAGE_EXTENSIONS) and parts[depth] not in nested):
-      nested.append(parts[depth])
-  return _class_folders_csv(root, dict(sorted(listing.items())), by_split)
-
-
-def _other_layout(tree: _Tree, scratch_dir: str) -> Optional[Found]:
+def _other_layout(tree: Tree, scratch_dir: str) -> Optional[Found]:
   """Datumaro's YOLO layout (`obj.names` beside `images/<subset>/` and
   `labels/<subset>/`), read as Ultralytics reads the same folders, through a data.yaml
   written into `scratch_dir`; None if the folder is not it. Raises ManifestError (one
@@ -680,35 +582,17 @@ def _other_layout(tree: _Tree, scratch_dir: str) -> Optional[Found]:
   return None
 
 
-def _has_label_folders(root: str) -> bool:
-  """Whether a folder has a subfolder holding images, or split folders of them."""
-  for entry in os.scandir(root):
-    if entry.is_dir():
-      for inner in os.scandir(entry.path):
-        if (inner.is_file() and inner.name.lower().endswith(IMAGE_EXTENSIONS)) or (
-            inner.is_dir() and entry.name.upper() in ML_USE_TO_SPLIT):
-          return True
-  return False
-
-
-def _split_folder_manifests(root: str) -> Dict[str, Optional[str]]:
-  """{manifest: split} for a local folder whose every subfolder is a split folder (train,
-  valid, val, validation, eval, test, in any case) and some hold manifest files (a .txt
-  beside label folders is no manifest); {} otherwise."""
-  folders = [e for e in sorted(os.scandir(root), key=lambda e: e.name) if e.is_dir()]
-  if not folders or not all(e.name.upper() in ML_USE_TO_SPLIT for e in folders):
+def _split_folder_manifests(tree: Tree) -> Dict[str, Optional[str]]:
+  """{manifest: split} for a folder whose every subfolder is a split folder (train,
+  valid, val, validation, eval, test, in any case) and some hold manifest files (those
+  `manifest_kind` takes for one; none beside class folders of images); {} otherwise."""
+  folders = tree.folders()
+  if not folders or not all(f.upper() in ML_USE_TO_SPLIT for f in folders):
     return {}
   found = {}
-  for entry in folders:
-    manifests = manifest_files(entry.path)
-    if manifests and all(m.lower().endswith('.txt') for m in manifests) and (
-        _has_label_folders(root)):
-      continue
-    found.update((m, ML_USE_TO_SPLIT[entry.name.upper()]) for m in manifests)
+  for name in folders:
+    if tree.folders(name) and any(tree.images(f'{name}/{c}') for c in tree.folders(name)):
+      continue  # class folders: a list beside them is no manifest
+    manifests = [m for m in manifest_files(tree.path(name)) if manifest_kind(m) is not None]
+    found.update((m, ML_USE_TO_SPLIT[name.upper()]) for m in manifests)
   return found
-
-
-def _csv_field(value: str) -> str:
-  if any(c in value for c in ',"\n\r'):
-    return '"' + value.replace('"', '""') + '"'
-  return value

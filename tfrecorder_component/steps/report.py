@@ -74,10 +74,13 @@ def stat_counts(stats: List[RecordStat]) -> Dict[str, Dict[str, int]]:
     add('formats', stat.image_format)
     add('sizes', stat.size_bucket)
     add('features', stat.features)
+    if stat.split_by_hash:
+      add('hashed', stat.split)
   return counts
 
 
-STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes', 'features')
+STAT_KINDS = ('records', 'labels', 'split_labels', 'objects', 'formats', 'sizes', 'features',
+              'hashed')
 
 
 
@@ -149,6 +152,7 @@ def summary(acc: Dict[str, Dict[str, int]]) -> Dict[str, Any]:
       'image_formats': dict(sorted(acc['formats'].items())),
       'image_sizes': dict(sorted(acc['sizes'].items())),
       'features': record_features(acc.get('features', {}), records),
+      'records_split_by_hash': sum(acc.get('hashed', {}).values()),
   }
 
 

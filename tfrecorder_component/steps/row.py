@@ -43,6 +43,8 @@ class RecordStat(NamedTuple):
     source_id: the record's `image/source_id` where it is not `uri` (a COCO image id,
       a `source_id='number'`), so that two records given one are found
       (`steps.duplicates`); '' where it is the URI.
+    split_by_hash: whether the record's split came from the hash buckets (its row
+      gave none), so that a bucket left empty is warned of (`warnings`).
   """
   split: str
   labels: Tuple[str, ...]
@@ -53,6 +55,7 @@ class RecordStat(NamedTuple):
   size_bucket: str = ''  # report_html.size_bucket of the stored image
   features: str = ''  # `feature_signature` of the record
   source_id: str = ''  # image/source_id where it is not the URI
+  split_by_hash: bool = False
 
 
 class ConvertedRow(NamedTuple):
@@ -134,7 +137,7 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
   stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
                     report_html.size_bucket(info.width, info.height),
                     feature_signature(example),
-                    '' if source_id == row.image_uri else source_id)
+                    '' if source_id == row.image_uri else source_id, not row.split)
   # deterministic: byte-reproducible records
   return ConvertedRow(split, example.SerializeToString(deterministic=True), stat, issues,
                       data, objects, converted, bytes_read, encoded_mask)

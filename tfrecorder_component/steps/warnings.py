@@ -103,8 +103,8 @@ def _multi_label_warning(source) -> Optional[str]:
   """The warning of a headerless AutoML CSV that is single-label but for a few rows
   with several labels (`automl_csv.label_counts`), naming the first; None otherwise."""
   import io  # pylint: disable=g-import-not-at-top
-  if _format_of(source).name != automl_csv.FORMAT.name:
-    return None
+  if _format_of(source).name != automl_csv.FORMAT.name or getattr(source, 'columns', ()):
+    return None  # columns names a header's columns: the file has a header
   with files.open_file(source.path) as f:
     counts = automl_csv.label_counts(source.path, io.TextIOWrapper(
         f, encoding='utf-8-sig', errors='replace', newline=''))
@@ -182,25 +182,36 @@ def missing_class_warnings(summary: Dict[str, Any], task: str) -> List[str]:
 
 
 def empty_split_warning(summary: Dict[str, Any], buckets) -> Optional[str]:
-  """The warning of a run whose hash-bucket splits, asked for (`buckets` other than
-  `splits.DEFAULT_BUCKETS`: `--splits train=8,val=1`), include some that got no record
-  (they are not written); None for the default buckets, which rows that bring their
-  own split (ML_USE, a split folder) leave empty as a matter of course, or a run
-  without records.
+  """The warning of a run whose hash-bucket splits include some that got no record
+  (they are not written): asked for (`--splits train=8,val=1`), or the default buckets
+  where some records were split by hash (`records_split_by_hash`: a dataset of few
+  images without its own split). None where none is empty, where no row was split by
+  hash under the default buckets (rows that bring their own split leave the others
+  empty as a matter of course), or for a run without records.
 
   Args:
     summary: the run's summary (`summary`).
-    buckets: the run's hash-bucket splits, (name, hash buckets) pairs; empty: none
-      asked for.
+    buckets: the run's hash-bucket splits, (name, hash buckets) pairs; empty: the
+      default ones.
   """
   buckets = tuple((str(name), int(n)) for name, n in buckets or ())
-  if not buckets or buckets == splits_lib.DEFAULT_BUCKETS or not summary['records_written']:
+  default = not buckets or buckets == splits_lib.DEFAULT_BUCKETS
+  if not summary['records_written'] or default and not summary.get('records_split_by_hash'):
     return None
-  empty = [name for name, _ in buckets if not summary['records_per_split'].get(name)]
+  asked = ','.join(f'{name}={n}' for name, n in buckets or splits_lib.DEFAULT_BUCKETS)
+  empty = [name for name, _ in buckets or splits_lib.DEFAULT_BUCKETS
+           if not summary['records_per_split'].get(name)]
   if not empty:
     return None
-  asked = ','.join(f'{name}={n}' for name, n in buckets)
   several = len(empty) > 1
+  if default:
+    hashed = summary['records_split_by_hash']
+    return (f'No record went to split{"s" if several else ""} {_listed(empty)}: '
+            f'{hashed:,} record{"s" if hashed != 1 else ""} without a split of '
+            f'{"their" if hashed != 1 else "its"} own {"were" if hashed != 1 else "was"} '
+            f'split by hash ({asked}), too few to reach every split, and '
+            f'{"they are" if several else "it is"} not written; give rows their split '
+            '(ML_USE, split folders) or set --splits (splits)')
   return (f'No record went to split{"s" if several else ""} {_listed(empty)} of --splits '
           f'(splits) {asked}: {"they are" if several else "it is"} not written. Rows '
           'whose manifest gives a split keep it (TRAIN: train, VALIDATION: eval, '

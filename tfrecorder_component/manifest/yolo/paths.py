@@ -9,6 +9,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest.tree import has_junk, is_junk
 
 
 # Ultralytics' IMG_FORMATS: the extensions a split folder's images are found by.
@@ -46,7 +47,8 @@ def path_kind(target: str, listed: Listings) -> Optional[str]:
 
 def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> Iterator[str]:
   """The files under `folder`, at any depth, whose names end with `extensions`: full
-  paths; hidden files and folders skipped (as Ultralytics' glob skips them).
+  paths; hidden files and folders skipped (as Ultralytics' glob skips them), and
+  operating-system junk (`tree.is_junk`: `__MACOSX/`, `Thumbs.db`, ...).
 
   Args:
     folder: A local folder (symbolic links followed) or a gs:// or s3:// folder URI.
@@ -56,15 +58,14 @@ def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> It
   """
   if files.is_local(folder):
     for top, dirs, names in os.walk(folder, followlinks=True):
-      dirs[:] = [d for d in dirs if not d.startswith('.')]
+      dirs[:] = [d for d in dirs if not is_junk(d)]
       for name in names:
-        if not name.startswith('.') and name.lower().endswith(extensions):
+        if not is_junk(name) and name.lower().endswith(extensions):
           yield os.path.join(top, name)
     return
   prefix = folder.rstrip('/')
   for relative in _list_objects(prefix, listed):
-    if relative.lower().endswith(extensions) and not any(
-        part.startswith('.') for part in relative.split('/')):
+    if relative.lower().endswith(extensions) and not has_junk(relative):
       yield f'{prefix}/{relative}'
 
 
