@@ -397,9 +397,10 @@ def test_fifos_devices_and_dangling_links_fail_their_rows(tmp_path):
   # In an image folder, a dangling link is a row that fails, not an image left out.
   folder = tmp_path / 'folder'
   write_image(str(folder / 'cat' / 'a.jpg'))
+  write_image(str(folder / 'dog' / 'c.jpg'))
   (folder / 'cat' / 'b.jpg').symlink_to(folder / 'cat' / 'deleted.jpg')
   result = trc.convert(str(folder), str(tmp_path / 'from-folder'), max_error_ratio=1.0)
-  assert (result.rows_read, result.rows_failed) == (2, 1)
+  assert (result.rows_read, result.rows_failed) == (3, 1)
   assert result.errors_per_reason == {'missing': 1}
 
 
