@@ -130,3 +130,25 @@ def test_rows_that_bring_their_split_leave_others_empty_without_a_warning(tmp_pa
   assert _written(result) == {'train': 2}
   assert not [w for w in result.summary['warnings'] if w.startswith('No record went')]
   assert result.summary['records_split_by_hash'] == 0
+
+
+def test_a_refusals_suggested_command_run_as_printed_reads_the_dataset(tmp_path):
+  """`images/` and `annotations/` of VOC XMLs beside a third folder: refused, naming the
+  command; that command, run as printed (OUT replaced), converts every box."""
+  import re  # pylint: disable=g-import-not-at-top
+  import shlex  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  root = tmp_path / 'data'
+  _images(root, ['images/m0.png', 'images/m1.png'], fmt='PNG')
+  for i, label in enumerate(['with_mask', 'without_mask']):
+    write_text(str(root / 'annotations' / f'm{i}.xml'), VOC_XML.format(name=f'm{i}', label=label))
+  write_text(str(root / 'docs' / 'notes.md'), 'notes\n')
+  with pytest.raises(ManifestError) as raised:
+    trc.convert(str(root), str(tmp_path / 'out'))
+  [command] = re.findall(r'`(tfrecorder-component [^`]+)`', str(raised.value))
+  args = shlex.split(command.replace(' OUT ', f' {tmp_path / "suggested"} '))
+  cli = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
+  done = subprocess.run([cli, *args[1:]], capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert 'Boxes: 2 written' in done.stdout, done.stdout
