@@ -121,3 +121,23 @@ def test_a_multispectral_tiff_fails_as_unsupported_format_naming_its_bands():
     probe_image(data)
   assert raised.value.reason == 'unsupported_format'
   assert 'a TIFF of 13 bands per pixel (a multispectral image)' in raised.value.message
+
+
+def test_an_8_bit_bmp_is_written_only_where_tensorflow_decodes_its_pixels():
+  """TensorFlow's BMP decoder reads no palette: a greyscale BMP (the grey ramp) decodes
+  to its pixels and is accepted; a palette BMP of other colours decodes to its indices,
+  not its colours, and fails as unsupported_format."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  grey = make_image('L', 12, 16)
+  data = encode(grey, 'BMP')
+  assert probe_image(data).channels == 1
+  assert np.array_equal(tf.io.decode_image(data).numpy()[..., 0], np.asarray(grey))
+  palette = make_image('RGB', 12, 16).quantize(8)
+  data = encode(palette, 'BMP')
+  decoded = tf.io.decode_image(data).numpy()
+  assert decoded.shape[-1] == 1  # indices, where the image has colours
+  assert not np.array_equal(np.repeat(decoded, 3, axis=-1), np.asarray(palette.convert('RGB')))
+  with pytest.raises(RowError) as raised:
+    probe_image(data)
+  assert raised.value.reason == 'unsupported_format'
+  assert 'palette is not grey' in raised.value.message

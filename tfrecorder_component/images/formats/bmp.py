@@ -7,7 +7,13 @@ pixel (28-29) as little-endian signed integers; channels are bits per pixel / 8
 non-zero (negative: rows top-down), width x |height| below 2^31 / 8; and the file must be
 exactly offset + |height| rows of (channels x width) bytes padded to 4. Compression,
 palettes and bit fields are not read: an 8-bit BMP decodes to its palette indices, one
-channel.
+channel. So an 8-bit BMP is written only when its palette is the grey ramp (entry i is
+grey level i, as Pillow and Windows write a greyscale BMP), where the indices are the
+pixels; one of other colours would decode to wrong pixels, and fails as
+`unsupported_format` (convert_unsupported re-encodes it through its palette as PNG).
+The colour table is read as Microsoft's BITMAPINFOHEADER lays it out: after the 14-byte
+file header and the DIB header (its size at byte 14), 4 bytes an entry (blue, green, red,
+reserved), up to the pixel data.
 """
 from __future__ import annotations
 
@@ -50,4 +56,24 @@ def probe(data: bytes, decode: bool, max_pixels: int) -> ImageInfo:
     raise RowError('unsupported_format',
                    f'the BMP has {len(data) - expected} byte(s) after its pixel data, which '
                    f'TensorFlow\'s BMP decoder refuses (convert_unsupported re-encodes it)')
+  if channels == 1 and not _grey_palette(data, offset):
+    raise RowError('unsupported_format',
+                   'an 8-bit BMP whose palette is not grey: TensorFlow\'s BMP decoder reads '
+                   'no palette and would give its colour indices as grey levels '
+                   '(convert_unsupported re-encodes it as PNG in its colours)')
   return ImageInfo('bmp', rows, width, channels)
+
+
+def _grey_palette(data: bytes, offset: int) -> bool:
+  """Whether an 8-bit BMP's colour table is the grey ramp (entry i: blue = green = red
+  = i), or absent, where its indices are its grey levels."""
+  if len(data) < 18:
+    return True
+  header, = struct.unpack_from('<I', data, 14)
+  start = 14 + header
+  table = data[start:max(start, min(offset, len(data)))]
+  for i in range(len(table) // 4):
+    blue, green, red = table[4 * i:4 * i + 3]
+    if not blue == green == red == i:
+      return False
+  return True
