@@ -131,16 +131,19 @@ def test_validate_lists_bad_rows_and_exits_non_zero(tmp_path):
   assert done.returncode == 0, done.stdout + done.stderr[-3000:]
   assert '1 rows read, 1 valid, 0 failed' in done.stdout
 
-  # Without --report-dir the report is kept in ./tfrecorder-validation, which the output
-  # names; --no-report keeps none and names no path.
-  done = run_cli('validate', manifest, cwd=str(tmp_path))
-  assert done.returncode == 1
-  kept = tmp_path / 'tfrecorder-validation' / 'errors.jsonl'
-  assert f'All failed rows: {kept}' in done.stdout
-  assert len(kept.read_text(encoding='utf-8').splitlines()) == 3
-  done = run_cli('validate', manifest, '--no-report', cwd=str(tmp_path))
-  assert done.returncode == 1 and 'All failed rows' not in done.stdout
-  assert "row 3: 'missing.png': missing:" in done.stdout
+  # Without --report-dir nothing is written (the working folder is as it was, no
+  # temporary folder is left) and no path is named; --no-report is the same.
+  import tempfile  # pylint: disable=g-import-not-at-top
+  before = sorted(os.listdir(tmp_path))
+  left = set(glob.glob(os.path.join(tempfile.gettempdir(), 'tfrecorder-validate-*')))
+  for extra in ((), ('--no-report',)):
+    done = run_cli('validate', manifest, *extra, cwd=str(tmp_path))
+    assert done.returncode == 1
+    assert 'All failed rows' not in done.stdout
+    assert 'Keep every failed row and the report with --report-dir DIR' in done.stdout
+    assert "row 3: 'missing.png': missing:" in done.stdout
+    assert sorted(os.listdir(tmp_path)) == before
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), 'tfrecorder-validate-*'))) == left
 
 
 @pytest.mark.parametrize('args, message', [

@@ -254,17 +254,19 @@ def cmd_validate(args) -> int:
 
   Args:
     args: The parsed command line (`build_parser`'s namespace): `source`, `report_dir`
-      (new, empty, or an earlier report, whose files are replaced: `_earlier_report`),
-      `no_report` (write the report to a temporary folder, removed at the end), `quiet`,
+      (new, empty, or an earlier report, whose files are replaced: `_earlier_report`;
+      None: the report goes to a temporary folder, removed at the end, so nothing is
+      written), `no_report` (the same, whatever `report_dir` says), `quiet`,
       `progress_every` and the reading options given.
 
   Returns:
     1 if any row failed or no row was read, else 0.
   """
   from tfrecorder_component.adapters.conversion import validate  # pylint: disable=g-import-not-at-top
-  report_dir = tempfile.mkdtemp(prefix='tfrecorder-validate-') if args.no_report else (
-      os.path.abspath(args.report_dir))
-  made = args.no_report or not os.path.lexists(report_dir)
+  kept = args.report_dir is not None and not args.no_report
+  report_dir = (os.path.abspath(args.report_dir) if kept else
+                tempfile.mkdtemp(prefix='tfrecorder-validate-'))
+  made = not kept or not os.path.lexists(report_dir)
   if not made:
     _remove_report_files(report_dir, _earlier_report(report_dir))
   from tfrecorder_component.output import interrupt  # pylint: disable=g-import-not-at-top
@@ -276,14 +278,16 @@ def cmd_validate(args) -> int:
     print(f'{rows:,} rows read, {rows - failed:,} valid, {failed:,} failed')
     if failed:
       print(f'Failed rows by reason: {summary["errors_per_reason"]}')
-      _print_errors(report_dir, failed, show_path=not args.no_report)
+      _print_errors(report_dir, failed, show_path=kept)
+      if not kept:
+        print('Keep every failed row and the report with --report-dir DIR')
     _print_label_notes(summary)
-    if not args.no_report:
+    if kept:
       print(f'Report: {os.path.join(report_dir, output_paths.REPORT_PAGE)}')
     return 1 if failed or not rows else 0
   finally:
     interrupt.done(key)
-    if args.no_report:
+    if not kept:
       shutil.rmtree(report_dir, ignore_errors=True)
 
 
@@ -477,13 +481,14 @@ def build_parser():
       description='Read SOURCE as convert would and probe every image (decode check\n'
       'included), writing no record: lists the failed rows and exits 1 if any.')
   validate.add_argument('source', help=SOURCE_HELP)
-  validate.add_argument('--report-dir', default='tfrecorder-validation',
-                        help='where the report goes (errors.jsonl, summary.json, '
-                        'report.html): a new or empty folder, or an earlier report, '
-                        'which it replaces; any other folder is refused '
-                        '(default: %(default)s)')
+  validate.add_argument('--report-dir',
+                        help='keep the report (errors.jsonl, summary.json, report.html) '
+                        'here: a new or empty folder, or an earlier report, which it '
+                        'replaces; any other folder is refused (default: none kept, '
+                        'nothing written)')
   validate.add_argument('--no-report', action='store_true',
-                        help='keep no report, only print the failed rows')
+                        help='keep no report, only print the failed rows (the default; '
+                        'wins over --report-dir)')
   _conversion_options(validate, writes=False)
   validate.set_defaults(run=cmd_validate)
   inspect = commands.add_parser(
