@@ -18,8 +18,14 @@ Credentials and endpoints are the clients' usual ones:
   endpoint of `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, as MinIO users set it (Beam's
   boto3 client reads the same variables).
 
+The output folder's lock object (`output.remote_lock`) is written with the store's
+create-only precondition, which Arrow's clients cannot send: google-cloud-storage's
+client for gs:// and boto3's for s3:// (`create_if_absent`, `read_if_present`,
+`delete_if_unchanged`).
+
 Length: the object-store clients (gs://, s3://), their background upload writer and the
-renames and deletes the output folder needs, which share one client cache.
+renames, deletes and create-only writes the output folder needs, which share one client
+cache.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ import stat
 import sys
 import threading
 import urllib.parse
-from typing import Any, BinaryIO, Dict, Optional, Tuple
+from typing import Any, BinaryIO, Dict, NamedTuple, Optional, Tuple
 
 from tfrecorder_component import extras
 
@@ -445,9 +451,12 @@ def create_object(uri: str) -> Optional[ObjectWriter]:
 
 
 def _boto3_s3():
-  """This process's boto3 S3 client (made once; the endpoint and keys from the
-  environment, as Beam's S3 file system reads them), or None without boto3."""
-  key = ('boto3', ())
+  """This process's boto3 S3 client (made once for each endpoint, region, key and
+  profile in the environment, as Beam's S3 file system reads them: a process that
+  points them elsewhere gets a client of its own), or None without boto3."""
+  key = ('boto3', tuple(os.environ.get(name) for name in (
+      'AWS_ENDPOINT_URL_S3', 'AWS_ENDPOINT_URL', 'AWS_REGION', 'AWS_DEFAULT_REGION',
+      'AWS_ACCESS_KEY_ID', 'AWS_PROFILE')))
   if key in _clients:
     return _clients[key]
   try:
@@ -502,6 +511,144 @@ def delete_object(uri: str) -> None:
     client_for(uri).delete_file(_arrow_path(uri))
   except FileNotFoundError:
     pass
+
+
+def _gcs_bucket(bucket: str):
+  """A google-cloud-storage Bucket handle of this process's client for gs:// (made once):
+  anonymous where gs:// is read anonymously (an emulator: STORAGE_EMULATOR_HOST, which
+  the client honours; or no credentials), else Application Default Credentials. Arrow's
+  GCS client cannot send preconditions; this one (Beam's [gcp] extra has it) can."""
+  key = ('google-cloud-storage', (_emulator_host(), gcs_anonymous()))
+  client = _clients.get(key)
+  if client is None:
+    from google.cloud import storage as gcs  # pylint: disable=g-import-not-at-top
+    # project=None: none is needed to read or write an object, and none is looked for.
+    made = (gcs.Client.create_anonymous_client() if gcs_anonymous()
+            else gcs.Client(project=None))
+    with _lock:
+      client = _clients.setdefault(key, made)
+  return client.bucket(bucket)
+
+
+def _s3_code(error: BaseException) -> str:
+  """The S3 error code of a botocore ClientError ('' for anything else)."""
+  response = getattr(error, 'response', None)
+  return str(((response or {}).get('Error') or {}).get('Code', '')) if isinstance(
+      response, dict) else ''
+
+
+def create_if_absent(uri: str, data: bytes, metadata: Optional[Dict[str, str]] = None,
+                     content_type: str = 'application/json') -> Optional[str]:
+  """Writes the object `uri` only if no object of that name exists, in one request the
+  store decides atomically: Cloud Storage's `ifGenerationMatch=0`, S3's `If-None-Match: *`
+  (S3 since August 2024; moto). Returns the new object's version token for
+  `read_if_present` and `delete_if_unchanged` (the generation on gs://, the ETag on
+  s3://), or None if an object of that name was there (also where the client's retry of
+  this very request found the object its first try made: the caller compares contents).
+
+  Args:
+    uri: The object, a gs:// or s3:// URI.
+    data: Its whole content (small: one request).
+    metadata: The object's custom metadata ({name: value}: `x-goog-meta-*`,
+      `x-amz-meta-*`; S3 lower-cases the names); None: none.
+    content_type: The object's Content-Type.
+
+  Raises:
+    NotImplementedError: An S3-compatible store that refuses the precondition (501).
+  """
+  bucket, name = _bucket_key(uri)
+  if uri.startswith('s3://'):
+    s3 = _boto3_s3()
+    try:
+      answer = s3.put_object(Bucket=bucket, Key=name, Body=data, IfNoneMatch='*',
+                             ContentType=content_type, Metadata=dict(metadata or {}))
+    except Exception as e:  # pylint: disable=broad-except  botocore's ClientError
+      # 409 ConditionalRequestConflict: another conditional write of the name in flight.
+      if _s3_code(e) in ('PreconditionFailed', 'ConditionalRequestConflict', '412', '409'):
+        return None
+      if _s3_code(e) in ('NotImplemented', '501'):
+        raise NotImplementedError(f'this S3 store does not take If-None-Match on PutObject '
+                                  f'({e})') from e
+      raise
+    return str(answer.get('ETag', ''))
+  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  blob = _gcs_bucket(bucket).blob(name)
+  if metadata:
+    blob.metadata = dict(metadata)
+  try:
+    blob.upload_from_string(data, content_type=content_type, if_generation_match=0)
+  except exceptions.PreconditionFailed:
+    return None
+  return str(blob.generation)
+
+
+class StoredObject(NamedTuple):
+  """An object as `read_if_present` read it, all of one version.
+
+  Attributes:
+    data: Its bytes.
+    token: Its version (see `create_if_absent`): the generation on gs://, the ETag on
+      s3://.
+    metadata: Its custom metadata, {name: value}.
+  """
+  data: bytes
+  token: str
+  metadata: Dict[str, str]
+
+
+def read_if_present(uri: str) -> Optional[StoredObject]:
+  """The object `uri` (its content, version token and metadata), or None if there is
+  none.
+
+  Args:
+    uri: The object, a gs:// or s3:// URI; read whole (it is small).
+  """
+  bucket, name = _bucket_key(uri)
+  if uri.startswith('s3://'):
+    s3 = _boto3_s3()
+    try:
+      answer = s3.get_object(Bucket=bucket, Key=name)
+    except Exception as e:  # pylint: disable=broad-except  botocore's ClientError
+      if _s3_code(e) in ('NoSuchKey', '404', 'NotFound'):
+        return None
+      raise
+    return StoredObject(answer['Body'].read(), str(answer.get('ETag', '')),
+                        dict(answer.get('Metadata') or {}))
+  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  for _ in range(3):  # replaced between the two requests: read the new one
+    blob = _gcs_bucket(bucket).get_blob(name)
+    if blob is None:
+      return None
+    try:
+      return StoredObject(blob.download_as_bytes(if_generation_match=blob.generation),
+                          str(blob.generation), dict(blob.metadata or {}))
+    except exceptions.NotFound:
+      return None
+    except exceptions.PreconditionFailed:
+      continue
+  return None
+
+
+def delete_if_unchanged(uri: str, token: str) -> bool:
+  """Deletes the object `uri` if it is still the version `token` names: on gs:// in one
+  request (`ifGenerationMatch`); on s3://, where a plain DeleteObject is all every
+  S3-compatible store takes, the caller has just read that version. Returns whether an
+  object was deleted.
+
+  Args:
+    uri: The object, a gs:// or s3:// URI.
+    token: Its version, as `create_if_absent` or `read_if_present` gave it.
+  """
+  bucket, name = _bucket_key(uri)
+  if uri.startswith('s3://'):
+    _boto3_s3().delete_object(Bucket=bucket, Key=name)
+    return True
+  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  try:
+    _gcs_bucket(bucket).delete_blob(name, if_generation_match=int(token))
+  except (exceptions.NotFound, exceptions.PreconditionFailed):
+    return False
+  return True
 
 
 def list_names(prefix: str) -> list:

@@ -25,12 +25,18 @@ mount point, a symbolic link, a folder whose parent the user cannot write. Local
   the move), undoes that move first: a run that never said it finished leaves the
   folder as it was, and the same command can simply run again.
 
-On object storage (gs://, s3://), where nothing can be locked or renamed at once, a run
-into a new, empty or unfinished folder (no `_SUCCESS`, only this layout's names) writes
-in place; an `overwrite` of a finished output writes under
+On object storage (gs://, s3://), where nothing can be renamed at once, a run first
+takes the prefix's lock object (`remote_lock`: created with the store's create-only
+precondition; a second run is refused before it deletes or writes anything, naming the
+run that holds it and the command that removes a dead run's lock), and removes it
+however it ends. A run into a new, empty or unfinished folder (no `_SUCCESS`, only this
+layout's names) then writes in place; an `overwrite` of a finished output writes under
 `<output>/.tfrecorder-partial-<id>/` and, once complete, removes the old output's objects
 (those under the names a run writes; others stay), copies its own into place and writes
-`_SUCCESS` last, so a failed run leaves the old output as it was.
+`_SUCCESS` last, so a failed run leaves the old output as it was. Before each step that
+deletes or publishes, the run checks the lock is still its own; its `_SUCCESS` (empty,
+as on local disk) is written create-only with the run's id in its metadata
+(`tfrecorder-run`), read back before the run reports success.
 
 A failed run (the error policy) keeps its report and no record: at `<output>/report`
 when the folder held no output before, else at `<output>.failed/report` (an old output
@@ -51,6 +57,7 @@ from typing import Iterable, List, Optional, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.output import interrupt
+from tfrecorder_component.output import remote_lock
 from tfrecorder_component.record import labels
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.io import storage
@@ -67,6 +74,8 @@ PARTIAL = '.tfrecorder-partial-'  # a run's staging folder inside the output
 OLD = '.tfrecorder-old-'  # what a finishing run replaces, until it is removed
 COMMIT = '.tfrecorder-commit'  # in a staging folder: complete, being moved into place
 FAILED_SUFFIX = '.failed'
+# The custom metadata of a remote output's `_SUCCESS` naming the run that published it.
+RUN_METADATA = 'tfrecorder-run'
 FAILED_REPORT_INSIDE = 'report.failed'
 # The names a run writes at the top of its output folder, besides `Split-<name>`: the
 # only ones `overwrite` replaces.
@@ -364,8 +373,10 @@ class OutputSwap:
     self.output_dir = output_dir
     self.local = '://' not in output_dir
     self._lock: Optional[_Lock] = None
+    self._remote_lock: Optional[remote_lock.RemoteLock] = None
     self._key = None
-    run_id = uuid.uuid4().hex[:12]
+    self.work: Optional[str] = None
+    run_id = self.run_id = uuid.uuid4().hex[:12]
     if self.local:
       self._created = not os.path.lexists(output_dir)
       try:
@@ -400,24 +411,41 @@ class OutputSwap:
         raise
     else:
       storage.prepare_file_systems(output_dir)
-      listed = files.list_objects(output_dir)  # an object store has no folder to test for
-      finished = output_paths.SUCCESS_MARKER in listed
-      # A run writes its report's scratch files first (under report/.work/): objects of
-      # this layout, some of them a run's scratch files or a failed run's summary, and no
-      # _SUCCESS are what a killed or failed run left.
-      tops = sorted({p.split('/', 1)[0] for p in listed})
-      earlier = _earlier_output(tops, _read_remote(output_dir, listed))
-      leftovers = bool(listed) and not finished and all(_layout_object(p) for p in listed) \
-          and (earlier or any(p.startswith((_WORK, PARTIAL)) for p in listed))
-      self._had_output = bool(listed) and not leftovers
-      foreign = [t for t in tops if not (earlier and written_by_a_run(t) or t.startswith(PARTIAL))]
-      if self._had_output and (foreign and not (overwrite and earlier) or not overwrite):
-        raise _not_empty(output_dir, foreign, overwrite, earlier)
-      if leftovers:
-        self._remove_remote(keep=None)  # a killed or failed run's: unfinished
-      self.work = (posixpath.join(output_dir, PARTIAL + run_id) if self._had_output
-                   else output_dir)
-    self._key = interrupt.on_interrupt(self._interrupted)
+      with interrupt.guarded():  # a signal's clean-up finds the lock taken, and removes it
+        self._remote_lock = remote_lock.RemoteLock(output_dir, run_id)
+        self._key = interrupt.on_interrupt(self._interrupted)
+      try:
+        self._open_remote(output_dir, overwrite, run_id)
+      except BaseException:
+        self._release()
+        raise
+    if self._key is None:
+      self._key = interrupt.on_interrupt(self._interrupted)
+
+  def _open_remote(self, output_dir: str, overwrite: bool, run_id: str) -> None:
+    """The object-store half of the constructor, the lock held."""
+    # An object store has no folder to test for; the lock is no output's object.
+    listed = [p for p in files.list_objects(output_dir) if p != remote_lock.LOCK_NAME]
+    finished = output_paths.SUCCESS_MARKER in listed
+    # A run writes its report's scratch files first (under report/.work/): objects of
+    # this layout, some of them a run's scratch files or a failed run's summary, and no
+    # _SUCCESS are what a killed or failed run left.
+    tops = sorted({p.split('/', 1)[0] for p in listed})
+    earlier = _earlier_output(tops, _read_remote(output_dir, listed))
+    leftovers = bool(listed) and not finished and all(_layout_object(p) for p in listed) \
+        and (earlier or any(p.startswith((_WORK, PARTIAL)) for p in listed))
+    self._had_output = bool(listed) and not leftovers
+    foreign = [t for t in tops if not (earlier and written_by_a_run(t) or t.startswith(PARTIAL))]
+    if self._had_output and (foreign and not (overwrite and earlier) or not overwrite):
+      raise _not_empty(output_dir, foreign, overwrite, earlier)
+    if leftovers:
+      self._remote_lock.confirm()
+      self._remove_remote(keep=None)  # a killed or failed run's: unfinished
+    self.work = (posixpath.join(output_dir, PARTIAL + run_id) if self._had_output
+                 else output_dir)
+    # Again, a listing later: a store that let two creates of the lock through (one
+    # ignoring the precondition) has the last one's by now.
+    self._remote_lock.confirm()
 
   def _entries(self) -> List[str]:
     return sorted(n for n in os.listdir(self.output_dir) if not _staging(n))
@@ -426,6 +454,9 @@ class OutputSwap:
     if self._lock:
       self._lock.release()
       self._lock = None
+    if self._remote_lock:
+      self._remote_lock.release()
+      self._remote_lock = None
     if self._key is not None:
       interrupt.done(self._key)
       self._key = None
@@ -472,86 +503,153 @@ class OutputSwap:
   def keep_failed_report(self) -> str:
     """Removes the failed run's records and keeps its report; returns where."""
     with interrupt.guarded():
-      kept = self.failed_report_dir()
-      report = posixpath.join(self.work, output_paths.REPORT_DIR)
-      if self.local:
-        if (kept == os.path.join(self.output_dir, output_paths.REPORT_DIR) and os.path.lexists(kept)
-            and output_paths.REPORT_DIR not in self._before):
-          # A report folder appeared while the run worked: not this run's to replace.
-          sibling = self.output_dir + FAILED_SUFFIX
-          kept = (os.path.join(sibling, output_paths.REPORT_DIR)
-                  if _failed_report_folder(sibling, missing=True)
-                  else os.path.join(self.output_dir, FAILED_REPORT_INSIDE))
-        # An earlier failed run's report goes (`<output>.failed` as a whole).
-        files.remove(os.path.dirname(kept) if kept.endswith(FAILED_SUFFIX + '/'
-                                                            + output_paths.REPORT_DIR) else kept)
-        os.makedirs(os.path.dirname(kept), exist_ok=True)
-        if os.path.isdir(report):
-          self._retarget(report, kept)
-          shutil.move(report, kept)  # `<output>.failed` may be on another file system
-        shutil.rmtree(self.work, ignore_errors=True)
-        self._finish_local()
-      elif self.work == self.output_dir:
-        self._remove_remote(keep=report)
-      else:  # an earlier failure's report goes (`<output>.failed` as a whole)
-        files.remove(kept if kept.endswith('/' + FAILED_REPORT_INSIDE)
-                     else posixpath.dirname(kept))
+      try:
+        return self._keep_failed_report()
+      except BaseException:
+        self._end_after_failure()
+        raise
+
+  def _keep_failed_report(self) -> str:
+    if self._remote_lock is not None:
+      self._remote_lock.confirm()  # what follows deletes
+    kept = self.failed_report_dir()
+    report = posixpath.join(self.work, output_paths.REPORT_DIR)
+    if self.local:
+      if (kept == os.path.join(self.output_dir, output_paths.REPORT_DIR) and os.path.lexists(kept)
+          and output_paths.REPORT_DIR not in self._before):
+        # A report folder appeared while the run worked: not this run's to replace.
+        sibling = self.output_dir + FAILED_SUFFIX
+        kept = (os.path.join(sibling, output_paths.REPORT_DIR)
+                if _failed_report_folder(sibling, missing=True)
+                else os.path.join(self.output_dir, FAILED_REPORT_INSIDE))
+      # An earlier failed run's report goes (`<output>.failed` as a whole).
+      files.remove(os.path.dirname(kept) if kept.endswith(FAILED_SUFFIX + '/'
+                                                          + output_paths.REPORT_DIR) else kept)
+      os.makedirs(os.path.dirname(kept), exist_ok=True)
+      if os.path.isdir(report):
         self._retarget(report, kept)
-        _move_objects(report, kept)
-        files.remove(self.work)
-      self._release()
+        shutil.move(report, kept)  # `<output>.failed` may be on another file system
+      shutil.rmtree(self.work, ignore_errors=True)
+      self._finish_local()
+    elif self.work == self.output_dir:
+      self._remove_remote(keep=report)
+    else:  # an earlier failure's report goes (`<output>.failed` as a whole)
+      files.remove(kept if kept.endswith('/' + FAILED_REPORT_INSIDE)
+                   else posixpath.dirname(kept))
+      self._retarget(report, kept)
+      _move_objects(report, kept)
+      files.remove(self.work)
+    self._release()
     return kept
 
   def commit(self) -> None:
-    """Moves the finished run into place and writes `_SUCCESS` last."""
+    """Moves the finished run into place and writes `_SUCCESS` last.
+
+    Raises:
+      UsageError: On object storage, the run no longer holds the prefix's lock, or the
+        `_SUCCESS` read back is not its own: nothing of another run's was touched, and
+        the run did not publish.
+    """
     with interrupt.guarded():
-      final_report = posixpath.join(self.output_dir, output_paths.REPORT_DIR)
-      self._retarget(posixpath.join(self.work, output_paths.REPORT_DIR), final_report)
-      if not self.local:
-        if self.work != self.output_dir:
-          files.remove(posixpath.join(self.output_dir, output_paths.SUCCESS_MARKER))
-          self._remove_remote(keep=self.work)  # the old output and any killed run's
-          _move_objects(self.work, self.output_dir)
-        files.write_text(posixpath.join(self.output_dir, output_paths.SUCCESS_MARKER), '')
-        self._release()
-        return
-      new = sorted(os.listdir(self.work))
-      appeared = set(self._entries()) - set(self._before)
-      clash = sorted(appeared & set(new + [output_paths.SUCCESS_MARKER]))
-      if clash:
-        self.abandon()
-        raise UsageError(f'{", ".join(clash)} appeared in {self.output_dir} while the run '
-                         'worked; nothing there was replaced and the run\'s output is '
-                         'removed: convert again into an empty folder')
-      plan = {'replace': [n for n in self._replace if n != output_paths.SUCCESS_MARKER],
-              'new': new, 'finished': output_paths.SUCCESS_MARKER in self._replace}
-      with open(os.path.join(self.work, COMMIT), 'w', encoding='utf-8') as f:
-        json.dump(plan, f)
-      old = os.path.join(self.output_dir, OLD + os.path.basename(self.work)[len(PARTIAL):])
-      _roll_forward(self.output_dir, self.work, old, plan)
       try:
-        if self._failed_sibling() and _failed_report_folder(self._failed_sibling(),
-                                                            missing=False):
-          files.remove(self.output_dir + FAILED_SUFFIX)  # an earlier failure's: out of date
-      except OSError as e:
-        logging.warning('Cannot remove an earlier failed run\'s report %s: %s',
-                        self.output_dir + FAILED_SUFFIX, e)
+        self._commit()
+      except BaseException:
+        self._end_after_failure()
+        raise
+
+  def _end_after_failure(self) -> None:
+    """A commit or a failed run's clean-up that raised: the lock goes all the same. On
+    object storage nothing of the run is kept (the next run finds an unfinished output,
+    no `_SUCCESS`, if it was cut after the old one went); a local folder keeps the plan
+    of its move, which the next run undoes."""
+    try:
+      if not self.local:
+        self.abandon()
+    except Exception as e:  # pylint: disable=broad-except  the first failure is raised
+      logging.warning('Cannot remove what the run wrote in %s: %s', self.output_dir, e)
+    finally:
       self._release()
+
+  def _commit(self) -> None:
+    final_report = posixpath.join(self.output_dir, output_paths.REPORT_DIR)
+    if not self.local:
+      self._remote_lock.confirm()  # what follows deletes the old output
+    self._retarget(posixpath.join(self.work, output_paths.REPORT_DIR), final_report)
+    if not self.local:
+      success = posixpath.join(self.output_dir, output_paths.SUCCESS_MARKER)
+      if self.work != self.output_dir:
+        files.remove(success)
+        self._remove_remote(keep=self.work)  # the old output and any killed run's
+        _move_objects(self.work, self.output_dir)
+      self._remote_lock.confirm()
+      self._publish(success)
+      self._release()
+      return
+    new = sorted(os.listdir(self.work))
+    appeared = set(self._entries()) - set(self._before)
+    clash = sorted(appeared & set(new + [output_paths.SUCCESS_MARKER]))
+    if clash:
+      self.abandon()
+      raise UsageError(f'{", ".join(clash)} appeared in {self.output_dir} while the run '
+                       'worked; nothing there was replaced and the run\'s output is '
+                       'removed: convert again into an empty folder')
+    plan = {'replace': [n for n in self._replace if n != output_paths.SUCCESS_MARKER],
+            'new': new, 'finished': output_paths.SUCCESS_MARKER in self._replace}
+    with open(os.path.join(self.work, COMMIT), 'w', encoding='utf-8') as f:
+      json.dump(plan, f)
+    old = os.path.join(self.output_dir, OLD + os.path.basename(self.work)[len(PARTIAL):])
+    _roll_forward(self.output_dir, self.work, old, plan)
+    try:
+      if self._failed_sibling() and _failed_report_folder(self._failed_sibling(),
+                                                          missing=False):
+        files.remove(self.output_dir + FAILED_SUFFIX)  # an earlier failure's: out of date
+    except OSError as e:
+      logging.warning('Cannot remove an earlier failed run\'s report %s: %s',
+                      self.output_dir + FAILED_SUFFIX, e)
+    self._release()
+
+  def _publish(self, success: str) -> None:
+    """Writes `_SUCCESS` at `success` (empty, as on local disk) create-only, this run's id
+    in its metadata (RUN_METADATA), and reads it back: only once it and the lock are
+    this run's is the output the one the run reports."""
+    try:
+      storage.create_if_absent(success, b'', metadata={RUN_METADATA: self.run_id},
+                               content_type='application/octet-stream')
+    except NotImplementedError:  # a store without the precondition: the run is unlocked
+      files.write_text(success, '')
+      return
+    found = storage.read_if_present(success)
+    whose = found.metadata.get(RUN_METADATA) if found else None
+    if whose != self.run_id:
+      named = f'names run {whose}' if whose else 'names no run'
+      raise UsageError(f'the output at {self.output_dir} is not this run\'s once published '
+                       f'(its {output_paths.SUCCESS_MARKER} {named}): another run wrote '
+                       'there while this one held its lock; convert again once no other '
+                       'run writes there')
+    self._remote_lock.confirm()
 
   def abandon(self) -> None:
     """After a crash or an interrupt: nothing of the run is kept, and the folder is as
-    it was before (removed if the run created it)."""
+    it was before (removed if the run created it). On object storage a run that no
+    longer holds the prefix's lock removes only its own staging prefix."""
     with interrupt.guarded():
-      if self._key is None and self._lock is None:
+      if self._key is None and self._lock is None and self._remote_lock is None:
         return  # already ended
-      if self.local:
-        shutil.rmtree(self.work, ignore_errors=True)
-        self._finish_local()
-      elif self.work != self.output_dir:
-        files.remove(self.work)
-      else:
-        self._remove_remote(keep=None)
-      self._release()
+      try:
+        if self.work is None:
+          pass  # cut before it had a place to write
+        elif self.local:
+          shutil.rmtree(self.work, ignore_errors=True)
+          self._finish_local()
+        elif self.work != self.output_dir:
+          files.remove(self.work)
+        elif self._remote_lock is not None and self._remote_lock.holds():
+          self._remove_remote(keep=None)
+        else:
+          logging.warning('Leaving %s as it is: this run no longer holds its lock',
+                          self.output_dir)
+      finally:
+        self._release()
 
   def _finish_local(self) -> None:
     """A folder this run created and left empty is removed."""
