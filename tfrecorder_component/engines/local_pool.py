@@ -60,7 +60,8 @@ from tfrecorder_component.output.layouts import base as layouts_base
 from tfrecorder_component.output.layouts import index as index_lib
 from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, merged_item,
                                                pack_chunk, parse_manifest, unpack_chunk)
-from tfrecorder_component.steps.convert import SAMPLES_PER_LABEL, ChunkConverter, VocabularyBuilder
+from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter, VocabularyBuilder,
+                                                too_slow_record)
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, OBJECTS, RECORDS, SAMPLES, STATS
 from tfrecorder_component.io.sorted_runs import RunSpiller
 from tfrecorder_component.io.sort import ExternalSort, SortBudget, unpacked_value
@@ -134,8 +135,13 @@ class _Worker:
     # None: a worker forked to convert again what another's death left (temporary names).
     self.slot: Optional[Tuple[int, int]] = None
 
-  def convert(self, chunk: Chunk) -> None:
-    self._take(self._converter.convert(chunk, self._vocabulary))
+  def convert(self, chunk: Chunk, index: int = -1) -> None:
+    self._take(self._converter.convert(chunk, self._vocabulary, index))
+
+  def watch(self, watch) -> None:
+    """Has the process that forked this worker's enforce the row time limit: `watch` is
+    told where each row is as it starts (`_RowClock.watch`)."""
+    self._converter.set_watch(watch)
 
   def result(self) -> Dict[str, Any]:
     self._take(self._converter.finish())
@@ -272,7 +278,7 @@ def _keep_freed_heap() -> None:
 
 
 def _work(worker: _Worker, tasks, conn, counts: Optional[progress_lib.SharedCounts] = None,
-          slot: int = 0, taken=None) -> None:
+          slot: int = 0, taken=None, clock: Optional['_RowClock'] = None) -> None:
   """A worker process: converts the (index, chunk) tasks it takes from `tasks` (a queue,
   until None; or a list, its own) and sends ('done', (the indices, its result)) on
   `conn`, its own pipe to the process that forked it, or ('failed', (exception,
@@ -280,16 +286,19 @@ def _work(worker: _Worker, tasks, conn, counts: Optional[progress_lib.SharedCoun
   `slot`, which that process reads for the run's progress; `taken` (shared memory, two
   slots a worker) holds the index of the chunk it converts and of the one before,
   whose rows may still wait on their reads (-1: none), for `_convert_chunks` to know
-  which chunk ended it if it dies."""
+  which chunk ended it if it dies. With `clock`, each row's start and place are written
+  in its slot `slot`, and that process stops this one if a row runs too long."""
   _keep_freed_heap()
   if counts is not None:
     progress_lib.set_sink(counts.adder(slot))
+  if clock is not None:
+    worker.watch(clock.watch(slot))
   try:
     done = []
     for index, chunk in (iter(tasks) if isinstance(tasks, list) else iter(tasks.get, None)):
       if taken is not None:
         taken[2 * slot + 1], taken[2 * slot] = taken[2 * slot], index
-      worker.convert(chunk)
+      worker.convert(chunk, index)
       done.append(index)
     conn.send(('done', (done, worker.result())))
   except BaseException as e:  # pylint: disable=broad-except
@@ -344,15 +353,90 @@ class _Process:
     self.conn.close()
 
 
-def _collect(processes: List[_Process], poll, crashes: bool):
+class _RowClock:
+  """When each worker process's current row started and which row it is, in shared
+  memory made before the fork (one writer a slot, no lock, as `progress.SharedCounts`),
+  so that the process that forked them stops a worker whose row runs past the row time
+  limit (`stop_late`). Killing the process is the one way to interrupt a row stuck in C
+  code (a decode, a read that blocks); the killed worker's row then fails as
+  `too_slow`, with how long it had run, and its other rows are converted again, as a
+  crashed worker's are (`_convert_chunks`).
+
+  Args:
+    slots: How many worker processes are watched (one slot each).
+    limit: The row time limit, in seconds (above 0).
+  """
+
+  def __init__(self, slots: int, limit: float):
+    self.limit = limit
+    # Per slot: the row's start (time.monotonic, the same clock in every process; 0: no
+    # row), its chunk's index, its index among the chunk's items.
+    self._array = multiprocessing.RawArray(ctypes.c_double, 3 * max(1, slots))
+    self.late: Dict[int, Tuple[int, int, float]] = {}  # slot: (chunk, item, seconds)
+
+  def watch(self, slot: int):
+    """The watch of slot `slot`'s worker (`ChunkConverter.set_watch`)."""
+    array, i = self._array, 3 * slot
+
+    def watch(where) -> None:
+      if where is None:
+        array[i] = 0.0
+        return
+      array[i + 1], array[i + 2] = where
+      array[i] = time.monotonic()  # written last: the row's place is there when it is
+    return watch
+
+  def clear(self, slot: int) -> None:
+    """Forgets slot `slot`'s row (before a new process takes the slot)."""
+    self._array[3 * slot] = 0.0
+    self.late.pop(slot, None)
+
+  def stop_late(self, processes: Sequence[_Process]) -> None:
+    """Kills each of `processes` whose row has run past the limit, noting in `late` its
+    slot's (chunk index, item index, seconds run)."""
+    array, now = self._array, time.monotonic()
+    for process in processes:
+      i = 3 * process.slot
+      started = array[i]
+      if not started or now - started <= self.limit or process.slot in self.late:
+        continue
+      chunk, item = int(array[i + 1]), int(array[i + 2])
+      if array[i] != started:  # it moved on meanwhile
+        continue
+      self.late[process.slot] = (chunk, item, now - started)
+      logging.warning('A row has been converted for %.1f s, past the row time limit (%g s): '
+                      'its worker process is stopped and the row fails as too_slow',
+                      now - started, self.limit)
+      process.process.kill()
+
+
+def _without_late_row(chunk: Chunk, item: int, limit: float, seconds: float) -> Chunk:
+  """The chunk with its row `item` (one that ran past the row time limit in a process
+  that was killed for it) replaced by the row's `too_slow` error record."""
+  items = unpack_chunk(chunk)
+  row = items[item]
+  if not isinstance(row, ManifestRow):
+    raise RuntimeError(f'a worker process was stopped past the row time limit while '
+                       f'writing the failed row {row!r}')
+  logging.warning('%s row %s (%s) took longer than the row time limit (%g s): it fails as '
+                  'too_slow', row.source, row.row, row.image_uri, limit)
+  items[item] = too_slow_record(row, limit, seconds, 'its worker process was stopped')
+  return pack_chunk(items, posixpath.dirname(chunk[2]))
+
+
+def _collect(processes: List[_Process], poll, crashes: bool,
+             clock: Optional[_RowClock] = None):
   """Yields ('done', process, (indices, result)) of each of `processes` as it finishes,
   or ('died', process, exit code) as one ends without its result (with `crashes`, for a
   crash: any end but one of _STOPPING; else RuntimeError), until each has done one or
-  the other. A worker's exception is raised here."""
+  the other. A worker's exception is raised here. With `clock`, a worker whose row runs
+  past the time limit is killed (`_RowClock.stop_late`): it ends as 'died'."""
   waiting = {p.conn: p for p in processes}
   while waiting:
     if poll is not None:
       poll()
+    if clock is not None:
+      clock.stop_late(list(waiting.values()))
     for conn in multiprocessing.connection.wait(list(waiting), timeout=POLL_S):
       process = waiting.pop(conn)
       try:
@@ -375,7 +459,7 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
                     counts: Optional[progress_lib.SharedCounts] = None,
                     poll: Optional[Callable[[], None]] = None,
                     meanwhile: Optional[Callable[[], None]] = None,
-                    rows: bool = False) -> List[Any]:
+                    rows: bool = False, time_limit: float = 0) -> List[Any]:
   """The workers' results, every chunk (or other task) converted by one of `workers`
   processes forked from this one. `counts`: where each worker counts its rows
   (`progress.count`), slot i for worker i; `poll`: called every POLL_S while they work
@@ -390,9 +474,13 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
   had finished go back to a pool of workers, and the chunks it was converting (the
   current one and the one before, whose rows may have waited on their reads) are
   converted a chunk a process, halved until the row that ends its process is alone
-  (`_isolate`); that row fails as `crashed`, naming how its process ended. Without
-  `rows`, the tasks of one worker are converted in this process, and a worker's death
-  ends the run. Where no process can be forked, every task is converted here."""
+  (`_isolate`); that row fails as `crashed`, naming how its process ended. With
+  `time_limit` (seconds, rows only), a worker whose row runs longer is killed
+  (`_RowClock`) and the row, known from the clock, fails as `too_slow`; its chunk goes
+  back to the pool without it, with the dead worker's other chunks. Without `rows`,
+  the tasks of one worker are converted in this process, and a worker's death ends the
+  run. Where no process can be forked, every task is converted here (and the time limit
+  is `steps.convert.RowDeadline`'s, in this process)."""
   if not rows and (workers <= 1 or len(chunks) <= 1) or not _FORK:
     worker = make_worker()
     with progress_lib.counting(counts.adder(0, poll) if counts is not None else None):
@@ -402,8 +490,9 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
     if meanwhile is not None:
       meanwhile()
     return result
+  limit = time_limit if rows else 0
   done, lost, suspects = _pool(chunks, make_worker, workers, counts, poll, meanwhile, rows,
-                               named=rows)
+                               named=rows, time_limit=limit)
   losses: Dict[Chunk, int] = collections.Counter()
   while suspects or lost:
     losses.update(lost)
@@ -414,22 +503,27 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
     if suspects:
       logging.warning('Converting %d chunk(s) of rows again, each in a process of its own, '
                       'to find the row that ends its worker process', len(suspects))
-      done.extend(_isolate(suspects, make_worker, workers, counts, poll))
-    more, lost, suspects = (_pool(lost, make_worker, workers, counts, poll, None, True)
-                            if lost else ([], [], []))
+      done.extend(_isolate(suspects, make_worker, workers, counts, poll, limit))
+    more, lost, suspects = (_pool(lost, make_worker, workers, counts, poll, None, True,
+                                  time_limit=limit) if lost else ([], [], []))
     done.extend(more)
   return done
 
 
 def _pool(chunks: List[Any], make_worker, workers: int, counts, poll, meanwhile,
-          rows: bool, named: bool = False) -> Tuple[List[Any], List[Any], List[Any]]:
+          rows: bool, named: bool = False,
+          time_limit: float = 0) -> Tuple[List[Any], List[Any], List[Any]]:
   """(results, chunks to convert again, chunks that may have ended a worker) of
   `chunks` converted by `workers` processes that take them from one queue
-  (`_convert_chunks`). `named`: worker k of the n is given its `slot` (k, n)."""
+  (`_convert_chunks`). `named`: worker k of the n is given its `slot` (k, n).
+  `time_limit`: a worker whose row runs longer is killed and the row's chunk is to be
+  converted again without it (`_RowClock`)."""
   workers = max(1, min(workers, len(chunks)))
+  chunks = list(chunks)
   context = multiprocessing.get_context('fork')
   tasks = context.Queue()
   taken = multiprocessing.RawArray('q', [-1] * (2 * workers)) if rows else None
+  clock = _RowClock(workers, time_limit) if rows and time_limit else None
   processes: List[_Process] = []
   thread, failure = None, []
   done, converted, suspected, died = [], set(), set(), []
@@ -438,7 +532,8 @@ def _pool(chunks: List[Any], make_worker, workers: int, counts, poll, meanwhile,
       worker = make_worker()
       if named:
         worker.slot = (i, workers)
-      processes.append(_Process(context, _work, (worker, tasks, counts, i, taken), i, counts))
+      processes.append(_Process(context, _work, (worker, tasks, counts, i, taken, clock), i,
+                                counts))
     if meanwhile is not None:
       thread = threading.Thread(target=_catching(meanwhile, failure), name='tfrecorder-meanwhile',
                                 daemon=True)
@@ -447,13 +542,19 @@ def _pool(chunks: List[Any], make_worker, workers: int, counts, poll, meanwhile,
       tasks.put(task)
     for _ in range(workers):
       tasks.put(None)
-    for event, process, value in _collect(processes, poll, rows):
+    for event, process, value in _collect(processes, poll, rows, clock):
       if event == 'done':
         converted.update(value[0])
         done.append(value[1])
         continue
-      died.append(_death(value))
-      suspected.update(i for i in taken[2 * process.slot:2 * process.slot + 2] if i >= 0)
+      late = clock.late.get(process.slot) if clock is not None else None
+      if late is not None:  # killed for a row past the time limit: it is known
+        died.append(f'stopped past the row time limit ({time_limit:g} s)')
+        index, item, seconds = late
+        chunks[index] = _without_late_row(chunks[index], item, time_limit, seconds)
+      else:
+        died.append(_death(value))
+        suspected.update(i for i in taken[2 * process.slot:2 * process.slot + 2] if i >= 0)
       if counts is not None:
         counts.restore(process.slot, process.counts_before)  # its rows are converted again
   finally:
@@ -474,24 +575,31 @@ def _pool(chunks: List[Any], make_worker, workers: int, counts, poll, meanwhile,
 
 
 def _isolate(lost: List[Chunk], make_worker, workers: int,
-             counts: Optional[progress_lib.SharedCounts], poll) -> List[Any]:
+             counts: Optional[progress_lib.SharedCounts], poll,
+             time_limit: float = 0) -> List[Any]:
   """The results of converting `lost` chunks, each in a process of its own (up to
   `workers` at a time, in `counts`' slots): a chunk whose process crashes is cut in two
   halves, converted the same way, and a single row whose process crashes becomes the
-  error record of a `crashed` row, converted as a failed row is (it rides in a chunk)."""
+  error record of a `crashed` row, converted as a failed row is (it rides in a chunk).
+  With `time_limit`, a process whose row runs longer is killed and its chunk converted
+  again with that row's `too_slow` error record in its place (`_RowClock`)."""
   context = multiprocessing.get_context('fork')
   pending = collections.deque(lost)
   running: Dict[int, Tuple[_Process, Chunk]] = {}
+  clock = _RowClock(workers, time_limit) if time_limit else None
   done = []
   try:
     while pending or running:
       while pending and len(running) < workers:
         slot = next(i for i in range(workers) if i not in running)
         chunk = pending.popleft()
-        running[slot] = (_Process(context, _work, (make_worker(), [(0, chunk)], counts, slot),
-                                  slot, counts), chunk)
+        if clock is not None:
+          clock.clear(slot)
+        running[slot] = (_Process(context, _work, (make_worker(), [(0, chunk)], counts, slot,
+                                                   None, clock), slot, counts), chunk)
       # The first process to end frees its slot for the next chunk.
-      event, process, value = next(_collect([p for p, _ in running.values()], poll, True))
+      event, process, value = next(_collect([p for p, _ in running.values()], poll, True,
+                                            clock))
       _, chunk = running.pop(process.slot)
       process.end()
       if event == 'done':
@@ -499,7 +607,12 @@ def _isolate(lost: List[Chunk], make_worker, workers: int,
         continue
       if counts is not None:
         counts.restore(process.slot, process.counts_before)
-      pending.extend(_cut(chunk, value))
+      late = clock.late.get(process.slot) if clock is not None else None
+      if late is not None:
+        _, item, seconds = late
+        pending.append(_without_late_row(chunk, item, time_limit, seconds))
+      else:
+        pending.extend(_cut(chunk, value))
   finally:
     for process, _ in running.values():
       process.end()
@@ -640,7 +753,7 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   results = _convert_chunks(chunks, make_worker, workers, counts,
                             lambda: progress.update(*counts.totals()),
                             (lambda: layouts_base.prepare(options.layouts)) if options.layouts
-                            else None, True)
+                            else None, True, options.row_time_limit)
   progress.update(*counts.totals())
   converted = time.perf_counter()
   logging.info('Local run: rows converted in %.2f s by %d worker process(es)',
@@ -712,7 +825,7 @@ class _LayoutWorker:
     self._ctx = ctx
     self._written: List[Tuple[str, int, int]] = []
 
-  def convert(self, task) -> None:
+  def convert(self, task, index: int = -1) -> None:  # pylint: disable=unused-argument
     job, names = task
     self._written.append(layouts_base.write_shard(job, names, self._ctx))
 

@@ -15,11 +15,17 @@ def read_entries(f: BinaryIO, entry_size: Callable[[bytes, int], int], header_si
   """The entries of open file `f` from where it stands, to its end or over `length`
   bytes, read BLOCK_BYTES at a time.
 
+  Linear in the bytes read, however long an entry is: the blocks are appended to one
+  `bytearray` (amortised growth) and what has been yielded is cut from its front (which
+  CPython does without moving the rest), so an entry spanning n blocks costs O(n), not
+  the O(n^2) of `bytes += block` (issue 65: a 4M-point COCO polygon's entry, ~36 MB,
+  took 20x a 1M-point one's time).
+
   Args:
     f: A binary file open for reading, standing at the first entry to read.
     entry_size: `entry_size(buffer, at)` gives the size in bytes of the entry at `at`
       from its first `header_size` bytes (more than `buffer` holds while those do not
-      tell it all).
+      tell it all); `buffer` is a bytearray (read it with `struct.unpack_from`).
     header_size: The bytes an entry must have in the buffer before `entry_size` is
       asked its size.
     name: The file's path or name, for the errors.
@@ -29,7 +35,7 @@ def read_entries(f: BinaryIO, entry_size: Callable[[bytes, int], int], header_si
   Raises:
     ValueError: `f` ends inside an entry, or before `length` bytes.
   """
-  pending = b''
+  pending = bytearray()
   left = length
   while left is None or left:
     block = f.read(BLOCK_BYTES if left is None else min(BLOCK_BYTES, left))
@@ -41,13 +47,14 @@ def read_entries(f: BinaryIO, entry_size: Callable[[bytes, int], int], header_si
       left -= len(block)
     pending += block
     at = 0
-    while len(pending) - at >= header_size:
-      size = entry_size(pending, at)
-      if len(pending) - at < size:
-        break
-      yield pending[at:at + size]
-      at += size
-    pending = pending[at:]
+    with memoryview(pending) as view:  # released before `pending` is cut or grows
+      while len(pending) - at >= header_size:
+        size = entry_size(pending, at)
+        if len(pending) - at < size:
+          break
+        yield bytes(view[at:at + size])
+        at += size
+    del pending[:at]
   if pending:
     raise ValueError(f'{name} ends early')
 

@@ -24,6 +24,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .bar { display: inline-block; height: 12px; background: #4a7bd0; }
 .sheet td { vertical-align: middle; }
 .sheet img { width: 96px; height: 96px; object-fit: contain; background: #eee; margin: 2px; }
+.sheet .skipped { display: inline-flex; align-items: center; width: 96px; height: 96px;
+  vertical-align: middle; overflow: hidden; font-size: 11px; background: #eee; margin: 2px; }
 .bad { color: #a00; }
 '''
 
@@ -68,7 +70,9 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
   Args:
     summary: The run's summary as summary.json holds it (its warnings, label ids and
       duplicates added).
-    samples: {label: [(uri, JPEG thumbnail bytes)]}, the contact sheet's images.
+    samples: {label: [(uri, JPEG thumbnail bytes)]}, the contact sheet's images; a
+      sample (uri, b'', note) is a thumbnail skipped, its note shown in its place
+      ('thumbnail skipped: 50,000 scans (more than 100)').
     errors: The first failed rows (error records of errors.jsonl), shown in a table;
       where there are none, the section reads 'None.'.
     title: The page's title and heading.
@@ -109,9 +113,11 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
   rows = []
   for label in sorted(samples):
     images = ''.join(
+        f'<span class="skipped bad" title="{_e(uri)}">{_e(uri)}: {_e(note[0])}</span>'
+        if note else
         f'<img alt="{_e(uri)}" title="{_e(uri)}" '
         f'src="data:image/jpeg;base64,{base64.b64encode(data).decode()}">'
-        for uri, data in samples[label])
+        for uri, data, *note in samples[label])
     rows.append((_e(label), images))
   parts.append(_table(['label', 'samples'], rows, 'sheet'))
 

@@ -17,7 +17,8 @@ from tfrecorder_component.output.layouts import index as index_lib
 from tfrecorder_component.io import storage
 from tfrecorder_component.io.tfrecord import read_shard
 from tfrecorder_component.record.example_proto import Example
-from tfrecorder_component.images.thumbnail import draw_boxes, tint_masks
+from tfrecorder_component.images.thumbnail import (draw_boxes, placeholder, small_image,
+                                                      tint_masks)
 from tfrecorder_component.feature_keys import (CLASS_TEXT, IMAGE_ENCODED, OBJECT_CLASS_TEXT,
                                                OBJECT_MASK, SEGMENTATION_ENCODED)
 
@@ -149,6 +150,11 @@ def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
   """Writes a PNG with one row per label of up to `per_label` decoded images from
   `split` (or every split if None), and returns `path`.
 
+  Each image is decoded at a bounded cost, as report.html's thumbnails are
+  (`thumbnail.small_image`): one whose decode would cost too much (a JPEG of more than
+  `thumbnail.MAX_SCANS` scans, a PNG of more than `thumbnail.PIXEL_BUDGET` pixels) is a
+  grey tile with the note ('thumbnail skipped: 50,000 scans (more than 100)').
+
   Args:
     examples_dir: The output folder or Examples artifact, as `split_names` takes it.
     path: The PNG file to write, a local path; its folder is made if missing.
@@ -169,11 +175,16 @@ def contact_sheet(examples_dir: str, path: str, per_label: int = 8,
                 if len(tiles.get(l, [])) < per_label]
       if not wanted:
         continue
-      image = Image.open(io.BytesIO(_values(example, IMAGE_ENCODED)[0])).convert('RGB')
-      image.thumbnail((TILE, TILE))
-      tint_masks(image, list(zip((b[0] for b in boxes), _values(example, OBJECT_MASK))),
-                 next(iter(_values(example, SEGMENTATION_ENCODED)), None))
-      draw_boxes(image, boxes)
+      encoded = _values(example, IMAGE_ENCODED)[0]
+      image, note = small_image(encoded, TILE)
+      if image is None and not note:  # Pillow cannot decode it: its own error is raised
+        Image.open(io.BytesIO(encoded)).convert('RGB')
+      if image is None:  # too costly to decode (`thumbnail.skip_note`): the note shows
+        image = placeholder(note, TILE)
+      else:
+        tint_masks(image, list(zip((b[0] for b in boxes), _values(example, OBJECT_MASK))),
+                   next(iter(_values(example, SEGMENTATION_ENCODED)), None))
+        draw_boxes(image, boxes)
       for label in wanted:  # an image shows under each of its labels
         tiles.setdefault(label, []).append(image)
   if not tiles:

@@ -34,7 +34,10 @@ class _ConvertBatch(beam.DoFn):
   `images_failed`, `image_bytes_read`), which Dataflow's job page and
   `PipelineResult.metrics()` show. Rows whose
   remote reads are still in flight at the end of a bundle are converted in
-  `finish_bundle`."""
+  `finish_bundle`. A row that takes longer than `row_time_limit` fails as `too_slow`:
+  a DoFn cannot outlive its process, so it is interrupted in its own thread where it
+  returns to Python (`steps.convert.RowDeadline`; a wait on a read fetched ahead
+  returns every half second), not inside C code."""
 
   def __init__(self, options: ConversionOptions):
     self._options = options

@@ -646,3 +646,39 @@ def walk(data: bytes, max_pixels: int, check_pixels) -> Header:
 def _stream(data: bytes, segments: List[Tuple[int, int]], first_sos: int) -> bytes:
   """Undecided.stream: SOI, the table and frame segments, the data from the first SOS."""
   return b''.join([data[:2], *(data[a:b] for a, b in segments), data[first_sos:]])
+
+
+def scan_count(data: bytes, stop: Optional[int] = None) -> int:
+  """How many scans (SOS markers) a JPEG holds, as libjpeg numbers them
+  (`input_scan_number`, which libjpeg-turbo's `djpeg -maxscans N` and TurboJPEG's scan
+  limit check, cdjpeg.c `progress_monitor`), from its markers alone: segments skipped by
+  their length, entropy-coded data searched for the next marker token as `next_marker`
+  finds it (RSTn and TEM have no length), to EOI or the end of the data. No pixel is
+  decoded; a baseline JPEG has 1, a progressive one from libjpeg ~10.
+
+  Args:
+    data: The JPEG file's bytes, from its SOI marker.
+    stop: Stop counting past this many (the count returned is then `stop + 1`); None:
+      count them all.
+  """
+  count, pos, end = 0, 2, len(data)
+  search = _TOKEN.search
+  while True:
+    if pos + 1 < end and data[pos] == 0xFF and 0 < data[pos + 1] < 0xFF:
+      marker, pos = data[pos + 1], pos + 2  # the common case: a marker right here
+    else:
+      found = search(data, pos)
+      if found is None:
+        return count
+      marker, pos = data[found.end() - 1], found.end()
+    if marker == _EOI:
+      return count
+    if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # RSTn, TEM: no length
+      continue
+    if marker == _SOS:
+      count += 1
+      if stop is not None and count > stop:
+        return count
+    if pos + 2 > end:
+      return count
+    pos += data[pos] << 8 | data[pos + 1]  # the segment (SOS: its header) skipped
