@@ -191,6 +191,48 @@ def test_columns_reach_the_executor(tmp_path):
           records.items()} == {'a.png': ('train', [b'cat']), 'b.png': ('eval', [b'dog'])}
 
 
+def test_confine_to_reaches_the_executor(tmp_path):
+  """confine_to, set on the component ('source': input_base), fails a row whose image
+  lies outside input_base as outside_root; a bad root is refused when it is built."""
+  write_image(str(tmp_path / 'in' / 'a.png'), 'PNG', 'RGB', 6, 6, seed=1)
+  write_image(str(tmp_path / 'outside.png'), 'PNG', 'RGB', 6, 6, seed=2)
+  write_text(str(tmp_path / 'in' / 'm.csv'), 'TRAIN,a.png,cat\nTRAIN,../outside.png,cat\n')
+  with pytest.raises(ValueError, match='a root is a local folder'):
+    ImageExampleGen(input_base=str(tmp_path / 'in'), confine_to='https://host/x')
+  gen = ImageExampleGen(input_base=str(tmp_path / 'in'), confine_to='source',
+                        max_error_ratio=0.5)
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  assert list(by_source_id(examples.uri, ['train'])) == ['a.png']
+  with open(os.path.join(report.uri, 'summary.json'), encoding='utf-8') as f:
+    assert json.load(f)['errors_per_reason'] == {'outside_root': 1}
+
+
+def test_row_time_limit_reaches_the_executor(tmp_path, monkeypatch):
+  """row_time_limit, set on the component, fails a row whose read never returns (an
+  image on slow://, tests/slowfs.py, held) as too_slow; the other row converts."""
+  import slowfs  # pylint: disable=g-import-not-at-top,unused-import  (registers slow://)
+  hold = write_text(str(tmp_path / 'hold'), '')
+  monkeypatch.setenv('SLOW_FS_HOLD', hold)
+  write_image(str(tmp_path / 'in' / 'a.png'), 'PNG', 'RGB', 6, 6, seed=1)
+  stuck = str(tmp_path / 'stuck.png')
+  write_image(stuck, 'PNG', 'RGB', 6, 6, seed=2)
+  write_text(str(tmp_path / 'in' / 'm.csv'), f'TRAIN,a.png,cat\nTRAIN,slow://{stuck},cat\n')
+  gen = ImageExampleGen(input_base=str(tmp_path / 'in'), row_time_limit=2,
+                        max_error_ratio=0.5)
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  assert list(by_source_id(examples.uri, ['train'])) == ['a.png']
+  with open(os.path.join(report.uri, 'summary.json'), encoding='utf-8') as f:
+    assert json.load(f)['errors_per_reason'] == {'too_slow': 1}
+  with open(os.path.join(report.uri, 'errors.jsonl'), encoding='utf-8') as f:
+    assert 'row time limit (2 s, row_time_limit)' in json.loads(f.readline())['message']
+
+
 def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_writes(tmp_path):
   """Each execution parameter of the spec, given to ImageExampleGen with a value other
   than its default, reaches the executor and changes its output: a parameter the
@@ -238,11 +280,12 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   # test_label_map_and_append_new_labels_reach_the_executor above, class_map
   # test_class_map_reaches_the_executor, class_synset and label_order
   # test_class_synset_and_label_order_reach_the_executor, columns (a CSV's header)
-  # test_columns_reach_the_executor.
+  # test_columns_reach_the_executor, confine_to test_confine_to_reaches_the_executor,
+  # row_time_limit test_row_time_limit_reaches_the_executor.
   missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
       'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads',
       'label_map', 'append_new_labels', 'class_map', 'class_synset', 'label_order',
-      'columns'}
+      'columns', 'confine_to', 'row_time_limit'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties

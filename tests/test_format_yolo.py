@@ -160,7 +160,8 @@ def test_pose_lines_give_boxes_and_with_keypoints_named_points(tmp_path):
   assert row.objects[0].keypoint_names == ('tip', 'base')
   # a point with a visibility other than 0, 1, 2; a line of the wrong length
   write_text(path, POSE_YAML)
-  for line, words in [('0 .5 .5 .2 .2 .1 .1 2 .2 .2 3 .3 .3 0', 'keypoint 1 has visibility 3'),
+  for line, words in [('0 .5 .5 .2 .2 .1 .1 2 .2 .2 3 .3 .3 0',
+                           "keypoint 1's visibility is none of 0, 1 and 2"),
                       ('0 .5 .5 .2 .2 .1 .1 2 .2 .2', 'a pose line (kpt_shape [3, 3]) is')]:
     write_text(str(tmp_path / 'labels/train/a.txt'), '0 .5 .5 .2 .2 0 0 0 0 0 0 0 0 0\n' + line)
     [error] = read(path, annotations={'keypoints'})
@@ -212,11 +213,11 @@ def test_an_image_list_file_and_a_list_of_folders(tmp_path):
           for i in items] == [
       (1, 'images/a.jpg', 'train'), (2, 'images/b.jpg', 'train'),
       (3, 'images/gone.jpg', 'train'),  # a missing image fails when its record is built
-      (4, 'images/notes.md', None), (5, 'more/c.png', 'train'),
+      (4, None, None), (5, 'more/c.png', 'train'),  # a line of no image: not quoted
       (6, 'extra/z.jpg', 'eval'), (7, 'more/c.png', 'eval')]
   assert isinstance(items[3], RowError) and items[3].reason == 'bad_row'
-  assert f'{tmp_path}/lists/train.txt line 6: ' in items[3].message
-  assert "'../images/notes.md' is not an image" in items[3].message
+  assert f'{tmp_path}/lists/train.txt line 6 is not an image file name' in items[3].message
+  assert 'notes.md' not in items[3].message  # a list may be any file: its text is not shown
   assert [o.label for o in items[0].objects] == ['a'] and items[1].objects == ()
   assert [o.label for o in items[4].objects] == ['b']  # labels beside it (no /images/)
   assert items[2].resolved_uri == str(tmp_path / 'images/gone.jpg')
@@ -277,20 +278,22 @@ def test_path_key_image_root_and_missing_splits(tmp_path, caplog):
     read(path)
 
 
+# A label file is found by its image's path, so it may be any .txt file: its values are
+# never quoted, only where they are (the line, the value's place).
 BAD_LINES = [
-    ('x 0.5 0.5 0.2 0.2', "the class 'x' is not a class id"),
-    ('0.5 0.5 0.5 0.2 0.2', "the class '0.5' is not a class id"),
-    ('3 0.5 0.5 0.2 0.2', "class 3 is not in the data.yaml's `names` (ids 0 to 2)"),
-    ('-1 0.5 0.5 0.2 0.2', 'class -1 is not in'),
+    ('x 0.5 0.5 0.2 0.2', "the class (the line's first value) is not a class id"),
+    ('0.5 0.5 0.5 0.2 0.2', "the class (the line's first value) is not a class id"),
+    ('3 0.5 0.5 0.2 0.2', "the class id is not in the data.yaml's `names` (ids 0 to 2)"),
+    ('-1 0.5 0.5 0.2 0.2', 'the class id is not in'),
     ('0 0.5 0.5 0.2', 'a line is `class cx cy w h` (a box) or'),
     ('0 0.5 0.5 0.2 0.2 0.3', 'got 5 numbers after the class'),
     ('0 0.1 0.1 0.2 0.2 0.3 0.3 0.4', 'got 7 numbers'),
-    ('0 0.5 abc 0.2 0.2', "'abc' is not a number"),
+    ('0 0.5 abc 0.2 0.2', 'value 2 after the class is not a number'),
     ('0 0.5 0.5 -0.2 0.2', 'coordinates must be normalised to [0, 1]'),
-    ('0 320 240 50 80', 'got 320; convert pixel coordinates'),
-    ('0 0.5 nan 0.2 0.2', 'got nan'),
-    ('1 0.1 0.1 1.2 0.1 0.5 0.5', 'got 1.2'),
-    ('0 0.5 0.5 0.2 0.2 # a comment', "'#' is not a number"),
+    ('0 320 240 50 80', 'got a value above 1; convert pixel coordinates'),
+    ('0 0.5 nan 0.2 0.2', 'got a value that is not a number (nan)'),
+    ('1 0.1 0.1 1.2 0.1 0.5 0.5', 'got a value above 1'),
+    ('0 0.5 0.5 0.2 0.2 # a comment', 'value 5 after the class is not a number'),
 ]
 
 
@@ -306,6 +309,7 @@ def test_a_bad_label_line_fails_its_image_naming_file_and_line(tmp_path, line, w
       'bad_row', 1, 'images/train/a.jpg', path)
   assert error.message.startswith(f'{tmp_path}/labels/train/a.txt line 3: ')
   assert words in error.message, error.message
+  assert not any(repr(v) in error.message for v in line.split())  # no value quoted
   assert isinstance(good, ManifestRow) and [o.label for o in good.objects] == ['dog']
 
 

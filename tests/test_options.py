@@ -37,7 +37,7 @@ def other_values(labels_txt: str) -> dict:
       label_map=labels_txt,
       append_new_labels=True, class_map={'car': 'vehicle', '*': None},
       image_transform={'size': [8, 8], 'encode': 'png'}, class_synset=True,
-      label_order='text')
+      label_order='text', confine_to=['/data'], row_time_limit=5.5)
 
 
 def test_other_values_cover_every_component_option_but_one_of_the_shard_pair(labels_txt):

@@ -233,6 +233,25 @@ OPTIONS: Tuple[Option, ...] = (
     # stderr is no terminal); the component logs it.
     Option('progress_every_s', None,
            'show the run\'s progress on stderr every this many seconds', taken=frozenset((API,))),
+    # Untrusted input (docs/guides/untrusted-input.md): `manifest.confine`.
+    Option('confine_to', None,
+           'read only files inside these folders (repeatable, or comma-separated): a local '
+           'folder, gs://bucket/prefix or s3://bucket/prefix, or source (the source\'s own '
+           'folder); links are followed, and an image, mask, image list, label file, '
+           'path: root or any other path a manifest names that leads outside them fails '
+           'its row as outside_root, never opened (default: no confinement)',
+           '--confine-to', dict(action='append', metavar='ROOT'), exec_type=str,
+           exec_kind='list', field='confine_to'),
+    # Every row at a bounded cost (issue 65): a row past S seconds fails as too_slow
+    # (`steps.convert.RowDeadline`; without Beam, `engines.local_pool._RowClock` stops its
+    # worker process). 60 s is far above any image's conversion (a 178 M-pixel PNG's
+    # decode check takes seconds) and short enough that a stuck row does not hold a run.
+    Option('row_time_limit', 60.0,
+           'fail a row whose conversion (read, checks, record, thumbnail) takes longer than S '
+           'seconds as too_slow (default 60; 0: no limit); without Beam its worker process is '
+           'stopped, so a read or decode stuck in C code is stopped too',
+           '--row-time-limit', dict(type='float', metavar='S'), exec_type=float,
+           field='row_time_limit'),
 )
 
 BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}

@@ -12,6 +12,7 @@ from tfrecorder_component import option_table
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.manifest import confine
 from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.manifest.columns import parse_columns
 from tfrecorder_component.option_table import OPTIONS
@@ -39,6 +40,9 @@ class ManifestSource:
       pairs naming a CSV's image, label, split or mask columns; () finds them by name.
       Any form `parse_columns` takes, kept as its pairs; refused by a manifest of a
       format that has no such columns.
+    confine_to: the run's roots (`manifest.confine`, `source` replaced): the files the
+      manifest leads to must lie inside them, else their rows fail as `outside_root`;
+      (): anywhere.
   """
   path: str
   format: Optional[str] = None
@@ -52,9 +56,12 @@ class ManifestSource:
   class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
   # The `columns` option (`manifest.columns`): (role, header column) pairs.
   columns: Tuple[Tuple[str, str], ...] = ()
+  # The run's roots (`manifest.confine`): what the manifest leads to must lie inside.
+  confine_to: Tuple[str, ...] = ()
 
   def __post_init__(self):
     object.__setattr__(self, 'columns', parse_columns(self.columns))
+    object.__setattr__(self, 'confine_to', confine.parse_roots(self.confine_to))
     if self.format is not None and self.format not in MANIFEST_FORMATS:
       raise UsageError(f'unknown manifest format {self.format!r}; one of '
                        f'{", ".join(MANIFEST_FORMATS)}')
@@ -140,6 +147,14 @@ class ConversionOptions:
       class or None to drop it) pairs; the manifest sources carry it too, for parsing.
     layouts: output layouts written beside TFX's GZIP shards, from them
       (`layouts.LAYOUTS`: 'tfrecord', 'tfds', 'array_record', 'parquet').
+    confine_to: the folders (local, `gs://bucket/prefix`, `s3://bucket/prefix`) every
+      file the run reads for a row must lie inside, links followed (`manifest.confine`);
+      a row whose file does not fails as `outside_root`, unopened. `source` stands for
+      the source's folder until the run replaces it (`confine.with_source`). (): no
+      confinement.
+    row_time_limit: seconds a row's conversion (read, checks, record, thumbnail) may
+      take; past it the row fails as `too_slow` (`steps.convert.RowDeadline`; without
+      Beam its worker process is stopped, `engines.local_pool`). 0: no limit.
   """
   buckets: Tuple[Tuple[str, int], ...] = option_table.DEFAULT_BUCKETS
   max_pixels: int = option_table.DEFAULT_MAX_PIXELS
@@ -176,6 +191,11 @@ class ConversionOptions:
   class_map: Tuple[Tuple[str, Optional[str]], ...] = ()
   # Output layouts written beside TFX's GZIP shards (`layouts.LAYOUTS`), from them.
   layouts: Tuple[str, ...] = ()
+  # The folders every file read for a row must lie inside (`manifest.confine`); ():
+  # anywhere.
+  confine_to: Tuple[str, ...] = ()
+  # Seconds a row's conversion may take before it fails as too_slow; 0: no limit.
+  row_time_limit: float = option_table.BY_NAME['row_time_limit'].default
 
   @classmethod
   def from_options(cls, values: Mapping[str, Any]) -> 'ConversionOptions':
@@ -204,6 +224,11 @@ class ConversionOptions:
     return cls(progress_every_s=values.get('progress_every_s'), **given)
 
   @property
+  def confinement(self) -> Optional[confine.Confinement]:
+    """The run's `confine.Confinement` (one a process), or None without `confine_to`."""
+    return confine.confinement(self.confine_to)
+
+  @property
   def annotations(self) -> FrozenSet[str]:
     """What manifests are read for beyond boxes: 'masks', 'keypoints'."""
     return frozenset(name for name, asked in (('masks', self.include_masks),
@@ -219,6 +244,10 @@ class ConversionOptions:
     for name in ('max_pixels', 'max_bytes', 'concurrent_reads'):
       if getattr(self, name) < 1:
         raise UsageError(f'{name} must be positive, got {getattr(self, name)}')
+    limit = self.row_time_limit
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit >= 0:
+      raise UsageError(f'row_time_limit must be a number of seconds, 0 or more (0: no '
+                       f'limit), got {limit!r}')
     if not 0 <= self.compression_level <= 9:
       raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
     check_sharding(self.num_shards, self.shard_size_mb)
@@ -226,6 +255,7 @@ class ConversionOptions:
       error = option_table.choice_error(name, getattr(self, name))
       if error:
         raise UsageError(error)
+    object.__setattr__(self, 'confine_to', confine.parse_roots(self.confine_to))
     if self.layouts:
       from tfrecorder_component.output.layouts import check_layouts  # pylint: disable=g-import-not-at-top
       object.__setattr__(self, 'layouts', check_layouts(self.layouts))

@@ -133,8 +133,9 @@ def _options(args) -> dict:
   """{option name: value} of the options given on the command line."""
   given = {o.name: getattr(args, o.name) for o in option_table.OPTIONS
            if o.flag and hasattr(args, o.name)}
-  if 'layouts' in given:  # repeatable, and comma-separated
-    given['layouts'] = [n for a in given['layouts'] for n in a.split(',') if n]
+  for name in ('layouts', 'confine_to'):  # repeatable, and comma-separated
+    if name in given:
+      given[name] = [n.strip() for a in given[name] for n in a.split(',') if n.strip()]
   if 'image_transform' in given:
     from tfrecorder_component.images.transform import ImageTransform  # pylint: disable=g-import-not-at-top
     given['image_transform'] = ImageTransform.from_json(given['image_transform'])

@@ -24,7 +24,7 @@ from tfrecorder_component.engines import run
 from tfrecorder_component.manifest import sources as sources_lib
 from tfrecorder_component.record import splits as splits_lib
 from tfrecorder_component.errors import ManifestError, UsageError, closest
-from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types, confine
 from tfrecorder_component.manifest.columns import parse_columns
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.output.folder import (OutputSwap, local_folder, output_folder,
@@ -100,10 +100,12 @@ def _conversion(source, report_dir: str, writes: bool = True, **given):
   declared = tuple(sorted(check_feature_types(values['feature_types']).items()))
   columns = parse_columns(values['columns'])
   options = ConversionOptions.from_options(values)
+  dataframe = hasattr(source, 'to_csv') and hasattr(source, 'columns')
+  options = confined_options(options, [] if dataframe else [os.fspath(source)], image_root)
   args = run.beam_pipeline_args(values['runner'], values['project'], values['region'],
                                 values['temp_location'], values['beam_args'])
-  found = sources_lib.manifests_for(source, report_dir, image_root, columns)
-  dataframe = hasattr(source, 'to_csv') and hasattr(source, 'columns')
+  found = sources_lib.manifests_for(source, report_dir, image_root, columns,
+                                    options.confine_to)
   taken = ([columns] * len(found.paths) if dataframe else sources_lib.columns_by_manifest(
       found.paths, report_dir, columns, os.fspath(source)))
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
@@ -115,9 +117,32 @@ def _conversion(source, report_dir: str, writes: bool = True, **given):
     sources.append(ManifestSource(
         files.absolute(m), found.formats.get(m, manifest_format), found.splits.get(m),
         files.absolute(root) if root else None, declared, found.row_index,
-        options.class_map, columns_of_m))
+        options.class_map, columns_of_m, options.confine_to))
   manifests = [s.path for s in sources]
   return manifests, options, args, sources
+
+
+def confined_options(options: ConversionOptions, sources, image_root=None
+                     ) -> ConversionOptions:
+  """`options` with `confine_to`'s `source` replaced by the folders of `sources`
+  (`confine.with_source`); UsageError where `image_root` lies outside the roots (every
+  image under it would fail as `outside_root`).
+
+  Args:
+    options: the run's options.
+    sources: the run's source paths ([] for a DataFrame, which `source` cannot name).
+    image_root: the run's image_root option; None: none.
+  """
+  roots = confine.with_source(options.confine_to, sources)
+  if roots != options.confine_to:
+    options = dataclasses.replace(options, confine_to=roots)
+  confinement = options.confinement
+  if confinement is not None and image_root and confinement.outside(
+      files.absolute(os.fspath(image_root))):
+    raise UsageError(f'image_root {os.fspath(image_root)} lies outside confine_to '
+                     f'({", ".join(roots)}): every image under it would fail as '
+                     'outside_root; add it to confine_to')
+  return options
 
 
 def _pipeline(args):
@@ -170,10 +195,12 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
       `label_order` ('auto' or 'text': the order assigned ids follow), `class_map` (classes to
       keep, drop, rename or merge; see
       [class mapping](../guides/output.md#class-mapping)), `layouts` ('tfrecord',
-      'tfds', 'array_record', 'parquet'); Beam's `runner` (default DirectRunner: on
-      local files and with no `beam_args`, the run goes without Beam, a worker process
-      per 1,000 rows up to one a core), `project`, `region`, `temp_location`,
-      `beam_args`; and `progress_every_s` (the run's progress on stderr: a live bar in
+      'tfds', 'array_record', 'parquet'), `confine_to` (folders every file read for a
+      row must lie inside, links followed, or 'source': the source's own folder; see
+      [untrusted input](../guides/untrusted-input.md)); Beam's `runner` (default
+      DirectRunner: on local files and with no `beam_args`, the run goes without Beam, a
+      worker process per 1,000 rows up to one a core), `project`, `region`,
+      `temp_location`, `beam_args`; and `progress_every_s` (the run's progress on stderr: a live bar in
       a terminal, else a line every this many seconds; None: only `logging` INFO
       lines).
 

@@ -173,7 +173,8 @@ def _cgroup_cpu_quota() -> Optional[int]:
   return None
 
 
-def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int:
+def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None,
+                  confine_to: Sequence[str] = ()) -> int:
   """About how many rows the manifest files hold, as each one's format counts them
   (`ManifestFormat.rows`): lines (CSV, JSONL), the marks that begin a row (COCO's images,
   CVAT's <image> elements), one a file (Pascal VOC, LabelMe), or the images a YOLO
@@ -184,17 +185,22 @@ def estimate_rows(manifests: Sequence[str], enough: Optional[int] = None) -> int
     enough: Stop counting once this many rows are counted (the count is then a lower
       bound); None: count every row.
     manifests: The manifest files' paths, on any Beam file system.
+    confine_to: The run's roots (`ConversionOptions.confine_to`): a format that counts
+      by reading other files (YOLO's lists) reads none outside them.
   """
-  from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.manifest import confine, registry  # pylint: disable=g-import-not-at-top
+  confinement = confine.confinement(tuple(confine_to))
   rows = 0
   for path in manifests:
     if enough is not None and rows >= enough:
       break
     with files.open_file(path) as f:
       head = f.read(2**16)
-    count = registry.detect(path, head.decode('utf-8-sig', 'replace')).rows
+    spec = registry.detect(path, head.decode('utf-8-sig', 'replace'))
+    count = spec.rows
     if not isinstance(count, bytes):
-      rows += count if isinstance(count, int) else count(path)
+      rows += count if isinstance(count, int) else (
+          count(path, confine=confinement) if confinement and spec.reads_files else count(path))
       continue
     tail = b''
     with files.open_file(path) as f:
@@ -289,7 +295,7 @@ def _reachable_without_beam(path: str) -> bool:
 
 
 def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
-                  outputs: Sequence[str]) -> int:
+                  outputs: Sequence[str], confine_to: Sequence[str] = ()) -> int:
   """How many worker processes a run without Beam takes (`local_pool.convert_locally`), or 0
   when the run goes to Beam. A run stays on this machine and goes without Beam when its
   runner is the DirectRunner (Beam's default), its Beam arguments ask nothing else of
@@ -305,6 +311,7 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
     manifests: The manifest files' paths; their rows (`estimate_rows`) size the pool.
     outputs: The folders the run writes: the report's, the split folders, the label
       folder.
+    confine_to: The run's roots, which counting the rows reads nothing outside of.
 
   Raises:
     UsageError: LOCAL_WORKERS_ENV is set to anything but a whole number, 1 or more.
@@ -319,11 +326,12 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
     if not forced.isdigit() or int(forced) < 1:
       raise UsageError(f'{LOCAL_WORKERS_ENV} must be a whole number, 1 or more, got {forced!r}')
     return int(forced)
-  rows = estimate_rows(manifests, LOCAL_ROWS_PER_WORKER * cores())
+  rows = estimate_rows(manifests, LOCAL_ROWS_PER_WORKER * cores(), confine_to)
   return max(1, min(cores(), rows // LOCAL_ROWS_PER_WORKER))
 
 
-def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str]) -> List[str]:
+def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str],
+                             confine_to: Sequence[str] = ()) -> List[str]:
   """`beam_args`, plus how the DirectRunner runs when they say nothing of it: every core
   in worker processes from PARALLEL_FROM_ROWS manifest rows, else one worker in memory.
   Other runners, and any `--direct_running_mode` or `--direct_num_workers` given, are
@@ -333,13 +341,14 @@ def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str])
     beam_args: The run's Beam arguments (not changed: the result is a new list).
     manifests: The manifest files' paths, whose rows (`estimate_rows`, counted up to
       PARALLEL_FROM_ROWS) decide.
+    confine_to: The run's roots, which counting the rows reads nothing outside of.
   """
   args = list(beam_args)
   if _runner(args) not in ('DirectRunner', 'direct') or any(
       a.split('=', 1)[0] in _DIRECT_FLAGS for a in args):
     return args
   n = cores()
-  if n > 1 and estimate_rows(manifests, PARALLEL_FROM_ROWS) >= PARALLEL_FROM_ROWS:
+  if n > 1 and estimate_rows(manifests, PARALLEL_FROM_ROWS, confine_to) >= PARALLEL_FROM_ROWS:
     return args + ['--direct_running_mode=multi_processing', f'--direct_num_workers={n}']
   return args + list(DEFAULT_DIRECT_ARGS)
 
@@ -458,7 +467,7 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
   manifests = [s.path for s in sources]
   outputs = [report_dir, *(split_dirs or {}).values(), *([label_dir] if label_dir else [])]
   storage.prepare_file_systems(report_dir, *manifests)
-  workers = local_workers(beam_args, manifests, outputs)
+  workers = local_workers(beam_args, manifests, outputs, options.confine_to)
   if workers:
     from tfrecorder_component.io import staging  # pylint: disable=g-import-not-at-top
     # On object storage, the workers upload their shards as they write them; the label
@@ -477,7 +486,8 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
       # Rows converted in this process (the in-memory DirectRunner) are counted as they
       # go; Beam's metrics are read only once a DirectRunner pipeline has finished.
       with progress.live():
-        with make_pipeline(with_default_parallelism(beam_args or (), manifests)) as p:
+        with make_pipeline(with_default_parallelism(beam_args or (), manifests,
+                                                    options.confine_to)) as p:
           _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
                                                          report_dir, options)
     finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one

@@ -74,6 +74,7 @@ from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.manifest.pascal_voc import XML_ERRORS, xml_bytes
 from tfrecorder_component.manifest.shapes import (bitmap_mask, bounds, convex_hull, ellipse_bounds,
                                                   ellipse_polygon, rotated_corners)
+from tfrecorder_component.manifest.confine import Confinement
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox, ParsedItem,
                                                 resolve_uri, short, split_for_ml_use)
 from tfrecorder_component.io import files
@@ -90,7 +91,8 @@ Attributes = Tuple[Tuple[str, Union[int, float, str]], ...]
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
-          annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+          annotations: AbstractSet[str] = frozenset(),
+          confine: Optional[Confinement] = None) -> Iterator[ParsedItem]:
   """The `<image>` elements of a CVAT for images XML file (see the module), one
   ManifestRow an image or a RowError, in file order.
 
@@ -104,10 +106,12 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
     annotations: what to read beyond boxes: 'masks' (each shape's outline or bitmap),
       'keypoints' (the `<points>` of a group_id, as its object's keypoints; the file is
       then read twice); empty: neither.
+    confine: the run's roots: a place an image may be that leads out of them is not
+      looked at; None: none.
   """
   del feature_types  # CVAT has no extra columns
   width = _keypoint_width(path, text) if 'keypoints' in annotations else 0
-  reader = _Reader(path, _Images(path, image_root), 'masks' in annotations,
+  reader = _Reader(path, _Images(path, image_root, confine), 'masks' in annotations,
                    'keypoints' in annotations, width)
   root = None
   depth = 0
@@ -169,9 +173,11 @@ def _keypoint_width(path: str, text: str) -> int:
 class _Images:
   """Where an `<image>`'s file is read from (see the module docstring)."""
 
-  def __init__(self, path: str, image_root: Optional[str]):
+  def __init__(self, path: str, image_root: Optional[str],
+               confine: Optional[Confinement] = None):
     self._path = path
     self._root = image_root
+    self._confine = confine  # places outside its roots are not looked at
     self._folder: Optional[str] = None  # <xml folder>/images
     self._found = False                 # whether that folder exists
     self._listing: Optional[Set[str]] = None  # its files, on remote storage
@@ -181,16 +187,21 @@ class _Images:
       return resolve_uri(name, self._path, self._root)
     if self._folder is None:
       self._folder = resolve_uri('images', self._path)
-      if files.is_local(self._folder):
+      if self._confine is not None and self._confine.resolve(self._folder) is None:
+        self._found = False
+      elif files.is_local(self._folder):
         self._found = files.exists(self._folder)
       else:  # an object store has no folders: one listing says what is there
         self._listing = set(files.list_objects(self._folder))
         self._found = bool(self._listing)
     if self._found:
       for candidate in [name] + ([posixpath.join(subset, name)] if subset else []):
+        resolved = resolve_uri(candidate, self._path, self._folder)
+        if self._confine is not None and self._confine.resolve(resolved) is None:
+          continue
         if (posixpath.normpath(candidate) in self._listing if self._listing is not None
-            else files.exists(resolve_uri(candidate, self._path, self._folder))):
-          return resolve_uri(candidate, self._path, self._folder)
+            else files.exists(resolved)):
+          return resolved
     return resolve_uri(name, self._path)
 
 
@@ -542,4 +553,4 @@ def _sniff(head: str) -> bool:
 
 FORMAT = ManifestFormat('cvat', ('.xml',), sniff=_sniff, parse=parse,
                         one_row_an_image=True, annotations=('masks', 'keypoints'),
-                        rows=b'<image ')
+                        rows=b'<image ', reads_files=True)

@@ -35,6 +35,8 @@ from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import automl_csv, class_folders, downloads, open_images, registry
 from tfrecorder_component.manifest.class_folders import csv_field, folder_manifest
+from tfrecorder_component.manifest.confine import Confinement
+from tfrecorder_component.manifest.confine import message as confine_message
 from tfrecorder_component.manifest.registry import MANIFEST_EXTENSIONS
 from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT
 from tfrecorder_component.manifest.tree import IMAGE_EXTENSIONS, Tree, is_junk
@@ -64,7 +66,7 @@ class Found(NamedTuple):
   formats: Dict[str, str]
 
 
-def manifest_files(pattern: str) -> List[str]:
+def manifest_files(pattern: str, confine: Optional[Confinement] = None) -> List[str]:
   """Manifest files matching `pattern` (a file or a glob, on any Beam file system), or
   directly inside it when it names a folder. Folders and files without a manifest
   extension (.csv, .jsonl, .txt, .json for COCO, .xml for Pascal VOC) are skipped, so a
@@ -74,18 +76,39 @@ def manifest_files(pattern: str) -> List[str]:
   Args:
     pattern: a manifest file, a glob, or a folder (a prefix on gs:// or s3://), on any
       Beam file system. Only a folder's direct children are listed.
+    confine: the run's roots: a folder's (or a glob's) file that is a symbolic link
+      leading out of them is left out, unread (`Tree`); None: none.
   """
   found = files.match(pattern)
   folder = not files.has_glob(pattern) and all(_is_dir(p) for p in found)
   if folder:  # a folder, or a prefix of an object store
     found = files.match(files.join(pattern, '*'))
   found = sorted(p for p in found if p.lower().endswith(MANIFEST_EXTENSIONS) and not _is_dir(p)
-                 and not is_junk(posixpath.basename(p.rstrip('/'))))
+                 and not is_junk(posixpath.basename(p.rstrip('/')))
+                 and _inside(p, confine, given=p == pattern))
   return _dataset_parts(pattern, found) if folder else found
 
 
 def _is_dir(path: str) -> bool:
   return '://' not in path and os.path.isdir(path)
+
+
+def _inside(path: str, confine: Optional[Confinement], given: bool = False) -> bool:
+  """Whether a manifest file is read under `confine`: a listed one unless it is a local
+  link leading out of the roots (left out, logged); the file the run was given unless
+  its path lies inside the roots and its links lead out (ManifestError): outside them,
+  it is the caller's own file, not the dataset's."""
+  if confine is None or '://' in path:
+    return True
+  if given:
+    if confine.outside(path) or confine.resolve(path) is not None:
+      return True
+    raise ManifestError(f'{path}: {confine_message("manifest")}')
+  if not os.path.islink(path) or confine.resolve(path) is not None:
+    return True
+  logging.warning('%s: a symbolic link leading outside the folders this run may read '
+                  '(confine_to); not read', path)
+  return False
 
 
 # Files that describe a whole data set (YOLO's data.yaml, Darknet's obj.data).
@@ -125,7 +148,8 @@ def _is_open_images(path: str) -> bool:
   return open_images.FORMAT.sniff(head)
 
 
-def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Found:
+def find(source: str, scratch_dir: str, image_root: Optional[str] = None,
+         confine: Optional[Confinement] = None) -> Found:
   """What the path `source` stands for. Manifests that a layout implies (an image
   folder's list of images, a Pascal VOC list's images that have no annotation file) are
   written into `scratch_dir`, the run's report folder. `image_root`: the one the run
@@ -144,13 +168,15 @@ def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Fou
     image_root: the image folder the run gives; None: none. Here it only stands in for
       a COCO subset's images where the root holds no images folder for it; the caller
       puts it before `Found.image_roots`.
+    confine: the run's roots (`confine_to`): a symbolic link in the folder leading out
+      of them is neither listed nor read (`Tree`); None: none.
   """
   if '://' not in source and not os.path.exists(source):
     raise UsageError(f'{source} does not exist')
   folder = '://' in source or os.path.isdir(source)
   if not folder:
-    return Found('manifests', manifest_files(source), {}, {}, {})
-  tree = Tree(source)
+    return Found('manifests', manifest_files(source, confine), {}, {}, {})
+  tree = Tree(source, confine)
   found = (_voc(tree, scratch_dir) or _coco(tree, image_root)
            or _other_layout(tree, scratch_dir))
   if found:
@@ -161,7 +187,7 @@ def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Fou
   found = _voc_beside_images(tree)
   if found:
     return found
-  manifests = manifest_files(source)
+  manifests = manifest_files(source, confine)
   if manifests and all(m.lower().endswith('.xml') for m in manifests):
     return _voc_folder(tree, manifests, scratch_dir)
   manifests, splits, others = _root_manifests(tree, manifests)
@@ -172,7 +198,7 @@ def find(source: str, scratch_dir: str, image_root: Optional[str] = None) -> Fou
     return Found('split folders of manifests', sorted(by_split), by_split, {}, {})
   reading = downloads.image_tree(tree, scratch_dir)
   if reading and reading.manifest is None:
-    return find(reading.root, scratch_dir, image_root)
+    return find(reading.root, scratch_dir, image_root, confine)
   if reading:
     return _found(reading)
   if not tree.folders() and not tree.images() and others:
@@ -593,6 +619,7 @@ def _split_folder_manifests(tree: Tree) -> Dict[str, Optional[str]]:
   for name in folders:
     if tree.folders(name) and any(tree.images(f'{name}/{c}') for c in tree.folders(name)):
       continue  # class folders: a list beside them is no manifest
-    manifests = [m for m in manifest_files(tree.path(name)) if manifest_kind(m) is not None]
+    manifests = [m for m in manifest_files(tree.path(name), tree.confine)
+                 if manifest_kind(m) is not None]
     found.update((m, ML_USE_TO_SPLIT[name.upper()]) for m in manifests)
   return found

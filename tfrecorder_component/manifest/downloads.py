@@ -37,7 +37,7 @@ import posixpath
 import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.io import files
 from tfrecorder_component.manifest import class_folders
 from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT
@@ -81,8 +81,11 @@ def _loadmat(tree: Tree, relative: str, dataset: str):
         f'{tree.root} is {dataset}, whose labels or splits are in {relative}, a MATLAB '
         'file read with scipy, which is not installed: `pip install scipy`, then run the '
         'command again') from e
-  with files.open_file(tree.path(relative)) as f:
-    return scipy_io.loadmat(io.BytesIO(f.read()))
+  try:  # a regular file only: a FIFO or a device named as one would block or never end
+    data = files.read_bytes(tree.path(relative), 1 << 30)
+  except RowError as e:
+    raise ManifestError(f'{tree.path(relative)}: cannot read it: {e.message}') from None
+  return scipy_io.loadmat(io.BytesIO(data))
 
 
 def known(tree: Tree, scratch_dir: str) -> Optional[Reading]:

@@ -11,7 +11,8 @@ from tfrecorder_component.manifest.rows import ParsedItem
 # RowErrors, `text` a str, or a text file for a `streamed` format;
 # in file order; `annotations` (a frozenset of ANNOTATIONS) is passed only when asked for,
 # and only to a format that declares it can read them; `columns` (the `columns` option's
-# (role, column) pairs) likewise, only to a format with `column_roles`.
+# (role, column) pairs) likewise, only to a format with `column_roles`; `confine` (the
+# run's `confine.Confinement`) only where the run has one, to a format that `reads_files`.
 Parser = Callable[..., Iterator[ParsedItem]]
 
 
@@ -41,6 +42,10 @@ class ManifestFormat:
       words, for the warning of a run that found no object; None: the file holds them.
     column_roles: the roles (`columns.ROLES`) whose header columns the `columns` option
       may name for this format (a CSV's); (): the format takes no `columns`.
+    reads_files: True when parse reads, lists or looks for files other than its own
+      (YOLO's image lists, split folders and label files, Darknet's names file, Open
+      Images' class descriptions, CVAT's images folder): it takes `confine`, the run's
+      `confine.Confinement` where the run has one, and touches nothing outside it.
   """
   name: str
   extensions: Tuple[str, ...]    # lower case, with the dot
@@ -71,6 +76,9 @@ class ManifestFormat:
   # The roles the `columns` option may name for this format (image, label, split,
   # mask); (): it takes no `columns`, and a run that gives it one is refused.
   column_roles: Tuple[str, ...] = ()
+  # True when parse reads or looks for files other than its own (YOLO's lists and label
+  # files, CVAT's images folder): it takes `confine` where the run is confined.
+  reads_files: bool = False
 
 
 ANNOTATIONS = ('masks', 'keypoints')  # what a conversion may ask for beyond boxes

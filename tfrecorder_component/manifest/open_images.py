@@ -57,6 +57,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.automl_csv import csv_rows
+from tfrecorder_component.manifest.confine import Confinement
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 from tfrecorder_component.io import sort
 from tfrecorder_component.manifest.features import parse_number
@@ -91,7 +92,7 @@ _SPLIT = re.compile(r'^(?:oidv\d+-|challenge-\d{4}-)?(train|validation|test|chal
 
 def parse(path: str, text: Any, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
-          **unused) -> Iterator[ParsedItem]:
+          confine: Optional[Confinement] = None, **unused) -> Iterator[ParsedItem]:
   """The images of an Open Images CSV, each with its boxes or labels (see the module).
 
   Args:
@@ -103,15 +104,17 @@ def parse(path: str, text: Any, *, image_root: Optional[str] = None,
       in the split's folder; None: the CSV's folder, or Datumaro's or FiftyOne's image
       folder beside it (see the module).
     feature_types: ignored: no extra columns are read.
+    confine: the run's roots: a class description file or image folder leading out of
+      them is not looked at (as if it were not there); None: none.
     unused: any other keyword a format's parser may be passed; ignored.
   """
   del feature_types, unused  # no extra columns are read
   split_word = _split_word(path)
   split = split_for_ml_use(split_word) if split_word in _SPLITS else None
   layout = _Layout.from_text(path, text)
-  names = _class_names(path)
+  names = _class_names(path, confine)
   ordered, first_ids = _scan(text, layout)
-  folder = _image_folder(path, image_root, split_word, first_ids)
+  folder = _image_folder(path, image_root, split_word, first_ids, confine)
   image = _Image(path, image_root, folder, split, layout, names)
   if ordered:
     yield from _grouped(image, _rows(path, text, layout))
@@ -386,15 +389,19 @@ class _ClassNames:
     return self._names.get(mid)
 
 
-def _class_names(path: str) -> Optional[_ClassNames]:
+def _class_names(path: str, confine: Optional[Confinement] = None
+                 ) -> Optional[_ClassNames]:
   """The class names of the first of CLASS_DESCRIPTION_FILES beside `path`; None (and a
-  warning) where there is none."""
+  warning) where there is none. Under `confine`, a file leading out of the run's roots
+  is not looked at."""
   folder = posixpath.dirname(path)
   tried = []
   for name in CLASS_DESCRIPTION_FILES:
     if name.startswith('../') and posixpath.basename(folder) != 'labels':
       continue  # FiftyOne's <split>/metadata/, beside <split>/labels/
     candidate = _joined(folder, name)
+    if confine is not None and confine.resolve(candidate) is None:
+      continue
     tried.append(candidate)
     if not files.exists(candidate):
       continue
@@ -432,9 +439,9 @@ def _descriptions(source: str, text: str) -> Dict[str, str]:
     fields = [f.strip() for f in fields]
     if line == 1 and fields[:2] == ['LabelName', 'DisplayName']:
       continue
-    if len(fields) < 2 or not fields[0] or not fields[1]:
-      raise ManifestError(f'{source}: line {line} is not LabelName,DisplayName: '
-                          f'{",".join(fields)!r}')
+    if len(fields) < 2 or not fields[0] or not fields[1]:  # not quoted: not the user's file
+      raise ManifestError(f'{source}: line {line} is not LabelName,DisplayName (a MID and '
+                          'its name); give Open Images\' class descriptions file')
     names[fields[0]] = fields[1]
   shared: Dict[str, List[str]] = {}
   for mid, name in names.items():
@@ -465,8 +472,9 @@ def _image_folders(path: str, split_word: Optional[str],
 
 
 def _image_folder(path: str, image_root: Optional[str], split_word: Optional[str],
-                  first_ids: List[str]) -> str:
-  """The folder (relative, '' for the base itself) the file's images are read from."""
+                  first_ids: List[str], confine: Optional[Confinement] = None) -> str:
+  """The folder (relative, '' for the base itself) the file's images are read from;
+  under `confine`, places outside the run's roots are not looked at."""
   folders = _image_folders(path, split_word, image_root)
   if not first_ids or len(folders) == 1:
     return folders[0]
@@ -476,6 +484,8 @@ def _image_folder(path: str, image_root: Optional[str], split_word: Optional[str
       uri = posixpath.join(folder, image_id + IMAGE_EXTENSION) if folder else (
           image_id + IMAGE_EXTENSION)
       resolved = resolve_uri(uri, path, image_root)
+      if confine is not None and confine.resolve(resolved) is None:
+        continue
       tried.append(resolved)
       try:
         if files.exists(resolved):
@@ -495,4 +505,4 @@ def _sniff(head: str) -> bool:
 
 
 FORMAT = ManifestFormat('open_images', ('.csv',), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, streamed=True)
+                        one_row_an_image=True, streamed=True, reads_files=True)

@@ -5,10 +5,10 @@ import dataclasses
 import io
 import re
 import unicodedata
-from typing import AbstractSet, Iterator, List, Mapping, NamedTuple, Optional
+from typing import AbstractSet, Iterator, List, Mapping, NamedTuple, Optional, Sequence
 
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest import registry
+from tfrecorder_component.manifest import confine, registry
 from tfrecorder_component.manifest.class_map import ClassMap, apply_class_map
 from tfrecorder_component.manifest.columns import Columns, as_text, parse_columns
 from tfrecorder_component.manifest.format_spec import ManifestFormat
@@ -24,7 +24,8 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
                         image_root: Optional[str] = None,
                         feature_types: Optional[Mapping[str, str]] = None,
                         annotations: AbstractSet[str] = frozenset(),
-                        class_map: ClassMap = (), columns: Columns = ()) -> Iterator[ParsedItem]:
+                        class_map: ClassMap = (), columns: Columns = (),
+                        confine_to: Sequence[str] = ()) -> Iterator[ParsedItem]:
   """Parses one manifest file's text into rows, or RowErrors for rows that fail.
 
   Args:
@@ -48,8 +49,13 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
     columns: the `columns` option, in any form `columns.parse_columns` takes: the
       header columns a CSV's roles are read from; a format that takes none
       (`ManifestFormat.column_roles`), or none of a role named, is a ManifestError.
+    confine_to: the run's roots (`confine`, `source` replaced): a row whose image or mask
+      path leaves them, by its text, fails as `outside_root` (its links are checked when
+      it is read), and a format that reads other files (`ManifestFormat.reads_files`)
+      reads none outside them; (): no confinement.
   """
   declared = check_feature_types(feature_types)
+  confinement = confine.confinement(tuple(confine_to))
   spec = registry.by_name(fmt, path) if fmt else registry.detect(path, text[:_SNIFF_CHARS])
   extra = {}
   columns = parse_columns(columns)
@@ -65,8 +71,14 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
           f'({spec.name}) has no {" or ".join(missing)}; formats that have them: '
           f'{", ".join(able)}')
     extra['annotations'] = frozenset(annotations)
+  if confinement is not None and spec.reads_files:
+    extra['confine'] = confinement
   for item in spec.parse(path, text, image_root=image_root, feature_types=declared, **extra):
-    if isinstance(item, ManifestRow):
+    outside = _outside(item, confinement) if isinstance(item, ManifestRow) else ''
+    if outside:
+      item = confine.outside_error(outside, source=path, row=item.row,
+                                   uri=_shown(item.image_uri))
+    elif isinstance(item, ManifestRow):
       if _has_undecodable_bytes(item):
         item = RowError('bad_row', 'the row is not valid UTF-8 (or, in JSON, holds a lone '
                         'surrogate escape such as \\ud800); save the manifest as UTF-8',
@@ -78,6 +90,18 @@ def parse_manifest_text(path: str, text: str, fmt: Optional[str] = None,
         if class_map and isinstance(item, ManifestRow):
           item = apply_class_map(item, class_map)
     yield item
+
+
+def _outside(row: ManifestRow, confinement: Optional[confine.Confinement]) -> str:
+  """What of the row ('image', 'mask') leaves the roots by its path's text; '' (and
+  for no confinement)."""
+  if confinement is None:
+    return ''
+  if confinement.outside(row.resolved_uri):
+    return 'image'
+  if row.resolved_mask_uri is not None and confinement.outside(row.resolved_mask_uri):
+    return 'mask'
+  return ''
 
 
 def _check_columns(path: str, spec: ManifestFormat, columns: Columns) -> None:
@@ -155,7 +179,8 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
                        annotations: AbstractSet[str] = frozenset(),
-                       class_map: ClassMap = (), columns: Columns = ()) -> 'ManifestItems':
+                       class_map: ClassMap = (), columns: Columns = (),
+                       confine_to: Sequence[str] = ()) -> 'ManifestItems':
   """Reads one manifest file from any Beam file system; returns its line count (exact
   for a file of at most 64 KiB, else estimated from its size and its first 64 KiB:
   enough to size the chunks it is read in), its items, parsed as they are consumed, and
@@ -179,6 +204,7 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
       none.
     columns: the `columns` option's (role, column) pairs (`columns.parse_columns`): a
       CSV header's columns to read; (): found by name.
+    confine_to: the run's roots (`parse_manifest_text`); (): no confinement.
   """
   raw = _read(path, _SNIFF_CHARS + 1)
   whole = len(raw) <= _SNIFF_CHARS
@@ -195,7 +221,7 @@ def iter_manifest_file(path: str, fmt: Optional[str] = None,
   return ManifestItems(lines, parse_manifest_text(
       path, text, spec.name, split_override, image_root=image_root,
       feature_types=feature_types, annotations=annotations, class_map=class_map,
-      columns=columns), spec)
+      columns=columns, confine_to=confine_to), spec)
 
 
 def _read(path: str, size: int = -1) -> bytes:
@@ -240,7 +266,8 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
                        image_root: Optional[str] = None,
                        feature_types: Optional[Mapping[str, str]] = None,
                        annotations: AbstractSet[str] = frozenset(),
-                       class_map: ClassMap = (), columns: Columns = ()) -> List[ParsedItem]:
+                       class_map: ClassMap = (), columns: Columns = (),
+                       confine_to: Sequence[str] = ()) -> List[ParsedItem]:
   """Reads one manifest file from any Beam file system and parses it, in file order.
 
   Args:
@@ -257,7 +284,9 @@ def read_manifest_file(path: str, fmt: Optional[str] = None,
       none.
     columns: the `columns` option's (role, column) pairs: a CSV header's columns to
       read; (): found by name.
+    confine_to: the run's roots (`parse_manifest_text`); (): no confinement.
   """
   return list(iter_manifest_file(path, fmt, split_override, image_root=image_root,
                                  feature_types=feature_types, annotations=annotations,
-                                 class_map=class_map, columns=columns).items)
+                                 class_map=class_map, columns=columns,
+                                 confine_to=confine_to).items)

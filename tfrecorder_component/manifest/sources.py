@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, UsageError
-from tfrecorder_component.manifest import automl_csv, discover
+from tfrecorder_component.manifest import automl_csv, confine, discover
 from tfrecorder_component.manifest.columns import Columns, as_text, named
 # What the folder reading of earlier releases exposed here.
 from tfrecorder_component.manifest.discover import IMAGE_EXTENSIONS, folder_manifest  # pylint: disable=unused-import
@@ -167,7 +167,7 @@ class Manifests(NamedTuple):
 
 
 def manifests_for(source, report_dir: str, image_root: Optional[str] = None,
-                  columns=()) -> Manifests:
+                  columns=(), confine_to: Sequence[str] = ()) -> Manifests:
   """The manifest files a source stands for, the folder its relative image URIs resolve
   against (None: each manifest's own folder), for a DataFrame its rows' index labels, and
   the split of each manifest where its layout gives one (`discover.find`: split folders,
@@ -184,13 +184,16 @@ def manifests_for(source, report_dir: str, image_root: Optional[str] = None,
       the caller puts it first.
     columns: the run's `columns` option's (role, column) pairs: a DataFrame named its
       image column there needs none of the known names.
+    confine_to: the run's roots (`confine`, `source` replaced): a link in a source
+      folder leading out of them is neither listed nor read; (): none.
   """
   if hasattr(source, 'to_csv') and hasattr(source, 'columns'):
     path = posixpath.join(report_dir, 'input_manifest.csv')
     files.write_text(path, dataframe_manifest(source, columns))
     return Manifests([path], os.getcwd(), dataframe_row_index(source), {})
   found = discover.find(os.fspath(source), report_dir,
-                        os.fspath(image_root) if image_root else None)
+                        os.fspath(image_root) if image_root else None,
+                        confine.confinement(tuple(confine_to)))
   if found.layout not in ('manifests',):
     logging.info('%s: read as %s (%d manifest files)', os.fspath(source), found.layout,
                  len(found.paths))

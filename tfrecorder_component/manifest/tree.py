@@ -10,11 +10,13 @@ as Keras's `image_dataset_from_directory` and Ultralytics' globs skip them.
 """
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from tfrecorder_component.io import files
+from tfrecorder_component.manifest.confine import Confinement
 
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
 
@@ -58,10 +60,16 @@ class Tree:
 
   Args:
     root: the folder: a local path (made absolute) or a gs:// or s3:// prefix.
+    confine: the run's roots (`confine_to`): a symbolic link leading out of them is
+      not listed (logged), but for a link named as an image, listed so that its row
+      fails as `outside_root`; so nothing outside is listed or read as a manifest.
+      None: every link is followed.
   """
 
-  def __init__(self, root: str):
+  def __init__(self, root: str, confine: Optional[Confinement] = None):
     self.root = root.rstrip('/') if '://' in root else os.path.abspath(root)
+    self.confine = confine
+    self._warned = set()  # links out of the roots, warned of once
     self._remote: Optional[Dict[str, Tuple[List[str], List[str]]]] = None
 
   @property
@@ -93,7 +101,10 @@ class Tree:
       return sorted(self._listing().get(relative, ([], []))[0])
     try:
       with os.scandir(self.path(relative)) as found:
-        return sorted(e.name for e in found if not is_junk(e.name) and not e.is_dir())
+        # A link out of the roots is not followed (not even to ask what it is): named
+        # as an image, it is listed, so that its row fails as outside_root.
+        return sorted(e.name for e in found if not is_junk(e.name) and (
+            (not e.is_dir()) if self._kept(e) else is_image_name(e.name)))
     except (FileNotFoundError, NotADirectoryError):
       return []
 
@@ -107,9 +118,23 @@ class Tree:
       return sorted(self._listing().get(relative, ([], []))[1])
     try:
       with os.scandir(self.path(relative)) as found:
-        return sorted(e.name for e in found if not is_junk(e.name) and e.is_dir())
+        return sorted(e.name for e in found if not is_junk(e.name) and self._kept(e)
+                      and e.is_dir())
     except (FileNotFoundError, NotADirectoryError):
       return []
+
+  def _kept(self, entry: os.DirEntry) -> bool:
+    """Whether a local entry is listed: anything but, under `confine`, a link leading
+    out of the roots."""
+    if self.confine is None or not entry.is_symlink():
+      return True
+    if self.confine.resolve(entry.path) is not None:
+      return True
+    if entry.path not in self._warned and not is_image_name(entry.name):
+      self._warned.add(entry.path)
+      logging.warning('%s: a symbolic link leading outside the folders this run may read '
+                      '(confine_to); not read', entry.path)
+    return False
 
   def images(self, relative: str = '') -> List[str]:
     """The image files directly in a folder, by extension (sorted).
@@ -148,7 +173,7 @@ class Tree:
     Args:
       relative: the folder, relative to the root.
     """
-    tree = Tree(self.path(relative))
+    tree = Tree(self.path(relative), self.confine)
     if self.remote and self._remote is not None:
       prefix = relative.strip('/')
       tree._remote = {}
@@ -163,7 +188,8 @@ class Tree:
     dataset's root."""
     if self.remote:
       scheme, rest = self.root.split('://', 1)
-      return Tree(f'{scheme}://{rest.rsplit("/", 1)[0]}') if '/' in rest else None
+      return (Tree(f'{scheme}://{rest.rsplit("/", 1)[0]}', self.confine) if '/' in rest
+              else None)
     if os.path.dirname(self.root) == self.root:
       return None
-    return Tree(os.path.dirname(self.root))
+    return Tree(os.path.dirname(self.root), self.confine)

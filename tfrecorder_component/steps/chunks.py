@@ -105,7 +105,7 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
 
   Args:
     source: the manifest file to read, with its format, split, image root, feature types,
-      class map and columns.
+      class map, columns and the run's roots (`confine_to`).
     chunk_dir: the run's chunk folder (any file system) the chunks' files are written
       in.
     annotations: what to read beyond boxes (`ConversionOptions.annotations`): 'masks',
@@ -120,7 +120,8 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
                                           feature_types=dict(source.feature_types) or None,
                                           annotations=annotations,
                                           class_map=source.class_map,
-                                          columns=source.columns)
+                                          columns=source.columns,
+                                          confine_to=source.confine_to)
   size = max(rows_per_batch, min(-(-lines // max_chunks), MAX_CHUNK_ROWS))
   merge = not spec.one_row_an_image
   chunk: List[Item] = []

@@ -9,14 +9,17 @@ from __future__ import annotations
 import bisect
 import collections
 import concurrent.futures
+import contextlib
 import os
 import threading
-from typing import Any, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
+import time
+from typing import Any, Callable, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.record import labels as labels_lib
 from tfrecorder_component.output import progress
 from tfrecorder_component.steps import row as row_lib
+from tfrecorder_component.steps.deadline import RowDeadline, RowTooSlow, Where, too_slow_record
 from tfrecorder_component.io import storage
 from tfrecorder_component.errors import ManifestError, RowError, error_record
 from tfrecorder_component.images import thumbnail as thumbnail_lib
@@ -41,10 +44,11 @@ _POOLS_LOCK = threading.Lock()
 
 def _forget_pools() -> None:
   """In a process forked from this one (`engines/local_pool.py`'s workers): the parent's reader
-  threads are not there; the child starts its own pool."""
+  threads are not there; the child starts its own pool (and its own deadline monitor)."""
   global _POOLS_LOCK
   _POOLS_LOCK = threading.Lock()
   _POOLS.clear()
+  RowDeadline.forget()
 
 
 os.register_at_fork(after_in_child=_forget_pools)
@@ -66,15 +70,17 @@ class _ReadAhead:
   worker converts what has arrived while the next rows' requests wait on the network.
   Local files are not read here: `convert_row` reads them in line."""
 
-  def __init__(self, threads: int):
+  def __init__(self, threads: int, confinement=None):
     self._threads = threads
     self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+    self._confinement = confinement  # the run's roots: nothing outside is fetched
 
   def submit(self, row: ManifestRow, max_bytes: int) -> Optional[Dict[str, Any]]:
     """{uri: future of its bytes (`files.read_bytes`, so a failed read's future raises
-    its RowError)} for the row's remote files, or None."""
+    its RowError)} for the row's remote files inside the run's roots, or None."""
     uris = [u for u in (row.resolved_uri, row.resolved_mask_uri)
-            if u is not None and storage.is_remote(u)]
+            if u is not None and storage.is_remote(u) and not (
+                self._confinement is not None and self._confinement.outside(u))]
     if not uris:
       return None
     if self._pool is None:
@@ -83,14 +89,25 @@ class _ReadAhead:
     return {u: self._pool.submit(files.read_bytes, u, max_bytes) for u in uris}
 
 
+_WAIT_S = 0.5  # a wait on a read fetched ahead returns to Python this often (`deadline`)
+
+
 def _reader(fetched: Optional[Dict[str, Any]]) -> row_lib.Read:
-  """`convert_row`'s read: the bytes fetched ahead where there are some."""
+  """`convert_row`'s read: the bytes fetched ahead where there are some, waited for
+  _WAIT_S at a time, so that a row past its deadline (`deadline.RowDeadline`) stops
+  waiting."""
   if not fetched:
     return files.read_bytes
 
   def read(uri: str, max_bytes: int) -> bytes:
     future = fetched.get(uri)
-    return files.read_bytes(uri, max_bytes) if future is None else future.result()
+    if future is None:
+      return files.read_bytes(uri, max_bytes)
+    while True:
+      try:
+        return future.result(timeout=_WAIT_S)
+      except concurrent.futures.TimeoutError:
+        continue
   return read
 
 
@@ -98,6 +115,18 @@ class _Pending(NamedTuple):
   row: ManifestRow
   fetched: Optional[Dict[str, Any]]  # _ReadAhead.submit's futures, None for local files
   ends_batch: bool
+  where: Where  # (the chunk's tag, the row's index among its items), for a watch
+
+
+@contextlib.contextmanager
+def _watched(watch: Callable[[Optional[Where]], None], where: Where):
+  """A row converted under a watch (`ChunkConverter.set_watch`): told where the row is
+  as it starts, None as it ends."""
+  watch(where)
+  try:
+    yield
+  finally:
+    watch(None)
 
 
 class _Batch:
@@ -114,10 +143,14 @@ class ChunkConverter:
   (split, [serialized Examples]) per split, STATS (a list of RecordStat), one ERRORS
   dict per failed row (those that failed to parse ride in the chunk), one BOX_ISSUES
   dict per dropped or clipped box, SAMPLES (label, (uri, thumbnail)) for the contact
-  sheet, and BATCH (rows, failed, converted, bytes read).
+  sheet (or (label, (uri, b'', note)) for a thumbnail skipped), and BATCH (rows,
+  failed, converted, bytes read).
 
   For each row: label ids from the vocabulary, read, probe and decode check, boxes
-  checked, optional image transform, split, Example (`steps.row.convert_row`).
+  checked, optional image transform, split, Example (`steps.row.convert_row`), and its
+  thumbnail where it starts a label's contact sheet. With `row_time_limit`, a row that
+  takes longer fails as `too_slow` (`deadline.RowDeadline`, or the watch of
+  `set_watch`).
 
   Images on remote storage are read ahead: up to `2 * concurrent_reads` rows wait with
   their reads in flight (`concurrent_reads` at a time in the process), across chunks,
@@ -134,32 +167,48 @@ class ChunkConverter:
     self._ids: Tuple[Any, Dict[str, int]] = (None, {})
     self._vocabulary: Optional[Dict[str, Any]] = None
     self._sampled: Dict[str, List[str]] = {}
-    self._read_ahead = _ReadAhead(options.concurrent_reads)
+    self._read_ahead = _ReadAhead(options.concurrent_reads, options.confinement)
     self._pending: Deque[_Pending] = collections.deque()
     self._batch = _Batch()
+    limit = options.row_time_limit
+    self._deadline: Optional[RowDeadline] = RowDeadline(limit) if limit else None
+    self._watch: Optional[Callable[[Optional[Where]], None]] = None
 
-  def convert(self, chunk: Chunk, vocabulary: Dict[str, Any]) -> Iterator[Output]:
+  def set_watch(self, watch: Callable[[Optional[Where]], None]) -> None:
+    """Has `watch(where)` called as each row starts, where = (its chunk's tag, its index
+    among the chunk's items), and `watch(None)` as it ends, in place of the in-process
+    `RowDeadline`: the process that forked this one then enforces the time limit
+    (`engines.local_pool._RowClock`).
+
+    Args:
+      watch: Called with the row's Where as it starts, with None as it ends.
+    """
+    self._watch = watch
+    self._deadline = None
+
+  def convert(self, chunk: Chunk, vocabulary: Dict[str, Any], tag: Any = None) -> Iterator[Output]:
     """The outputs of the chunk's rows converted so far (remote ones may wait).
 
     Args:
       chunk: the Chunk to convert; its error records leave at once, tagged ERRORS.
       vocabulary: the run's vocabulary (`VocabularyBuilder.vocabulary`), whose 'labels'
         and 'ids' give the rows' label ids; the same object for a bundle.
+      tag: what names the chunk to a watch (`set_watch`): the local run's chunk index.
     """
     self._vocabulary = vocabulary
     rows = []
-    for item in unpack_chunk(chunk):
+    for position, item in enumerate(unpack_chunk(chunk)):
       if isinstance(item, ManifestRow):
-        rows.append(item)
+        rows.append((position, item))
       else:  # the error record of a row that failed to parse or merge
         progress.count(1, int(item.get('reason') != DROPPED))  # left out: not failed
         yield ERRORS, item
     window = 2 * self._options.concurrent_reads
     for start in range(0, len(rows), ROWS_PER_BATCH):
       batch = rows[start:start + ROWS_PER_BATCH]
-      for i, row in enumerate(batch):
+      for i, (position, row) in enumerate(batch):
         self._pending.append(_Pending(row, self._read_ahead.submit(row, self._options.max_bytes),
-                                      i == len(batch) - 1))
+                                      i == len(batch) - 1, (tag, position)))
         yield from self._convert_pending(window)
 
   def finish(self) -> Iterator[Output]:
@@ -171,8 +220,8 @@ class ChunkConverter:
     oldest while more than `window` wait."""
     pending = self._pending
     while pending and (len(pending) > window or pending[0].fetched is None):
-      row, fetched, ends_batch = pending.popleft()
-      yield from self._convert(row, fetched)
+      row, fetched, ends_batch, where = pending.popleft()
+      yield from self._convert(row, fetched, where)
       if ends_batch:
         yield from self._end_batch()
 
@@ -182,15 +231,32 @@ class ChunkConverter:
       self._ids = (vocabulary, dict(zip(vocabulary['labels'], vocabulary['ids'])))
     return self._ids[1]
 
-  def _convert(self, row: ManifestRow, fetched: Optional[Dict[str, Any]]) -> Iterator[Output]:
+  def _guard(self, where: Where):
+    """What a row is converted under: the watch (`set_watch`), the in-process
+    `RowDeadline`, or nothing (`row_time_limit` 0)."""
+    if self._watch is not None:
+      return _watched(self._watch, where)
+    return self._deadline if self._deadline is not None else contextlib.nullcontext()
+
+  def _convert(self, row: ManifestRow, fetched: Optional[Dict[str, Any]],
+               where: Where) -> Iterator[Output]:
     batch = self._batch
     batch.rows += 1
-    try:
-      out = row_lib.convert_row(row, self._label_ids(), self._options, _reader(fetched))
+    started = time.monotonic()
+    try:  # the row's whole cost, its thumbnail included, is under the time limit
+      with self._guard(where):
+        out = row_lib.convert_row(row, self._label_ids(), self._options, _reader(fetched))
+        samples = self._samples(out.stat.labels, row.image_uri, out)
     except RowError as e:
       batch.failed += 1
       progress.count(1, 1)
       yield ERRORS, error_record(e, row)
+      return
+    except RowTooSlow:
+      batch.failed += 1
+      progress.count(1, 1)
+      yield ERRORS, too_slow_record(row, self._options.row_time_limit,
+                                    time.monotonic() - started)
       return
     progress.count(1, 0)  # per row: a batch of large remote images may take seconds
     for issue in out.box_issues:
@@ -200,7 +266,7 @@ class ChunkConverter:
     batch.bytes += out.bytes_read
     batch.records.setdefault(out.split, []).append(out.record)
     batch.stats.append(out.stat)
-    for sample in self._samples(out.stat.labels, row.image_uri, out):
+    for sample in samples:
       yield SAMPLES, sample
 
   def _end_batch(self) -> Iterator[Output]:
@@ -217,7 +283,9 @@ class ChunkConverter:
     label appears on the contact sheet, and the sheet shows each label's first URIs
     however the rows were spread over workers. Detection thumbnails show the boxes with
     their class names and masks, segmentation ones the class mask. The contact sheet
-    costs a few decodes, never a second read."""
+    costs a few decodes at a bounded cost, never a second read: an image too costly to
+    decode (`thumbnail.skip_note`: too many JPEG scans, too many pixels) gives
+    (label, (uri, b'', note)), its note shown in its place."""
     wanted = []
     for label in labels or ('(none)',):
       kept = self._sampled.setdefault(label, [])
@@ -228,9 +296,11 @@ class ChunkConverter:
     if not wanted:
       return []
     objects = out.objects or ()
-    thumbnail = thumbnail_lib.thumbnail(
+    thumbnail, note = thumbnail_lib.make(
         out.data, [(o.label, o.box) for o in objects],
         [(o.label, o.mask) for o in objects if o.mask is not None], out.class_mask)
+    if note:
+      return [(label, (uri, b'', note)) for label in wanted]
     return [] if thumbnail is None else [(label, (uri, thumbnail)) for label in wanted]
 
 

@@ -174,9 +174,11 @@ def load_image(row: ManifestRow, options: ConversionOptions, read: Read = files.
       only probe), and `convert_unsupported` (an unsupported format re-encoded as PNG,
       `converted` then True, instead of failing).
     read: reads a file's bytes, (uri, max_bytes) -> bytes, raising RowError; default
-      `files.read_bytes`.
+      `files.read_bytes`. Under `confine_to`, what it is given is the image's path with
+      its links resolved inside the roots; an image leading out of them fails as
+      `outside_root` before anything is read (`manifest.confine`).
   """
-  data = read(row.resolved_uri, options.max_bytes)
+  data = read(confined(row.resolved_uri, options, 'image'), options.max_bytes)
   try:
     return data, image_lib.probe_image(data, options.max_pixels,
                                        decode=options.verify_decode), False
@@ -188,11 +190,26 @@ def load_image(row: ManifestRow, options: ConversionOptions, read: Read = files.
                                      decode=options.verify_decode), True
 
 
+def confined(uri: str, options: ConversionOptions, what: str) -> str:
+  """The path to read `uri` from: `uri` itself without `confine_to`; with it, `uri` with
+  its links resolved, each checked inside the roots before it is followed (a URI's text
+  checked), or RowError `outside_root`, the same for every path outside, existing or not.
+
+  Args:
+    uri: the image's (or mask's) resolved URI.
+    options: the run's options; `confinement` is read.
+    what: what the file is, in words, for the message ('image', 'mask').
+  """
+  confinement = options.confinement
+  return uri if confinement is None else confinement.check(uri, what)
+
+
 def _class_mask(row: ManifestRow, info: image_lib.ImageInfo, ids: Dict[str, int],
                 options: ConversionOptions, read: Read) -> np.ndarray:
   """A segmentation row's class mask at the stored image's size; RowError otherwise."""
+  mask = confined(row.resolved_mask_uri, options, 'mask')  # outside_root, as at parse time
   try:
-    data = read(row.resolved_mask_uri, options.max_bytes)
+    data = read(mask, options.max_bytes)
     return masks_lib.class_mask(data, row.mask_colors, ids, info.width, info.height)
   except RowError as e:
     raise RowError(e.reason, f'mask {row.mask_uri!r}: {e.message}') from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from tfrecorder_component.io import files
-from tfrecorder_component.manifest import automl_csv
+from tfrecorder_component.manifest import automl_csv, confine
 from tfrecorder_component.record import splits as splits_lib
 from tfrecorder_component.steps.policy import one_line
 
@@ -35,7 +35,10 @@ def _objects_from(sources) -> str:
     if spec is not None and spec.objects_from is not None:
       for _, source in pairs[:FILES_NAMED]:
         try:
-          parts.append(spec.objects_from(source.path, source.image_root))
+          confinement = confine.confinement(tuple(getattr(source, 'confine_to', ())))
+          parts.append(spec.objects_from(source.path, source.image_root, confine=confinement)
+                       if confinement and spec.reads_files else
+                       spec.objects_from(source.path, source.image_root))
         except Exception:  # pylint: disable=broad-except
           parts.append(f'the {name} annotations in {source.path}')
       continue

@@ -13,6 +13,7 @@ from tfrecorder_component import option_table
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.adapters.component import driver, executor, properties, spec, types
 from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
+from tfrecorder_component.manifest.confine import parse_roots
 from tfrecorder_component.output.layouts import check_layouts
 from tfrecorder_component.options import check_sharding
 
@@ -103,7 +104,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       label_order: str = option_table.LABEL_ORDERS[0],
       label_map_examples: Optional[channel.BaseChannel] = None,
       class_map: Optional[Dict[str, Optional[str]]] = None,
-      layouts: Optional[List[str]] = None):
+      layouts: Optional[List[str]] = None,
+      confine_to: Optional[Union[str, List[str]]] = None,
+      row_time_limit: float = option_table.BY_NAME['row_time_limit'].default):
     """Constructs an ImageExampleGen.
 
     Args:
@@ -183,6 +186,15 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       layouts: Output layouts written into the Examples artifact beside TFX's GZIP
         shards, from them: 'tfrecord' (uncompressed + .idx, for DALI and PyTorch),
         'tfds', 'array_record' (Grain), 'parquet' (docs/guides/layouts.md).
+      confine_to: Folders every file read for a row must lie inside, links followed
+        (local folders, 'gs://bucket/prefix', 's3://bucket/prefix', or 'source': each
+        manifest artifact's folder, or `input_base`): an image, mask, list or label
+        file or any path a manifest names that leads outside fails its row as
+        `outside_root`, never opened (docs/guides/untrusted-input.md). Default: none.
+      row_time_limit: Seconds a row's conversion (read, checks, record, thumbnail) may
+        take; a row past it fails as `too_slow` (docs/guides/report.md), interrupted
+        where it returns to Python (a DoFn cannot outlive its process: a row stuck in C
+        code holds its bundle). Default 60; 0: no limit.
     """
     # The conversion's options, as `option_table.OPTIONS` names them.
     options = {name: value for name, value in locals().items()
@@ -214,6 +226,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
     # inherits FileBasedExampleGen, whose constructor builds another spec.
     if layouts:
       options['layouts'] = check_layouts(layouts, check_available=False)
+    options['confine_to'] = parse_roots(confine_to)  # UsageError (a ValueError) names a bad root
     base_beam_component.BaseBeamComponent.__init__(self, spec=spec.ImageExampleGenSpec(
         manifest=manifest,
         input_base=input_base,

@@ -8,7 +8,7 @@ components.
 """
 import copy
 import os
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 from tfx import types
@@ -33,17 +33,32 @@ from tfrecorder_component.adapters.component import properties
 from tfrecorder_component.adapters.component import spec
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import MANIFEST_EXTENSIONS
-from tfrecorder_component.manifest import discover
+from tfrecorder_component.manifest import confine, discover
+from tfrecorder_component.adapters.conversion import confined_options
 from tfrecorder_component.manifest.discover import manifest_files
 from tfrecorder_component.manifest.class_map import parse_class_map
 from tfrecorder_component.manifest.columns import parse_columns
 from tfrecorder_component.manifest.sources import READ_BY_THE_LAUNCHER, columns_by_manifest
 
-def _sources(input_dict, exec_properties, values, report_dir: str) -> List[ManifestSource]:
+def _source_paths(input_dict, exec_properties) -> List[str]:
+  """What the execution reads, as `confine_to`'s `source` names it: each manifest
+  artifact's URI, else `input_base`."""
+  artifacts = input_dict.get(spec.MANIFEST_KEY) or []
+  return ([a.uri for a in artifacts] if artifacts else
+          [p for p in [exec_properties.get(spec.INPUT_BASE_KEY)] if p])
+
+
+def _sources(input_dict, exec_properties, values, report_dir: str,
+             confine_to: Optional[Sequence[str]] = None) -> List[ManifestSource]:
   """The manifests of the execution (`values`: its options, `properties.from_properties`).
   A manifest artifact is read as `convert()` reads a path (`discover.find`: a manifest, a
   folder of them, a dataset folder such as a VOC or COCO root, an image folder),
-  manifests it implies written into `report_dir`."""
+  manifests it implies written into `report_dir`. `confine_to`: the run's roots,
+  `source` replaced (None: from `values`); a link leading out of them is not read."""
+  if confine_to is None:
+    confine_to = confine.with_source(confine.parse_roots(values.get('confine_to')),
+                                     _source_paths(input_dict, exec_properties))
+  confinement = confine.confinement(tuple(confine_to))
   fmt = values['manifest_format']
   image_root = values['image_root']
   # Absolute before any runner sees them: a Beam worker's working folder is not ours.
@@ -54,7 +69,7 @@ def _sources(input_dict, exec_properties, values, report_dir: str) -> List[Manif
 
   def source(path: str, split=None) -> ManifestSource:
     return ManifestSource(files.absolute(path), fmt, split, image_root, feature_types,
-                          class_map=class_map, columns=columns)
+                          class_map=class_map, columns=columns, confine_to=tuple(confine_to))
 
   artifacts = input_dict.get(spec.MANIFEST_KEY) or []
   if artifacts:
@@ -62,7 +77,7 @@ def _sources(input_dict, exec_properties, values, report_dir: str) -> List[Manif
     for i, artifact in enumerate(artifacts):
       scratch = report_dir if len(artifacts) == 1 else os.path.join(report_dir, f'input-{i}')
       try:
-        found = discover.find(artifact.uri, scratch, image_root)
+        found = discover.find(artifact.uri, scratch, image_root, confinement)
       except UsageError as e:
         raise ManifestError(f'no manifest files ({", ".join(MANIFEST_EXTENSIONS)}) found at '
                             f'{artifact.uri}: {e}') from None
@@ -72,14 +87,14 @@ def _sources(input_dict, exec_properties, values, report_dir: str) -> List[Manif
         sources.append(ManifestSource(
             files.absolute(path), found.formats.get(path, fmt), found.splits.get(path),
             files.absolute(root) if root else None, feature_types, class_map=class_map,
-            columns=columns_of_path))
+            columns=columns_of_path, confine_to=tuple(confine_to)))
     return sources
   input_config = _input_config(exec_properties)
   input_base = exec_properties[spec.INPUT_BASE_KEY]
   many = len(input_config.splits) > 1
   sources = []
   for split in input_config.splits:
-    paths = manifest_files(os.path.join(input_base, split.pattern))
+    paths = manifest_files(os.path.join(input_base, split.pattern), confinement)
     if not paths:
       raise ManifestError(f'no manifest files match {split.pattern!r} under {input_base} '
                           f'(split {split.name!r})')
@@ -313,7 +328,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     report_dir = report.uri
     fileio.makedirs(report_dir)
     values, options = conversion_options(input_dict, exec_properties)
-    sources = _sources(input_dict, exec_properties, values, report_dir)
+    options = confined_options(options, _source_paths(input_dict, exec_properties),
+                               values['image_root'])
+    sources = _sources(input_dict, exec_properties, values, report_dir, options.confine_to)
     split_names = split_plan(exec_properties)[1]
     split_dirs = {name: output_paths.split_dir(examples.uri, name) for name in split_names}
 

@@ -33,7 +33,11 @@ The rules are Ultralytics' own (`check_det_dataset`, `img2label_paths`,
   opened here: a listed image that does not exist fails when its record is built.
 
 Local datasets are listed with os.walk; gs:// and s3:// ones with one object listing a
-folder, their label files read through `files`. Darknet's `obj.data` layout, which
+folder, their label files read through `files`. A line of an image list that names no
+image, and a bad label line, are named by their number, never quoted (a list or label
+file may be any file a path leads to). With the run confined (`confine_to`), a split
+entry or `path:` outside the roots fails as one `outside_root` row, never listed; an
+image outside them, or whose label file leads out, fails as `outside_root` unread. Darknet's `obj.data` layout, which
 predates data.yaml, is `parse_darknet`'s.
 """
 from __future__ import annotations
@@ -50,11 +54,11 @@ from tfrecorder_component.manifest.yolo.folders import count_images, label_folde
 
 FORMAT = ManifestFormat('yolo', ('.yaml', '.yml'), sniff=sniff, parse=parse,
                         one_row_an_image=True, annotations=('masks', 'keypoints'), rows=count_images,
-                        objects_from=objects_from)
+                        objects_from=objects_from, reads_files=True)
 
 
 OBB_FORMAT = ManifestFormat('yolo_obb', (), sniff=lambda head: False, parse=parse_obb,
-                            one_row_an_image=True, objects_from=objects_from)
+                            one_row_an_image=True, objects_from=objects_from, reads_files=True)
 
 
 # Darknet's obj.data (`parse_darknet`).
@@ -62,8 +66,10 @@ DARKNET_FORMAT = ManifestFormat(
     'yolo_darknet', ('.data',),
     sniff=lambda head: re.search(r'^\s*classes\s*=', head, re.M) is not None,
     parse=parse_darknet, one_row_an_image=True,
-    rows=lambda path: count_images(path, darknet=True),
-    objects_from=lambda path, image_root=None: objects_from(path, image_root, 'darknet'))
+    rows=lambda path, confine=None: count_images(path, darknet=True, confine=confine),
+    objects_from=lambda path, image_root=None, confine=None: objects_from(
+        path, image_root, 'darknet', confine),
+    reads_files=True)
 
 __all__ = ['FORMAT', 'OBB_FORMAT', 'DARKNET_FORMAT', 'IMG_FORMATS', 'TOLERANCE', 'count_images',
            'img2label_path', 'label_folders', 'objects_from', 'parse', 'parse_darknet',

@@ -10,10 +10,12 @@ from typing import (AbstractSet, Dict, Iterator, List, Mapping, Optional, Sequen
 
 from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest.confine import Confinement, outside_error
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem, short
 from tfrecorder_component.manifest.yolo.lines import LineRules, whole_number
-from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, Listings, absolute_path,
-                                                      folder_path, img2label_path, join_path,
+from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, TEXT_MAX_BYTES, Listings,
+                                                      absolute_path, folder_path,
+                                                      img2label_path, join_path,
                                                       listed_images, parent_path, path_kind,
                                                       relative_path, walk_files)
 
@@ -28,7 +30,8 @@ _SPLIT_KEYS = {'train': ('train',), 'eval': ('val', 'validation', 'valid'),
 
 def parse(path: str, text: str, *, image_root: Optional[str] = None,
           feature_types: Optional[Mapping[str, str]] = None,
-          annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+          annotations: AbstractSet[str] = frozenset(),
+          confine: Optional[Confinement] = None) -> Iterator[ParsedItem]:
   """A detection, segmentation or pose dataset's data.yaml: its images, split by split.
 
   Args:
@@ -40,14 +43,18 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
     feature_types: Not used: YOLO has no extra columns.
     annotations: What to read beyond boxes: 'masks' (polygon lines become instance
       masks), 'keypoints' (a pose dataset's points).
+    confine: The run's roots: a split entry (or the `path:` it is under) leading out of
+      them fails as one `outside_root` row, unlisted and unopened, as does an image
+      outside them or whose label file leads out; None: none.
   """
   del feature_types  # YOLO has no extra columns
-  yield from _parse(path, text, image_root, annotations, 'yolo')
+  yield from _parse(path, text, image_root, annotations, 'yolo', confine)
 
 
 def parse_obb(path: str, text: str, *, image_root: Optional[str] = None,
               feature_types: Optional[Mapping[str, str]] = None,
-              annotations: AbstractSet[str] = frozenset()) -> Iterator[ParsedItem]:
+              annotations: AbstractSet[str] = frozenset(),
+              confine: Optional[Confinement] = None) -> Iterator[ParsedItem]:
   """An oriented-box dataset's data.yaml: lines `class x1 y1 x2 y2 x3 y3 x4 y4`.
 
   Args:
@@ -59,51 +66,58 @@ def parse_obb(path: str, text: str, *, image_root: Optional[str] = None,
     feature_types: Not used: YOLO has no extra columns.
     annotations: What to read beyond boxes; the format declares nothing, so nothing is
       asked (oriented-box lines have neither polygons nor keypoints).
+    confine: The run's roots, as `parse` takes them; None: none.
   """
   del feature_types
-  yield from _parse(path, text, image_root, annotations, 'obb')
+  yield from _parse(path, text, image_root, annotations, 'obb', confine)
 
 
 def _parse(path: str, text: str, image_root: Optional[str], annotations: AbstractSet[str],
-           kind: str) -> Iterator[ParsedItem]:
+           kind: str, confine: Optional[Confinement] = None) -> Iterator[ParsedItem]:
   data = load_yaml(path, text)
   names = _names(path, data)
   base = folder_path(image_root) if image_root else parent_path(absolute_path(path))
-  root = dataset_root(path, data, base)
+  root = dataset_root(path, data, base, confine)
   lines = LineRules(path, data, names, annotations, kind)
   listed: Listings = {}
   row = 0
   for split, key in yaml_splits(data):
-    images, folders = split_images(path, key, data[key], root, listed)
-    _refuse_dota_labels(path, key, images)
+    images, folders = split_images(path, key, data[key], root, listed, confine)
+    _refuse_dota_labels(path, key, images, confine)
     labels_seen = set()
     for image in images:
       row += 1
       if isinstance(image, RowError):
         yield RowError(image.reason, image.message, source=path, row=row,
-                       uri=relative_path(image.uri, base))
+                       uri=relative_path(image.uri, base) if image.uri else None)
         continue
       label_path = img2label_path(image)
       labels_seen.add(label_path)
-      yield image_row(path, row, image, (label_path,), relative_path(image, base), split, lines)
-    _warn_unread_labels(path, key, folders, labels_seen, listed)
+      yield image_row(path, row, image, (label_path,), relative_path(image, base), split, lines,
+                      confine)
+    _warn_unread_labels(path, key, folders, labels_seen, listed, confine)
 
 
-def _refuse_dota_labels(path: str, key: str, images: Sequence[Union[str, RowError]]) -> None:
+def _refuse_dota_labels(path: str, key: str, images: Sequence[Union[str, RowError]],
+                        confine: Optional[Confinement] = None) -> None:
   """Raises ManifestError when a split's images have no labels/ folder but a labelTxt/
   beside their images/ folder: DOTA's layout (as Roboflow's YOLO OBB export writes it),
   whose lines are pixel corners and class names, which no image would read here (each
-  would be an image without objects)."""
-  image = next((i for i in images if isinstance(i, str)), None)
+  would be an image without objects). Under `confine`, only folders inside the roots
+  are looked at."""
+  image = next((i for i in images if isinstance(i, str) and not (
+      confine is not None and confine.outside(i))), None)
   if image is None or '/images/' not in image or not files.is_local(image):
     return
   labels = parent_path(img2label_path(image))
+  if confine is not None and confine.resolve(labels) is None:
+    return
   if os.path.isdir(labels):
     return
   parts = labels.split('/')  # the last labels/ of the path made labelTxt/
   at = len(parts) - 1 - parts[::-1].index('labels')
   dota = '/'.join(parts[:at] + ['labelTxt'] + parts[at + 1:])
-  if os.path.isdir(dota):
+  if (confine is None or confine.resolve(dota) is not None) and os.path.isdir(dota):
     raise ManifestError(f'{path}: the {key} images\' labels are in {dota} (DOTA\'s layout: '
                         'pixel corners and class names), not in the labels/ folder '
                         'Ultralytics reads; DOTA labels are not read: convert them to YOLO '
@@ -160,7 +174,8 @@ def _names(path: str, data: dict) -> Dict[int, str]:
   return out
 
 
-def dataset_root(path: str, data: dict, base: str) -> str:
+def dataset_root(path: str, data: dict, base: str,
+                 confine: Optional[Confinement] = None) -> str:
   """The dataset root: `path` (relative to `base`), or `base`.
 
   A local `path` that is not a folder falls back to `base`, with a warning.
@@ -170,6 +185,8 @@ def dataset_root(path: str, data: dict, base: str) -> str:
     data: The data.yaml's mapping; its `path` key is read.
     base: The yaml's folder, or `image_root` when given: what a relative `path` is
       relative to.
+    confine: The run's roots: a `path` leading out of them is returned as it is, never
+      looked at (its splits then fail as `outside_root`); None: none.
   """
   given = data.get('path')
   if given is None or (isinstance(given, str) and not given.strip()):
@@ -177,6 +194,8 @@ def dataset_root(path: str, data: dict, base: str) -> str:
   if not isinstance(given, str):
     raise ManifestError(f'{path}: `path` must be the dataset folder, got {given!r}')
   root = join_path(base, given.strip())
+  if confine is not None and confine.resolve(root) is None:
+    return root  # not looked at: each split under it fails as outside_root
   if files.is_local(root) and not os.path.isdir(root):
     _LOG.warning('%s: path: %s names %s, which is not a folder; reading the dataset from '
                  'the yaml\'s folder %s instead', path, given, root, base)
@@ -200,10 +219,12 @@ def yaml_splits(data: dict) -> List[Tuple[str, str]]:
   return [(split, key) for key, split in ((k, found[k]) for k in data if k in found)]
 
 
-def split_images(path: str, key: str, value: object, root: str, listed: 'Listings'
-                  ) -> Tuple[List[Union[str, RowError]], List[str]]:
+def split_images(path: str, key: str, value: object, root: str, listed: 'Listings',
+                 confine: Optional[Confinement] = None
+                 ) -> Tuple[List[Union[str, RowError]], List[str]]:
   """A split's images (full paths, sorted; a RowError for a listed name that is no
-  image) and the folders they were found in.
+  image, and for an entry leading out of `confine`'s roots) and the folders they were
+  found in.
 
   Args:
     path: The data.yaml's path, named in errors.
@@ -211,6 +232,9 @@ def split_images(path: str, key: str, value: object, root: str, listed: 'Listing
     value: The key's value: a folder, a .txt image list, an image, or a list of those.
     root: The dataset root that relative entries are relative to.
     listed: The folder listings made while this file is parsed (remote folders).
+    confine: The run's roots: an entry whose every place leads out of them is one
+      `outside_root` RowError (its `uri` the entry as the yaml writes it), neither
+      listed nor opened; None: none.
   """
   entries = value if isinstance(value, list) else [value]
   images: List[Tuple[str, Union[str, RowError]]] = []
@@ -219,10 +243,12 @@ def split_images(path: str, key: str, value: object, root: str, listed: 'Listing
     if not isinstance(entry, str) or not entry.strip():
       raise ManifestError(f'{path}: `{key}` must be a folder, a .txt list of images, or a '
                           f'list of them; got {short(value)}')
-    target, kind = _locate(path, key, entry.strip(), root, listed)
-    if kind == 'folder':
+    target, kind = _locate(path, key, entry.strip(), root, listed, confine)
+    if kind == 'outside':
+      images.append((target, outside_error(f'`{key}` entry', uri=entry.strip())))
+    elif kind == 'folder':
       folders.append(target)
-      images.extend((p, p) for p in walk_files(target, IMG_FORMATS, listed))
+      images.extend((p, p) for p in walk_files(target, IMG_FORMATS, listed, confine))
     elif target.lower().endswith(IMG_FORMATS):
       images.append((target, target))
     else:
@@ -231,13 +257,19 @@ def split_images(path: str, key: str, value: object, root: str, listed: 'Listing
   return [image for _, image in images], folders
 
 
-def _locate(path: str, key: str, entry: str, root: str, listed: 'Listings'
-            ) -> Tuple[str, str]:
+def _locate(path: str, key: str, entry: str, root: str, listed: 'Listings',
+            confine: Optional[Confinement] = None) -> Tuple[str, str]:
   """(full path, 'folder' or 'file') of a split entry; a missing `../x` is retried as
-  `x` under the root, as Ultralytics does."""
+  `x` under the root, as Ultralytics does. Under `confine`, a place outside the roots
+  is not tried; (the first place, 'outside') where none is inside."""
   tried = [join_path(root, entry)]
   if entry.startswith('../'):
     tried.append(join_path(root, entry[3:]))
+  if confine is not None:
+    inside = [t for t in tried if confine.resolve(t) is not None]
+    if not inside:
+      return tried[0], 'outside'
+    tried = inside
   for target in tried:
     kind = path_kind(target, listed)
     if kind:
@@ -248,12 +280,16 @@ def _locate(path: str, key: str, entry: str, root: str, listed: 'Listings'
 
 
 def _warn_unread_labels(path: str, key: str, folders: Sequence[str],
-                        labels_seen: AbstractSet[str], listed: Listings) -> None:
-  """Logs the label files under the split's label folders that no image of it has."""
+                        labels_seen: AbstractSet[str], listed: Listings,
+                        confine: Optional[Confinement] = None) -> None:
+  """Logs the label files under the split's label folders that no image of it has
+  (under `confine`, only label folders inside the roots are walked)."""
   unread = []
   for folder in dict.fromkeys(folders):
     label_folder = '/labels/'.join((folder.rstrip('/') + '/').rsplit('/images/', 1))
-    for label in walk_files(label_folder, ('.txt',), listed):
+    if confine is not None and confine.resolve(label_folder.rstrip('/')) is None:
+      continue
+    for label in walk_files(label_folder, ('.txt',), listed, confine):
       if label not in labels_seen:
         unread.append(label)
   if unread:
@@ -262,11 +298,14 @@ def _warn_unread_labels(path: str, key: str, folders: Sequence[str],
 
 
 def image_row(path: str, row: int, image: str, label_paths: Sequence[str], uri: str,
-               split: str, lines: 'LineRules') -> ParsedItem:
+              split: str, lines: 'LineRules', confine: Optional[Confinement] = None
+              ) -> ParsedItem:
   """The image's row, its objects read from the first of `label_paths` that exists
-  (none: no objects).
+  (none: no objects), as a regular file of at most TEXT_MAX_BYTES.
 
-  Returns a RowError (`bad_row`, or why the label file cannot be read) in its place.
+  Returns a RowError (`bad_row`, or why the label file cannot be read) in its place;
+  under `confine`, `outside_root` for an image outside the roots (its label file is not
+  looked for) or a label file leading out of them (not read).
 
   Args:
     path: The data.yaml's (or obj.data's) path: the row's source.
@@ -277,19 +316,25 @@ def image_row(path: str, row: int, image: str, label_paths: Sequence[str], uri: 
       `image_root`).
     split: The row's split: 'train', 'eval' or 'test'.
     lines: How the dataset's label lines read.
+    confine: The run's roots; None: none.
   """
   where = dict(source=path, row=row, uri=uri)
+  if confine is not None and confine.outside(image):
+    return outside_error('image', **where)
   raw, label_path = b'', label_paths[0]
   for label_path in label_paths:
+    read = label_path
+    if confine is not None:
+      read = confine.resolve(label_path)
+      if read is None:
+        return outside_error('label file', **where)
     try:
-      with files.open_file(label_path) as f:
-        raw = f.read()
+      raw = files.read_bytes(read, TEXT_MAX_BYTES)
       break
-    except Exception as e:  # pylint: disable=broad-except
-      reason = files.classify(e)
-      if reason != 'missing':
-        return RowError('unreadable' if reason == 'not_a_file' else reason,
-                        f'cannot read the label file {label_path}: {e}', **where)
+    except RowError as e:
+      if e.reason != 'missing':
+        return RowError('unreadable' if e.reason == 'not_a_file' else e.reason,
+                        f'cannot read the label file {label_path}: {e.message}', **where)
   try:
     text = raw.decode('utf-8-sig')
   except UnicodeDecodeError as e:

@@ -9,15 +9,18 @@ from typing import List, Optional
 
 from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError
+from tfrecorder_component.manifest.confine import Confinement
 from tfrecorder_component.manifest.yolo.darknet import (DARKNET_SPLITS, darknet_keys,
                                                         darknet_labels, darknet_list, darknet_path)
 from tfrecorder_component.manifest.yolo.data_yaml import (dataset_root, load_yaml, split_images,
                                                           yaml_splits)
 from tfrecorder_component.manifest.yolo.paths import (IMG_FORMATS, Listings, absolute_path,
-                                                      folder_path, img2label_path, parent_path)
+                                                      folder_path, img2label_path, parent_path,
+                                                      read_text)
 
 
-def count_images(path: str, darknet: bool = False) -> int:
+def count_images(path: str, darknet: bool = False,
+                 confine: Optional[Confinement] = None) -> int:
   """About how many images a data.yaml's (or Darknet obj.data's) splits hold, found as
   parse finds them, to size the run before it is parsed; 0 for a file that parse will
   refuse (it says why).
@@ -27,6 +30,8 @@ def count_images(path: str, darknet: bool = False) -> int:
       against its own folder (no `image_root`).
     darknet: Whether `path` is a Darknet obj.data, whose split lists are counted by
       their non-blank lines.
+    confine: The run's roots, as parse takes them: nothing outside them is listed or
+      read (a split there counts 1, its one failed row); None: none.
   """
   try:
     with files.open_file(path) as f:
@@ -37,22 +42,22 @@ def count_images(path: str, darknet: bool = False) -> int:
       total = 0
       for _, keys in DARKNET_SPLITS:
         key = next((k for k in keys if data.get(k)), None)
-        found = darknet_path(base, data[key]) if key else None
+        found = darknet_path(base, data[key], confine) if key else None
         if found and not found.lower().endswith(IMG_FORMATS):
-          with files.open_file(found) as f:
-            total += sum(1 for line in f if line.strip())
+          total += sum(1 for line in (read_text(found, 'image list') or '').split('\n')
+                       if line.strip())
       return total
     data = load_yaml(path, text)
-    root = dataset_root(path, data, base)
+    root = dataset_root(path, data, base, confine)
     listed: Listings = {}
-    return sum(len(split_images(path, key, data[key], root, listed)[0])
+    return sum(len(split_images(path, key, data[key], root, listed, confine)[0])
                for _, key in yaml_splits(data))
   except (ManifestError, OSError, ValueError):
     return 0
 
 
-def label_folders(path: str, image_root: Optional[str] = None, kind: str = 'yolo'
-                  ) -> List[str]:
+def label_folders(path: str, image_root: Optional[str] = None, kind: str = 'yolo',
+                  confine: Optional[Confinement] = None) -> List[str]:
   """The folders parse looks in for the label files of the images of `path` (a
   data.yaml; with kind 'darknet', an obj.data), in the order first met: each image's
   path with the last `/images/` made `/labels/` (Darknet: beside the image too), as
@@ -63,6 +68,8 @@ def label_folders(path: str, image_root: Optional[str] = None, kind: str = 'yolo
     image_root: The run's `image_root`, which stands in for the file's own folder as
       parse takes it; None: the file's folder.
     kind: 'darknet' for an obj.data; anything else ('yolo') for a data.yaml.
+    confine: The run's roots, as parse takes them: nothing outside them is listed or
+      read, nor named; None: none.
   """
   try:
     with files.open_file(path) as f:
@@ -73,21 +80,23 @@ def label_folders(path: str, image_root: Optional[str] = None, kind: str = 'yolo
       data = darknet_keys(path, text)
       for _, keys in DARKNET_SPLITS:
         key = next((k for k in keys if data.get(k)), None)
-        found = darknet_path(base, data[key]) if key else None
+        found = darknet_path(base, data[key], confine) if key else None
         if found is None:
           continue
         listed = ([(found, found)] if found.lower().endswith(IMG_FORMATS)
-                  else darknet_list(found, base))
+                  else darknet_list(found, base, confine))
         images.extend(image for image, _ in listed)
       candidates = darknet_labels
     else:
       data = load_yaml(path, text)
-      root = dataset_root(path, data, base)
+      root = dataset_root(path, data, base, confine)
       listed_objects: Listings = {}
       for _, key in yaml_splits(data):
-        found, _ = split_images(path, key, data[key], root, listed_objects)
+        found, _ = split_images(path, key, data[key], root, listed_objects, confine)
         images.extend(i for i in found if isinstance(i, str))
       candidates = lambda image: (img2label_path(image),)
+    if confine is not None:
+      images = [i for i in images if not confine.outside(i)]
     return list(dict.fromkeys(parent_path(label) for image in images
                               for label in candidates(image)))
   except (ManifestError, OSError, ValueError):
@@ -127,7 +136,8 @@ def _folder_state(folder: str) -> str:
 FOLDERS_NAMED = 3
 
 
-def objects_from(path: str, image_root: Optional[str] = None, kind: str = 'yolo') -> str:
+def objects_from(path: str, image_root: Optional[str] = None, kind: str = 'yolo',
+                 confine: Optional[Confinement] = None) -> str:
   """Where parse looked for the objects of `path`'s images, and what to check, in words:
   the warning of a detection run that found no object names it (`ManifestFormat.
   objects_from`), as Ultralytics warns 'No labels found in <labels folder>'.
@@ -137,9 +147,14 @@ def objects_from(path: str, image_root: Optional[str] = None, kind: str = 'yolo'
     image_root: The run's `image_root`, as parse takes it; None: the file's folder.
     kind: 'darknet' for an obj.data; anything else ('yolo') for a data.yaml. The first
       FOLDERS_NAMED label folders are named, with what is wrong with each local one.
+    confine: The run's roots: folders outside them are neither named nor looked at;
+      None: none.
   """
-  folders = label_folders(path, image_root, kind)
-  named = ', '.join(f + _folder_state(f) for f in folders[:FOLDERS_NAMED])
+  folders = label_folders(path, image_root, kind, confine)
+  if confine is not None:
+    folders = [f for f in folders if confine.resolve(f) is not None]
+  named = ', '.join(f + ('' if confine is not None else _folder_state(f))
+                    for f in folders[:FOLDERS_NAMED])
   if len(folders) > FOLDERS_NAMED:
     named += f' and {len(folders) - FOLDERS_NAMED:,} more folders'
   rule = ('beside each image, or in the labels/ folder that mirrors its images/ or '

@@ -1,5 +1,10 @@
 """YOLO label lines: `class cx cy w h` boxes, polygons, pose keypoints and oriented boxes,
-read as Ultralytics' `verify_image_label` reads them (`LineRules`)."""
+read as Ultralytics' `verify_image_label` reads them (`LineRules`).
+
+A bad line is named by its file and number and what is wrong with it, by the place of
+the value in the line, never by the value: a label file is found by its image's path,
+so it may be any `.txt` file the path leads to, whose text is not the user's to see.
+"""
 from __future__ import annotations
 
 import re
@@ -72,15 +77,15 @@ class LineRules:
   def _line(self, values: List[str]) -> Union[ObjectBox, str]:
     class_id = whole_number(values[0])
     if class_id is None:
-      return f'the class {values[0]!r} is not a class id (0, 1, ...)'
+      return 'the class (the line\'s first value) is not a class id (0, 1, ...)'
     label = self.names.get(class_id)
     if label is None:
-      return (f'class {class_id} is not in the data.yaml\'s `names` '
+      return (f'the class id is not in the data.yaml\'s `names` '
               f'({_id_range(self.names)}); fix the class id or add the class')
     numbers = [parse_number(v) for v in values[1:]]
-    bad = next((v for v, n in zip(values[1:], numbers) if n is None), None)
+    bad = next((i for i, n in enumerate(numbers, start=1) if n is None), None)
     if bad is not None:
-      return f'{bad!r} is not a number'
+      return f'value {bad} after the class is not a number'
     count = len(numbers)
     expected = self._expected(count)
     if expected:
@@ -89,9 +94,11 @@ class LineRules:
                    numbers[:4] + [v for i, v in enumerate(numbers[4:]) if i % 3 != 2])
     outside = [v for v in coordinates if not -TOLERANCE <= v <= 1 + TOLERANCE]
     if outside:
+      what = ('a value that is not a number (nan)' if outside[0] != outside[0] else
+              'a value above 1' if outside[0] > 1 else 'a value below 0')
       return (f'coordinates must be normalised to [0, 1] (fractions of the image\'s width '
-              f'and height), got {_number(outside[0])}; convert pixel coordinates by '
-              'dividing them by the image\'s size')
+              f'and height), got {what}; convert pixel coordinates by dividing them by '
+              'the image\'s size')
     if self.obb:
       return self._corners(label, class_id, numbers)
     if self.points:
@@ -134,7 +141,7 @@ class LineRules:
       if self.dims == 3:
         v = values[i * 3 + 2]
         if v not in (0, 1, 2):
-          return f'keypoint {i} has visibility {_number(v)}: it must be 0, 1 or 2'
+          return f'keypoint {i}\'s visibility is none of 0, 1 and 2'
         v = int(v)
       else:  # Ultralytics counts every 2-d point of non-negative coordinates present
         v = 0 if x < 0 or y < 0 else 2
@@ -221,6 +228,3 @@ def _id_range(names: Dict[int, str]) -> str:
     return f'ids 0 to {len(ids) - 1}'
   return 'ids ' + ', '.join(map(str, ids[:20])) + (', ...' if len(ids) > 20 else '')
 
-
-def _number(value: float) -> str:
-  return f'{value:g}'

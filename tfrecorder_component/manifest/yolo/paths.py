@@ -1,6 +1,13 @@
 """YOLO datasets' paths: split folders and image lists found and listed (local ones with
 os.walk, gs:// and s3:// ones with one listing a folder), Ultralytics' images -> labels
-rule, and the path arithmetic the readers share."""
+rule, and the path arithmetic the readers share.
+
+Image lists, names files and label files are read whole but bounded (`read_text`: a
+regular file of at most TEXT_MAX_BYTES, never a FIFO or a device), and a line of a list
+that names no image fails its row by its number, never quoting it: a list may be any
+file a data.yaml names, whose text is not the user's to see. Where the run is confined
+(`confine`), a walk does not follow a link out of the roots.
+"""
 from __future__ import annotations
 
 import os
@@ -9,12 +16,18 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 from tfrecorder_component.io import files
 from tfrecorder_component.errors import ManifestError, RowError
+from tfrecorder_component.manifest.confine import Confinement
 from tfrecorder_component.manifest.tree import has_junk, is_junk
 
 
 # Ultralytics' IMG_FORMATS: the extensions a split folder's images are found by.
 IMG_FORMATS = ('.bmp', '.dng', '.jpeg', '.jpg', '.mpo', '.png', '.tif', '.tiff', '.webp',
                '.pfm', '.heic')
+
+
+# The most bytes of an image list, names file or label file read (a list of ten million
+# image paths): a larger one is refused, not held.
+TEXT_MAX_BYTES = 1 << 30
 
 
 # The objects under each gs:// or s3:// folder listed while one file is parsed, relative
@@ -45,7 +58,8 @@ def path_kind(target: str, listed: Listings) -> Optional[str]:
   return 'folder' if _list_objects(target, listed) else None
 
 
-def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> Iterator[str]:
+def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings,
+               confine: Optional[Confinement] = None) -> Iterator[str]:
   """The files under `folder`, at any depth, whose names end with `extensions`: full
   paths; hidden files and folders skipped (as Ultralytics' glob skips them), and
   operating-system junk (`tree.is_junk`: `__MACOSX/`, `Thumbs.db`, ...).
@@ -55,10 +69,16 @@ def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> It
     extensions: The name endings to keep, lower case with the dot (`IMG_FORMATS`,
       ('.txt',)); names are compared in lower case.
     listed: The folder listings made while this file is parsed, for a remote folder.
+    confine: The run's roots, `folder` inside them: a linked folder leading out of
+      them is not walked, nor one walked already (a link cycle). A linked file is
+      listed (its row fails as `outside_root` when it is read). None: every link is
+      followed.
   """
   if files.is_local(folder):
+    seen = set()
     for top, dirs, names in os.walk(folder, followlinks=True):
-      dirs[:] = [d for d in dirs if not is_junk(d)]
+      dirs[:] = [d for d in dirs if not is_junk(d) and (
+          confine is None or _walked(os.path.join(top, d), confine, seen))]
       for name in names:
         if not is_junk(name) and name.lower().endswith(extensions):
           yield os.path.join(top, name)
@@ -69,17 +89,29 @@ def walk_files(folder: str, extensions: Tuple[str, ...], listed: Listings) -> It
       yield f'{prefix}/{relative}'
 
 
+def _walked(folder: str, confine: Confinement, seen: set) -> bool:
+  """Whether a walk under confinement goes into `folder`: not a link, or a link whose
+  folder lies inside the roots and was not walked yet."""
+  if not os.path.islink(folder):
+    return True
+  resolved = confine.resolve(folder)
+  if resolved is None or resolved in seen:
+    return False
+  seen.add(resolved)
+  return True
+
+
 def listed_images(list_path: str) -> List[Tuple[str, Union[str, RowError]]]:
   """The images a .txt list names, one a line, relative ones relative to its folder; a
-  line naming no image is a RowError.
+  line naming no image is a RowError naming its number (never its text).
 
   Returns (image path, image path or RowError) pairs, in the list's order; blank lines
-  skipped. Raises ManifestError when the list is not UTF-8 text.
+  skipped. Raises ManifestError when the list is not UTF-8 text, or cannot be read.
 
   Args:
     list_path: The image list's local path or URI.
   """
-  text = read_text(list_path)
+  text = read_text(list_path, 'image list')
   if text is None:
     raise ManifestError(f'{list_path}: the image list is not UTF-8 text')
   folder = parent_path(list_path)
@@ -95,20 +127,22 @@ def listed_images(list_path: str) -> List[Tuple[str, Union[str, RowError]]]:
 def list_entry(list_path: str, number: int, entry: str, image: str
                 ) -> Tuple[str, Union[str, RowError]]:
   """(image, image) for an image list's line naming an image, else (image, its
-  RowError).
+  RowError), which names the line by its number: the line's text is not quoted, and the
+  RowError has no `uri` (the list may be any file; its text is not the user's to see).
 
   Args:
     list_path: The list's path, named in the RowError.
     number: The line's number in the list, from 1.
-    entry: The line as written (stripped), quoted in the RowError.
+    entry: The line as written (stripped); not quoted.
     image: The line resolved to a full path or URI; an image is one whose name ends with
       one of `IMG_FORMATS`, in any case.
   """
+  del entry  # never quoted
   if image.lower().endswith(IMG_FORMATS):
     return image, image
   return image, RowError(
-      'bad_row', f'{list_path} line {number}: {entry!r} is not an image file name (one '
-      f'of {", ".join(IMG_FORMATS)}); list only images', uri=image)
+      'bad_row', f'{list_path} line {number} is not an image file name (one of '
+      f'{", ".join(IMG_FORMATS)}); list only images, one path a line')
 
 
 def img2label_path(image: str) -> str:
@@ -187,15 +221,20 @@ def relative_path(image: str, base: str) -> str:
   return image[len(prefix):] if image.startswith(prefix) else image
 
 
-def read_text(path: str) -> Optional[str]:
+def read_text(path: str, what: str = 'file') -> Optional[str]:
   """A file's text, decoded as UTF-8 (a byte-order mark dropped), or None when it is not
-  UTF-8.
+  UTF-8. Read as an image is (`files.read_bytes`): only a regular file (never a FIFO or
+  a device, which could block or never end), of at most TEXT_MAX_BYTES; ManifestError
+  otherwise, naming why.
 
   Args:
     path: A local path or a URI.
+    what: What the file is, in words ('image list', 'class names file'), for errors.
   """
-  with files.open_file(path) as f:
-    raw = f.read()
+  try:
+    raw = files.read_bytes(path, TEXT_MAX_BYTES)
+  except RowError as e:
+    raise ManifestError(f'{path}: cannot read the {what}: {e.reason}: {e.message}') from None
   try:
     return raw.decode('utf-8-sig')
   except UnicodeDecodeError:
