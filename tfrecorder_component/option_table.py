@@ -23,6 +23,10 @@ from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 DEFAULT_BUCKETS: Tuple[Tuple[str, int], ...] = (('train', 8), ('eval', 1), ('test', 1))
 DEFAULT_MAX_PIXELS = 178_956_970  # Pillow's own decompression-bomb limit (2**31 / 4 / 3).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# The largest image a record can hold: a serialized protocol buffer is at most 2 GiB - 1
+# (protobuf's limit, which tf.train.Example's SerializeToString enforces), less room for
+# the record's other features; max_bytes above it is taken as it.
+MAX_RECORD_IMAGE_BYTES = 2**31 - 1 - 16 * 1024 * 1024
 # Stored blocks: encoded JPEG and PNG bytes do not compress (level 6 saved under 1% of
 # photo-like JPEGs and tripled the write time), and every TFRecord reader inflates them.
 DEFAULT_COMPRESSION_LEVEL = 0
@@ -145,7 +149,8 @@ OPTIONS: Tuple[Option, ...] = (
            '--max-pixels', dict(type='int'), exec_type=int, exec_optional=False,
            field='max_pixels'),
     Option('max_bytes', DEFAULT_MAX_BYTES,
-           'refuse image files larger than this (default: 64 MiB)',
+           'refuse image files larger than this, at most 2 GiB - 16 MiB (what a record can '
+           'hold; more is taken as that) (default: 64 MiB)',
            '--max-bytes', dict(type='int'), exec_type=int, exec_optional=False,
            field='max_bytes'),
     Option('compression_level', DEFAULT_COMPRESSION_LEVEL,

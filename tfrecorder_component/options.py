@@ -110,7 +110,9 @@ class ConversionOptions:
       numbers, at least one above 0; default train 8, eval 1, test 1).
     max_pixels: the most pixels (width x height) an image's header may claim; a larger
       image fails its row.
-    max_bytes: the largest image (or class mask) file, in bytes, that is read; a larger
+    max_bytes: the largest image (or class mask) file, in bytes, that is read (at most
+      `option_table.MAX_RECORD_IMAGE_BYTES`, what a record can hold: a larger value
+      is taken as that); a larger
       one fails its row.
     verify_decode: decode every image so no undecodable record is written; False only
       probes headers.
@@ -244,6 +246,10 @@ class ConversionOptions:
     for name in ('max_pixels', 'max_bytes', 'concurrent_reads'):
       if getattr(self, name) < 1:
         raise UsageError(f'{name} must be positive, got {getattr(self, name)}')
+    if self.max_bytes > option_table.MAX_RECORD_IMAGE_BYTES:
+      # A tf.train.Example is a protocol buffer, at most 2 GiB serialized: a larger file
+      # could only end the run when its record is written.
+      object.__setattr__(self, 'max_bytes', option_table.MAX_RECORD_IMAGE_BYTES)
     limit = self.row_time_limit
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit >= 0:
       raise UsageError(f'row_time_limit must be a number of seconds, 0 or more (0: no '

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
@@ -243,6 +243,12 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
       summary = run.run_conversion(beam_args, _pipeline, sources,
                                    output_paths.split_dirs(swap.work, split_names), swap.work,
                                    work_report, conversion_options, progress)
+    except OSError as e:
+      swap.abandon()
+      named = _named_os_error(e, output_dir)
+      if named is None:
+        raise
+      raise named from e
     except BaseException:
       swap.abandon()
       raise
@@ -265,6 +271,17 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
       rows_failed=summary['rows_failed'], errors_per_reason=summary['errors_per_reason'],
       report_dir=posixpath.join(output_dir, output_paths.REPORT_DIR), manifests=tuple(manifests),
       summary=summary)
+
+
+def _named_os_error(error: OSError, output_dir: str) -> Optional[OSError]:
+  """An OSError of the same errno whose message names the place (the temporary folder
+  or the output folder), for one that names none (a scratch file's full disk); None
+  where `error` names its path, or no line can be made."""
+  if error.filename:
+    return None
+  from tfrecorder_component.io.files import describe_os_error  # pylint: disable=g-import-not-at-top
+  line = describe_os_error(error, output_dir)
+  return OSError(error.errno, line) if line else None
 
 
 def validate(source, report_dir: str, **options) -> Dict[str, Any]:

@@ -6,6 +6,10 @@ retried with exponential backoff; permanent ones become a RowError whose reason 
 message say what to do. Local paths are handled with the standard library, so a run
 on local files never imports Beam (importing it takes seconds); other paths go
 through Beam's `FileSystems`.
+
+Length: every read and write of the package goes through here, with the one account of
+what a file system error means (retried, a row's reason, a line naming the full disk),
+which the reads and writes share.
 """
 from __future__ import annotations
 
@@ -389,4 +393,39 @@ def _os_line(number: int, path: Optional[str], output_dir: Optional[str]) -> str
   what = _NAMED_ERRNOS[number]
   if path:
     return f'{what}: {path}'
+  if number in (errno.ENOSPC, errno.EDQUOT):
+    full = _full_folder(output_dir)
+    if full:
+      return full
   return f'{what} while writing {output_dir}' if output_dir else what
+
+
+# Free bytes below which a folder's file system counts as the one that filled up.
+_NEARLY_FULL = 16 * 1024 * 1024
+
+
+def _full_folder(output_dir: Optional[str]) -> Optional[str]:
+  """For a full disk named by no path (a temporary file's write): the line naming the
+  folder whose file system is (nearly) full, the temporary folder (TMPDIR) or the
+  output folder, where one of them is and the other is not; None where it cannot be
+  told."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+
+  def free(folder: Optional[str]) -> Optional[int]:
+    while folder and not os.path.isdir(folder):
+      folder = os.path.dirname(folder.rstrip('/')) if folder != '/' else None
+    try:
+      return shutil.disk_usage(folder).free if folder else None
+    except OSError:
+      return None
+
+  temporary = tempfile.gettempdir()
+  temporary_free = free(temporary)
+  output_free = free(output_dir) if output_dir and is_local(output_dir) else None
+  if temporary_free is not None and temporary_free < _NEARLY_FULL and (
+      output_free is None or output_free >= _NEARLY_FULL):
+    return (f'no space left in the temporary folder {temporary}, where a run keeps its '
+            'scratch files: free some, or point TMPDIR at a folder with room')
+  if output_free is not None and output_free < _NEARLY_FULL:
+    return f'no space left on device while writing {output_dir}'
+  return None

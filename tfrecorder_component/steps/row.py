@@ -139,7 +139,12 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
                     feature_signature(example),
                     '' if source_id == row.image_uri else source_id, not row.split)
   # deterministic: byte-reproducible records
-  return ConvertedRow(split, example.SerializeToString(deterministic=True), stat, issues,
+  try:
+    serialized = example.SerializeToString(deterministic=True)
+  except ValueError as e:  # "exceeds maximum protobuf size of 2GB": image and mask together
+    raise RowError('too_large', 'the record (its image and mask together) would exceed '
+                   'the 2 GiB a tf.train.Example can hold') from e
+  return ConvertedRow(split, serialized, stat, issues,
                       data, objects, converted, bytes_read, encoded_mask)
 
 
