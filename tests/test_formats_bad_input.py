@@ -27,7 +27,7 @@ def _yolo(root):
   write_text(f'{root}/labels/a.txt', '0 0.9 0.5 0.22 0.5\n')
   write_text(f'{root}/labels/c.txt', '3 0.5 0.5 0.2 0.2\n')
   write_image(f'{root}/images/c.jpg', height=H, width=W)
-  return f'{root}/data.yaml', 'images/a.jpg', 'images/b.jpg', ('images/c.jpg', 'class 3')
+  return f'{root}/data.yaml', 'images/a.jpg', 'images/b.jpg', ('images/c.jpg', 'the class id is not in')
 
 
 def _labelme(root):

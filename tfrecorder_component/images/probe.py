@@ -66,6 +66,11 @@ def _not_decodable(data: bytes) -> RowError:
       with Image.open(io.BytesIO(data)) as im:
         fmt = im.format
   except Exception as e:  # Pillow raises UnidentifiedImageError and others.
+    brand = data[8:12] if data[4:8] == b'ftyp' else b''
+    if brand in _HEIF_BRANDS:  # ISO/IEC 23008-12's brands (HEIF, HEIC; AVIF's are avif, avis)
+      kind = 'AVIF' if brand in (b'avif', b'avis') else 'HEIF (HEIC)'
+      return RowError('unsupported_format', f'a {kind} image, which tf.io.decode_image does '
+                      'not decode nor this Pillow open; export it as JPEG or PNG')
     samples = tiff_samples_per_pixel(data)
     if samples is not None:
       bands = (f' of {samples} bands per pixel (a multispectral image)' if samples > 4
@@ -78,6 +83,13 @@ def _not_decodable(data: bytes) -> RowError:
                     f'not a recognised image ({type(e).__name__}: {pillow_message(e)})')
   return RowError('unsupported_format', f'{fmt} images are not decodable by '
                   f'tf.io.decode_image (supported: JPEG, PNG, GIF, BMP)')
+
+
+# The major brands of an ISO base media file's `ftyp` box that name a HEIF image
+# (ISO/IEC 23008-12 Annex B: heic, heix, hevc, hevx, heim, heis, mif1, msf1) or an AVIF
+# one (AV1 Image File Format: avif, avis).
+_HEIF_BRANDS = (b'heic', b'heix', b'hevc', b'hevx', b'heim', b'heis', b'mif1', b'msf1',
+                b'avif', b'avis')
 
 
 def tiff_samples_per_pixel(data: bytes) -> Optional[int]:

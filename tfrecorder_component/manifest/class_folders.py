@@ -15,7 +15,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest.registry import MANIFEST_EXTENSIONS
 from tfrecorder_component.manifest.rows import ML_USE_TO_SPLIT
-from tfrecorder_component.manifest.tree import IMAGE_EXTENSIONS, Tree, is_junk
+from tfrecorder_component.manifest.tree import (IMAGE_EXTENSIONS, OTHER_PICTURE_EXTENSIONS, Tree,
+                                               is_junk)
 
 # What annotation tools and benchmark suites name a dataset's parts, never its classes
 # (compared in lower case): an image folder whose class folders carry these names is a
@@ -132,12 +133,20 @@ def _class_folders_csv(root: str, listing: Dict[str, Tuple[Sequence[str], Sequen
   if refused:
     raise ManifestError(refused)
   lines = ['split,image_uri,label']
+  others: List[str] = []
   for relative, (names, _) in listing.items():
     split, label = relative.split('/') if by_split else ('', relative)
     for name in names:
       if name.lower().endswith(IMAGE_EXTENSIONS) and not is_junk(name):
         lines.append(','.join(csv_field(v) for v in
                               (split.upper(), posixpath.join(relative, name), label)))
+      elif name.lower().endswith(OTHER_PICTURE_EXTENSIONS) and not is_junk(name):
+        others.append(posixpath.join(relative, name))
+  if others:
+    kinds = sorted({posixpath.splitext(o)[1].lower() for o in others})
+    logging.warning('%s: %d files in the class folders (%s, ...) are %s files, no raster '
+                    'image TensorFlow decodes, and are not converted; export them as PNG or '
+                    'JPEG to convert them', root, len(others), others[0], ', '.join(kinds))
   if len(lines) == 1:
     raise ManifestError(f'no images ({", ".join(IMAGE_EXTENSIONS)}) found under {root}')
   return '\n'.join(lines) + '\n'

@@ -128,7 +128,9 @@ def _read(path: str, text: Any, annotations: AbstractSet[str], image_root: Optio
         else:
           sections[key] = sorter = ExternalSort(folder, budget)
           for index, annotation in enumerate(json_stream.items(stream, decoder)):
-            image_id = (_id_key(annotation.get('image_id')) if isinstance(annotation, dict)
+            found = (annotation.members if isinstance(annotation, json_stream.TooDeep)
+                     else annotation)
+            image_id = (_id_key(found.get('image_id')) if isinstance(found, dict)
                         else _NO_IMAGE)
             sorter.add(_join_key(image_id, _ANNOTATION, index), annotation)
   except json_stream.NotAnObject:
@@ -388,6 +390,12 @@ def _image_row(path: str, number: int, image: object,
 
 def _annotation_row(path: str, index: int, annotation: object,
                     image: Optional[ManifestRow], read: _Read) -> ParsedItem:
+  if isinstance(annotation, json_stream.TooDeep) and image is not None:
+    name = f'annotation id {annotation.members.get("id", "?")!r} (annotations[{index}])'
+    return RowError('bad_row', f'{name} nests arrays or objects {annotation.depth:,} levels '
+                    'deep, more than a JSON reader decodes; COCO nests them at most 3 levels '
+                    '(a polygon list); fix or drop the annotation', source=path, row=image.row,
+                    uri=image.image_uri)
   if not isinstance(annotation, dict):
     return RowError('bad_row', f'annotations[{index}] must be an object', source=path,
                     annotation=index)

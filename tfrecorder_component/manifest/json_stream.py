@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from typing import Any, BinaryIO, Iterator, Optional
+from typing import Any, BinaryIO, Dict, Iterator, NamedTuple, Optional
 
 from tfrecorder_component.io import files
 
@@ -19,6 +19,25 @@ READ_BYTES = 2**20  # read from the file at a time
 
 class NotAnObject(Exception):
   """The file holds JSON, but not an object."""
+
+
+class TooDeep(NamedTuple):
+  """An array's value nested deeper than `json`'s decoder recurses (`items` yields it
+  in the value's place, read past without recursion), so that one such value fails its
+  own row, not the file.
+
+  Attributes:
+    members: the value's members that are numbers, strings or literals, where it is an
+      object (`{'id': 7, 'image_id': 3}`), as `json` reads them; {} for an array.
+    depth: how many arrays and objects deep it nests.
+  """
+  members: Dict[str, Any]
+  depth: int
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_SCALAR = re.compile(r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null'
+                     r'|NaN|-?Infinity')
 
 
 class Text:
@@ -118,6 +137,57 @@ class Text:
       self.at = end
       return value
 
+  def read_past_deep(self) -> TooDeep:
+    """Reads past the array or object that starts here (after `next`) a character at
+    a time, without recursion, keeping its top-level scalar members (`TooDeep`); for a
+    value `json` cannot decode for its depth. Raises ValueError where it does not end."""
+    offset, depth, deepest = 0, 0, 0
+    members: Dict[str, Any] = {}
+    key: Optional[str] = None  # a top-level member's name, whose value is next
+    naming = False  # whether the next string at depth 1 names a member
+    while True:
+      i = self.at + offset
+      if i >= len(self.buffer):
+        if self.ended:
+          raise self.error('Unterminated value', self.at)
+        self._more()
+        continue
+      character = self.buffer[i]
+      found = None
+      if character == '"':
+        found = _STRING.match(self.buffer, i)
+      elif depth == 1 and key is not None and not character.isspace() and character not in ':,':
+        found = _SCALAR.match(self.buffer, i)
+      if found is not None or character == '"':
+        if found is None or found.end() == len(self.buffer) and not self.ended:
+          if self.ended:
+            raise self.error('Unterminated string starting at', i)
+          self._more()  # the string or number may go on past the buffer
+          continue
+        if depth == 1:
+          value = json.loads(found.group())
+          if naming:
+            key, naming = value, False
+          elif key is not None:
+            members[key], key = value, None
+        offset = found.end() - self.at
+        continue
+      if character in '[{':
+        depth += 1
+        deepest = max(deepest, depth)
+        if depth == 1:
+          naming = character == '{'
+        elif depth == 2:
+          key = None  # a member holding an array or object: not kept
+      elif character in ']}':
+        depth -= 1
+        if depth == 0:
+          self.at = i + 1
+          return TooDeep(members, deepest)
+      elif character == ',' and depth == 1:
+        naming = self.buffer[self.at] == '{'
+      offset += 1
+
   def expect(self, character: str, message: str) -> None:
     """Reads past `character`, the next one that is not white space, or raises
     ValueError with `message` where another is there.
@@ -188,7 +258,8 @@ def _end(stream: Text) -> None:
 
 
 def items(stream: Text, decoder: json.JSONDecoder) -> Iterator[Any]:
-  """The values of the array the stream is at, one at a time.
+  """The values of the array the stream is at, one at a time; a value nested deeper
+  than `json` decodes is yielded as a `TooDeep`.
 
   Args:
     stream: the text, at the array's `[` (after `next`).
@@ -200,7 +271,11 @@ def items(stream: Text, decoder: json.JSONDecoder) -> Iterator[Any]:
     return
   while True:
     stream.next()
-    yield stream.value(decoder)
+    try:
+      value = stream.value(decoder)
+    except RecursionError:  # nested deeper than json recurses: that value alone fails
+      value = stream.read_past_deep()
+    yield value
     following = stream.next()
     if following not in (']', ','):
       raise stream.error("Expecting ',' delimiter", stream.at)

@@ -18,7 +18,14 @@ from typing import Dict, List, Optional, Tuple
 from tfrecorder_component.io import files
 from tfrecorder_component.manifest.confine import Confinement
 
-IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff')
+# Raster images: rows of a class folder (those TensorFlow does not decode fail as
+# unsupported_format, or are re-encoded with convert_unsupported, never skipped).
+IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.gif', '.bmp', '.webp', '.tif', '.tiff',
+                    '.heic', '.heif', '.avif')
+# Pictures that are no raster image (vector drawings, documents, camera raw and layered
+# files): named in a warning with their count where a class folder holds them.
+OTHER_PICTURE_EXTENSIONS = ('.svg', '.svgz', '.pdf', '.eps', '.ai', '.psd', '.dng', '.cr2',
+                            '.nef', '.arw', '.raw')
 
 _JUNK = frozenset(n.lower() for n in (
     '__MACOSX', 'Thumbs.db', 'ehthumbs.db', 'ehthumbs_vista.db', 'desktop.ini',
