@@ -6,22 +6,32 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.output import report_html
 from tfrecorder_component.record import splits as splits_lib
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.record.example import DetectedObject, build_example, source_id_of
+from tfrecorder_component.feature_keys import IMAGE_SHA256
+from tfrecorder_component.record import wire
+from tfrecorder_component.record.example import DetectedObject, example_features, source_id_of
 from tfrecorder_component.images import boxes as boxes_lib
-from tfrecorder_component.images import masks as masks_lib
 from tfrecorder_component.images import probe as image_lib
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.manifest import ManifestRow, ObjectBox, Task
 from tfrecorder_component.manifest.class_map import is_dropped
 from tfrecorder_component.options import ConversionOptions
+
+if TYPE_CHECKING:
+  import numpy as np
+
+# `images.masks` (and numpy with it, 130 ms of a run's start-up, before its workers fork)
+# is imported only by the rows that have masks: `_masks_lib()`.
+
+
+def _masks_lib():
+  from tfrecorder_component.images import masks  # pylint: disable=g-import-not-at-top
+  return masks
 
 
 class RecordStat(NamedTuple):
@@ -124,24 +134,24 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
     row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
     names, labels = (), row.labels
   split = row.split or splits_lib.hash_split(row.image_uri, options.buckets)
-  encoded_mask = None if class_mask is None else masks_lib.encode_png(class_mask)
+  encoded_mask = None if class_mask is None else _masks_lib().encode_png(class_mask)
   # A re-encoded image (transformed, or converted to PNG) is named by its stored format.
   filename = (image_lib.stored_filename(posixpath.basename(row.image_uri), info.format)
               if converted or data is not loaded else None)
   source_id = source_id_of(row, options.source_id)
-  example = build_example(row, data, info, objects, masks=options.include_masks,
-                          keypoints=options.include_keypoints, class_mask=encoded_mask,
-                          synset=options.class_synset, filename=filename,
-                          source_id=source_id)
-  sha256 = example.features.feature['image/key/sha256'].bytes_list.value[0].decode()
+  features = example_features(row, data, info, objects, masks=options.include_masks,
+                              keypoints=options.include_keypoints, class_mask=encoded_mask,
+                              synset=options.class_synset, filename=filename,
+                              source_id=source_id)
+  sha256 = features[IMAGE_SHA256][1][0].decode()
   stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
                     report_html.size_bucket(info.width, info.height),
-                    feature_signature(example),
+                    signature_of(features),
                     '' if source_id == row.image_uri else source_id, not row.split)
-  # deterministic: byte-reproducible records
+  # byte for byte protobuf's deterministic serialization: byte-reproducible records
   try:
-    serialized = example.SerializeToString(deterministic=True)
-  except ValueError as e:  # "exceeds maximum protobuf size of 2GB": image and mask together
+    serialized = wire.serialize(features)
+  except wire.TooLarge as e:  # image and mask together
     raise RowError('too_large', 'the record (its image and mask together) would exceed '
                    'the 2 GiB a tf.train.Example can hold') from e
   return ConvertedRow(split, serialized, stat, issues,
@@ -165,6 +175,27 @@ def feature_signature(example) -> str:
     one = kind is not None and len(getattr(feature, kind).value) == 1
     lines.append(f'{key}\t{_VALUES.get(kind, "bytes")}\t{"1" if one else "n"}')
   return '\n'.join(sorted(lines))
+
+
+# {a record's shape: its signature}: the records of a run have a few shapes, and the
+# signature's text costs 25 µs a record to write, its lookup 2.
+_SIGNATURES: Dict[Tuple[Tuple[str, str, bool], ...], str] = {}
+
+
+def signature_of(features: wire.Features) -> str:
+  """`feature_signature` of the record of `features` (`example.example_features`).
+
+  Args:
+    features: the record's {key: (kind, values)}.
+  """
+  shape = tuple([(key, kind, len(values) == 1) for key, (kind, values) in features.items()])
+  signature = _SIGNATURES.get(shape)
+  if signature is None:
+    signature = '\n'.join(sorted(f'{key}\t{kind}\t{"1" if one else "n"}'
+                                 for key, kind, one in shape))
+    if len(_SIGNATURES) < 1024:
+      _SIGNATURES[shape] = signature
+  return signature
 
 
 def load_image(row: ManifestRow, options: ConversionOptions, read: Read = files.read_bytes
@@ -215,7 +246,7 @@ def _class_mask(row: ManifestRow, info: image_lib.ImageInfo, ids: Dict[str, int]
   mask = confined(row.resolved_mask_uri, options, 'mask')  # outside_root, as at parse time
   try:
     data = read(mask, options.max_bytes)
-    return masks_lib.class_mask(data, row.mask_colors, ids, info.width, info.height)
+    return _masks_lib().class_mask(data, row.mask_colors, ids, info.width, info.height)
   except RowError as e:
     raise RowError(e.reason, f'mask {row.mask_uri!r}: {e.message}') from None
 
@@ -266,6 +297,7 @@ def _objects_and_transform(row: ManifestRow, data: bytes, info: image_lib.ImageI
     return data, info, None, issues, class_mask
   scale = result.scale if result is not None else (1.0, 1.0)
   objects = []
+  masks_lib = _masks_lib() if any(a.rle is not None for a in annotated) else None
   for a in annotated:
     mask = None
     if a.rle is not None:  # drawn one object at a time, then encoded
@@ -292,6 +324,7 @@ def _annotate(kept, info: image_lib.ImageInfo, options: ConversionOptions,
   dropped, a polygon reaching outside the image is clipped, a labelled keypoint outside
   the image is made unlabelled (0, 0, 0)."""
   annotated = []
+  masks_lib = _masks_lib() if options.include_masks and kept else None
   for index, obj, box in kept:
     a = _Annotated(index, obj, box, None, ())
     if options.include_masks:
