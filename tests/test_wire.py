@@ -130,6 +130,16 @@ def test_a_key_given_twice_follows_the_message():
   assert wire.serialize(features) == message.SerializeToString(deterministic=True)
 
 
+def test_equal_values_of_other_bytes_are_not_confused():
+  """0.0 and -0.0 are equal and hash alike, but their float32 bytes differ."""
+  for value in (0.0, -0.0, 0.0, 1, 1.0, True):
+    for kind in ('float', 'int64'):
+      if kind == 'int64' and isinstance(value, float):
+        continue
+      features = {'v': (kind, [value])}
+      assert wire.serialize(features) == reference(features)
+
+
 def test_nan_and_infinities_round_trip():
   features = {'f': ('float', [math.nan, math.inf, -math.inf, 1e39, -1e39])}
   assert wire.serialize(features) == reference(features)

@@ -334,8 +334,11 @@ def read_bytes(uri: str, max_bytes: int = DEFAULT_MAX_BYTES, attempts: int = DEF
   """
   for attempt in range(1, attempts + 1):
     try:
-      with storage.open_object(uri) as f:
-        data = f.read(_read_size(f, max_bytes))
+      if '://' in uri:
+        with storage.open_object(uri) as f:
+          data = f.read(_read_size(f, max_bytes))
+      else:
+        data = storage.read_local(uri, max_bytes)
     except Exception as e:  # File systems raise their own types; classify() sorts them.
       kind = classify(e)
       if kind == 'transient' and attempt < attempts:

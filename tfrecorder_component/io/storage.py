@@ -677,6 +677,44 @@ def _open_local(path: str) -> BinaryIO:
   """A local file opened for reading, only if it is a regular file: opened without
   blocking (a FIFO with no writer would block `open` itself), checked, then read as
   usual."""
+  fd, _ = _local_fd(path)
+  try:
+    return os.fdopen(fd, 'rb')
+  except BaseException:
+    os.close(fd)
+    raise
+
+
+def read_local(path: str, max_bytes: int) -> bytes:
+  """A local file's bytes, read only if it is a regular file (as `_open_local` opens it),
+  or its first `max_bytes + 1` where it is larger: what `files.read_bytes` reads through
+  `open_object` and its size, without a file object (10 µs of the 30 that reading a
+  53 KB image costs).
+
+  Args:
+    path: A local path (no scheme).
+    max_bytes: The most bytes wanted; one more is read from a larger file, so that the
+      caller sees it is larger.
+  """
+  fd, size = _local_fd(path)
+  try:
+    # the file's size, plus one in case it grew, so that no read allocates max_bytes
+    limit = min(size, max_bytes) + 1
+    pieces, got = [], 0
+    while got < limit:  # to the end, or the limit, as a buffered read goes
+      piece = os.read(fd, limit - got)
+      if not piece:
+        break
+      pieces.append(piece)
+      got += len(piece)
+    return pieces[0] if len(pieces) == 1 else b''.join(pieces)
+  finally:
+    os.close(fd)
+
+
+def _local_fd(path: str) -> Tuple[int, int]:
+  """(descriptor, size) of a local path opened for reading, only if it is a regular file
+  (NotARegularFile, IsADirectoryError otherwise), in blocking mode."""
   try:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
   except FileNotFoundError:
@@ -685,7 +723,8 @@ def _open_local(path: str) -> BinaryIO:
                             f'{os.readlink(path)!r}, which does not exist', path) from None
     raise
   try:
-    mode = os.fstat(fd).st_mode
+    info = os.fstat(fd)
+    mode = info.st_mode
     if stat.S_ISDIR(mode):
       raise IsADirectoryError(errno.EISDIR, 'Is a directory', path)
     if not stat.S_ISREG(mode):
@@ -694,7 +733,7 @@ def _open_local(path: str) -> BinaryIO:
               else 'not a regular file')
       raise NotARegularFile(errno.EINVAL, f'{kind}, not a regular file', path)
     os.set_blocking(fd, True)
-    return os.fdopen(fd, 'rb')
+    return fd, info.st_size
   except BaseException:
     os.close(fd)
     raise

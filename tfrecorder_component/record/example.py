@@ -132,8 +132,8 @@ def example_features(row: ManifestRow, data: bytes, info: ImageInfo,
                      objects: Optional[Sequence[DetectedObject]] = None, *,
                      masks: bool = False, keypoints: bool = False,
                      class_mask: Optional[bytes] = None, synset: bool = False,
-                     filename: Optional[str] = None, source_id: Optional[str] = None
-                     ) -> wire.Features:
+                     filename: Optional[str] = None, source_id: Optional[str] = None,
+                     label_ids: Optional[Sequence[int]] = None) -> wire.Features:
   """A record's features, {key: (kind, values)} (`wire.Features`), which
   `wire.serialize` writes as the `tf.train.Example`'s bytes and `build_example` puts in
   the message; `image/encoded` holds `data` unchanged.
@@ -161,6 +161,7 @@ def example_features(row: ManifestRow, data: bytes, info: ImageInfo,
       folder's name.
     filename: `image/filename`; None: the base name of the row's image URI.
     source_id: `image/source_id` (`source_id_of`); None: the row's image URI.
+    label_ids: A classification record's `image/class/label`; None: `row.label_ids`.
   """
   feature: wire.Features = {
       IMAGE_ENCODED: ('bytes', [data]),
@@ -174,7 +175,7 @@ def example_features(row: ManifestRow, data: bytes, info: ImageInfo,
       IMAGE_SHA256: ('bytes', [hashlib.sha256(data).hexdigest().encode()]),
   }
   if row.task is Task.CLASSIFICATION:
-    _int64s(feature, CLASS_LABEL, row.label_ids)
+    _int64s(feature, CLASS_LABEL, row.label_ids if label_ids is None else label_ids)
     _bytes(feature, CLASS_TEXT, [l.encode('utf-8') for l in row.labels])
     if synset:
       _bytes(feature, CLASS_SYNSET, [l.encode('utf-8') for l in row.labels])

@@ -37,7 +37,6 @@ Features = Dict[str, Tuple[str, list]]
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _SMALL = [bytes((n,)) for n in range(128)]
 _FEATURE_TAG = {'bytes': b'\x0a', 'float': b'\x12', 'int64': b'\x1a'}
-_KEYS: Dict[str, bytes] = {}  # key -> its field 1 of a map entry, encoded
 
 
 def _varint(n: int) -> bytes:
@@ -83,14 +82,37 @@ def _float(value: float) -> bytes:
 
 
 def _key(key: str) -> bytes:
-  encoded = _KEYS.get(key)
-  if encoded is None:
-    raw = key.encode('utf-8')
-    encoded = b'\x0a' + _varint(len(raw)) + raw
-    if len(_KEYS) < 4096:  # the standard keys and a manifest's columns; not unbounded
-      _KEYS[key] = encoded
-  return encoded
+  raw = key.encode('utf-8')
+  return b'\x0a' + _varint(len(raw)) + raw
 
+
+def _entry(key: str, kind: str, values) -> Tuple[bytes, bytes]:
+  """A map entry's bytes up to a lone large bytes value, and that value (else b'')."""
+  tail = b''
+  if kind == 'bytes':
+    if len(values) == 1 and len(values[0]) >= _LARGE:
+      tail = values[0]
+      payload = b'\x0a' + _varint(len(tail))
+    else:
+      payload = b''.join([b'\x0a' + _varint(len(v)) + v for v in values])
+  else:
+    packed = _floats(values) if kind == 'float' else _int64s(values)
+    payload = b'\x0a' + _varint(len(packed)) + packed if packed else b''
+  size = len(payload) + len(tail)
+  feature = _FEATURE_TAG[kind] + _varint(size)
+  value = b'\x12' + _varint(len(feature) + size)
+  key_field = _key(key)
+  entry_size = len(key_field) + len(value) + len(feature) + size
+  return b''.join([b'\x0a', _varint(entry_size), key_field, value, feature, payload]), tail
+
+
+# A bytes value this large (an image, a mask) is not copied into its entry's head: the
+# record's one join copies it. The bytes and int64 entries (sizes, formats, labels) repeat
+# across a run's records and are kept ready-made in _ENTRIES, up to _ENTRIES_KEPT of
+# them (equal ints, True and 1 included, have equal bytes).
+_LARGE = 1024
+_ENTRIES: Dict[Tuple[str, str, tuple], bytes] = {}
+_ENTRIES_KEPT = 8192
 
 # The largest message the protobuf runtime serializes (INT_MAX bytes, its "exceeds maximum
 # protobuf size of 2GB").
@@ -114,33 +136,28 @@ def serialize(features: Features) -> bytes:
     return b''  # no field set: the message's bytes are none
   parts: List[bytes] = []
   body = 0
-  for key in sorted(features, key=_sort_key):
+  entries = _ENTRIES
+  for key in sorted(features):  # code point order: the order of their UTF-8 bytes
     kind, values = features[key]
-    if kind == 'bytes':
-      pieces = []
-      for v in values:
-        pieces.append(b'\x0a' + _varint(len(v)) if len(v) > 127 else b'\x0a' + _SMALL[len(v)])
-        pieces.append(v)
-      size = sum(map(len, pieces))
-    else:
-      payload = _floats(values) if kind == 'float' else _int64s(values)
-      pieces = [b'\x0a', _varint(len(payload)), payload] if payload else []
-      size = len(payload) + 1 + len(pieces[1]) if payload else 0
-    feature_head = _FEATURE_TAG[kind] + _varint(size)
-    value_size = len(feature_head) + size
-    key_field = _key(key)
-    value_head = b'\x12' + _varint(value_size)
-    entry_size = len(key_field) + len(value_head) + value_size
-    entry_head = b'\x0a' + _varint(entry_size)
-    parts.append(entry_head + key_field + value_head + feature_head)
-    parts.extend(pieces)
-    body += len(entry_head) + entry_size
-  head = b'\x0a' + _varint(body)
-  if len(head) + body > MAX_BYTES:
-    raise TooLarge(f'the record would have {len(head) + body} bytes, more than protobuf '
+    if kind == 'float' or (kind == 'bytes' and len(values) == 1 and len(values[0]) >= _LARGE):
+      # floats are never looked up: 0.0 == -0.0, whose bytes differ
+      head, tail = _entry(key, kind, values)
+      parts.append(head)
+      parts.append(tail)
+      body += len(head) + len(tail)
+      continue
+    cached = (key, kind, tuple(values))
+    head = entries.get(cached)
+    if head is None:
+      head = _entry(key, kind, values)[0]
+      if len(entries) >= _ENTRIES_KEPT:
+        entries.clear()
+      entries[cached] = head
+    parts.append(head)
+    body += len(head)
+  top = b'\x0a' + _varint(body)
+  if len(top) + body > MAX_BYTES:
+    raise TooLarge(f'the record would have {len(top) + body} bytes, more than protobuf '
                    f'serializes ({MAX_BYTES})')
-  return b''.join([head, *parts])
-
-
-def _sort_key(key: str) -> bytes:
-  return key.encode('utf-8')
+  parts[0] = top + parts[0]
+  return b''.join(parts)

@@ -4,7 +4,6 @@ transform to all of them, pick the split and build the `tf.train.Example`. Failu
 raise RowError naming the reason."""
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 from typing import TYPE_CHECKING, Callable, Dict, List, NamedTuple, Optional, Tuple
 
@@ -127,11 +126,12 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
     class_mask = _class_mask(row, info, ids, options, read)
   data, info, objects, issues, class_mask = _objects_and_transform(
       row, data, info, ids, options, class_mask)
+  label_ids = None
   if row.task is Task.DETECTION:
     names = tuple(o.label for o in objects)
     labels = tuple(dict.fromkeys(names))
   else:
-    row = dataclasses.replace(row, label_ids=tuple(ids[l] for l in row.labels))
+    label_ids = tuple([ids[l] for l in row.labels])
     names, labels = (), row.labels
   split = row.split or splits_lib.hash_split(row.image_uri, options.buckets)
   encoded_mask = None if class_mask is None else _masks_lib().encode_png(class_mask)
@@ -142,7 +142,7 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
   features = example_features(row, data, info, objects, masks=options.include_masks,
                               keypoints=options.include_keypoints, class_mask=encoded_mask,
                               synset=options.class_synset, filename=filename,
-                              source_id=source_id)
+                              source_id=source_id, label_ids=label_ids)
   sha256 = features[IMAGE_SHA256][1][0].decode()
   stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
                     report_html.size_bucket(info.width, info.height),
