@@ -99,16 +99,16 @@ def test_a_worker_that_fails_fails_the_run_and_leaves_nothing(tmp_path, monkeypa
   and the output folder is left as it was: no records, no staging folder, no scratch."""
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 5)
   monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 4)
-  frames = tfrecord.tfrecord_frames
+  write_records = tfrecord.GzipStream.write_records
   written = []
 
-  def failing(records):
+  def failing(stream, records):
     written.extend(records)
     if len(written) >= 7:
       raise OSError(28, 'No space left on device')
-    return frames(records)
+    return write_records(stream, records)
 
-  monkeypatch.setattr(tfrecord, 'tfrecord_frames', failing)
+  monkeypatch.setattr(tfrecord.GzipStream, 'write_records', failing)
   out = tmp_path / 'out'
   with pytest.raises(OSError, match='(?i)no space left on device'):
     trc.convert(_rows(tmp_path, 40), str(out))

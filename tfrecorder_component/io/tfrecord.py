@@ -141,6 +141,15 @@ def read_shard(path: str) -> Iterator[bytes]:
 class GzipStream:
   """A gzip stream over an open binary file; closing it closes both.
 
+  At level 0 the stream is written here, as RFC 1952 (gzip) and RFC 1951 section 3.2.4
+  (stored blocks) define it: a header with no name and no time, the data in stored
+  blocks of at most 65,535 bytes (each a 0 byte, LEN and its complement NLEN,
+  little-endian, then the bytes as they are), an empty final block, then the CRC-32 and
+  the length mod 2^32. zlib's level 0 copies the data through its window at a few
+  hundred MB/s; this copies it once, into the file's write. Other levels are zlib's
+  (`gzip.GzipFile`). tests/test_tfrecord.py reads both back with gzip, zlib and
+  TensorFlow.
+
   Args:
     raw: The binary file the compressed bytes go to (a local file, an ObjectWriter, a
       Beam file); `finish` lets an ObjectWriter end its upload without waiting.
@@ -149,9 +158,16 @@ class GzipStream:
 
   def __init__(self, raw: BinaryIO, level: int):
     self._raw = raw
-    # No file name or time in the header: shards are byte-reproducible.
-    self._gzip = gzip.GzipFile(filename='', fileobj=raw, mode='wb', compresslevel=level,
-                               mtime=0)
+    self._stored = level == 0
+    self._finished = False
+    if self._stored:
+      self._crc = 0
+      self._size = 0
+      raw.write(_GZIP_HEADER)
+    else:
+      # No file name or time in the header: shards are byte-reproducible.
+      self._gzip = gzip.GzipFile(filename='', fileobj=raw, mode='wb', compresslevel=level,
+                                 mtime=0)
 
   def write(self, data: bytes) -> None:
     """Compresses `data` into the stream.
@@ -159,19 +175,90 @@ class GzipStream:
     Args:
       data: The bytes to write (a shard's TFRecord frames).
     """
-    self._gzip.write(data)
+    if self._stored:
+      self._write_stored([data])
+    else:
+      self._gzip.write(data)
+
+  def write_records(self, records) -> int:
+    """Frames `records` (TFRecord frames) into the stream; returns the framed bytes'
+    length. At level 0 each record is copied once, into the file's write.
+
+    Args:
+      records: Serialized records (bytes), in order.
+    """
+    if not self._stored:
+      data = tfrecord_frames(records)
+      self._gzip.write(data)
+      return len(data)
+    parts = [part for record in records for part in _frame_parts(record)]
+    return self._write_stored(parts)
+
+  def _write_stored(self, parts) -> int:
+    out = []
+    block: list = []
+    room = _STORED_BLOCK
+    crc = self._crc
+    total = 0
+    for part in parts:
+      crc = zlib.crc32(part, crc)
+      n = len(part)
+      total += n
+      view = memoryview(part) if n > room else part
+      start = 0
+      while n - start > room:  # the part fills this block: the block is cut there
+        block.append(view[start:start + room])
+        start += room
+        out.append(_block_header(_STORED_BLOCK))
+        out.extend(block)
+        block, room = [], _STORED_BLOCK
+      if start:
+        block.append(view[start:])
+      else:
+        block.append(part)
+      room -= n - start
+    if block:
+      out.append(_block_header(_STORED_BLOCK - room))
+      out.extend(block)
+    self._crc = crc
+    self._size += total
+    if out:
+      self._raw.write(b''.join(out))
+    return total
+
+  def _end(self) -> None:
+    if self._finished:
+      return
+    self._finished = True
+    if self._stored:
+      self._raw.write(_FINAL_BLOCK + struct.pack('<II', self._crc, self._size & 0xffffffff))
+    else:
+      self._gzip.close()
 
   def finish(self) -> None:
     """Writes the gzip trailer and lets the file finish without waiting for it (an
     object's upload: `storage.ObjectWriter.begin_close`); `close()` then waits."""
-    self._gzip.close()
+    self._end()
     begin_close = getattr(self._raw, 'begin_close', None)
     if begin_close is not None:
       begin_close()
 
   def close(self) -> None:
-    self._gzip.close()
+    self._end()
     self._raw.close()
+
+
+# ID1 ID2, CM 8 (deflate), no flags, MTIME 0, XFL 0, OS 255 (unknown), as gzip.GzipFile
+# writes them at level 0 with no name and mtime=0.
+_GZIP_HEADER = b'\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff'
+_STORED_BLOCK = 65535  # LEN is 16 bits
+_FINAL_BLOCK = b'\x01\x00\x00\xff\xff'  # BFINAL 1, stored, LEN 0, NLEN 0xffff
+
+
+def _block_header(length: int) -> bytes:
+  """A stored block that is not the last: BFINAL 0, BTYPE 00 (padded to the byte), LEN,
+  NLEN."""
+  return struct.pack('<BHH', 0, length, length ^ 0xffff)
 
 
 class ShardWriter:
@@ -197,10 +284,8 @@ class ShardWriter:
       records: Serialized records (bytes), in order: a sequence, since they are
         counted with `len`.
     """
-    data = tfrecord_frames(records)
-    self._file.write(data)
+    self.bytes += self._file.write_records(records)
     self.records += len(records)
-    self.bytes += len(data)
 
   def finish(self) -> None:
     """Ends the shard without waiting for its upload (`GzipStream.finish`); `close()`

@@ -7,8 +7,7 @@ from apache_beam import coders
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 
-from tfrecorder_component.io.tfrecord import (DEFAULT_COMPRESSION_LEVEL, GzipStream, tfrecord_frame,
-                                              tfrecord_frames)
+from tfrecorder_component.io.tfrecord import DEFAULT_COMPRESSION_LEVEL, GzipStream
 
 
 class GzipTFRecordSink(filebasedsink.FileBasedSink):
@@ -52,7 +51,4 @@ class GzipTFRecordSink(filebasedsink.FileBasedSink):
       file_handle: The GzipStream `open` returned.
       value: A serialized record (bytes), or with `batched` a sequence of them.
     """
-    if self._batched:
-      file_handle.write(tfrecord_frames(value))
-    else:
-      file_handle.write(tfrecord_frame(value))
+    file_handle.write_records(value if self._batched else [value])

@@ -1,0 +1,66 @@
+"""Gzipped TFRecord shards as `io.tfrecord` writes them, read back by gzip, zlib and
+TensorFlow: level 0's stored blocks (written without zlib) across block boundaries,
+records larger than a block, empty shards, several writes, and the levels zlib writes."""
+import gzip
+import os
+import zlib
+
+import pytest
+import tensorflow as tf
+
+from tfrecorder_component.io import tfrecord
+
+
+def _records(seed: int, sizes):
+  return [bytes((seed + i + j) % 256 for j in range(n)) for i, n in enumerate(sizes)]
+
+
+BATCHES = [
+    [],
+    _records(1, [0, 1, 100]),
+    _records(2, [65535 - 12, 65535 - 16, 1]),     # frames ending at and around a block's end
+    _records(3, [200_000, 65535, 65536, 131070]),  # records spanning several blocks
+    _records(4, [5] * 3000),                       # many small records in one write
+]
+
+
+@pytest.mark.parametrize('level', [0, 1, 6])
+def test_shards_read_back_with_gzip_zlib_and_tensorflow(tmp_path, level):
+  path = str(tmp_path / f'shard-{level}.gz')
+  writer = tfrecord.ShardWriter(path, level)
+  for batch in BATCHES:
+    writer.write(batch)
+  writer.close()
+  expected = [r for batch in BATCHES for r in batch]
+  framed = tfrecord.tfrecord_frames(expected)
+  assert writer.records == len(expected) and writer.bytes == len(framed)
+  with open(path, 'rb') as f:
+    raw = f.read()
+  assert gzip.decompress(raw) == framed
+  assert zlib.decompress(raw, 16 + zlib.MAX_WBITS) == framed
+  assert list(tfrecord.read_shard(path)) == expected
+  got = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type='GZIP')]
+  assert got == expected
+  if level == 0:  # stored: a few bytes a block beyond the frames, no compression
+    assert len(raw) - len(framed) < 18 + 5 * (len(framed) // 65535 + len(BATCHES) + 1)
+
+
+def test_an_empty_level_0_shard_is_an_empty_gzip_stream(tmp_path):
+  path = str(tmp_path / 'empty.gz')
+  tfrecord.ShardWriter(path, 0).close()
+  with open(path, 'rb') as f:
+    raw = f.read()
+  assert gzip.decompress(raw) == b''
+  assert list(tf.data.TFRecordDataset(path, compression_type='GZIP')) == []
+
+
+def test_level_0_stream_takes_plain_writes_too(tmp_path):
+  path = str(tmp_path / 'plain.gz')
+  data = os.urandom(70_000)
+  stream = tfrecord.GzipStream(open(path, 'wb'), 0)
+  stream.write(data[:3])
+  stream.write(data[3:])
+  stream.finish()
+  stream.close()
+  with open(path, 'rb') as f:
+    assert gzip.decompress(f.read()) == data
