@@ -205,3 +205,36 @@ def test_straight_walk_decides_as_the_full_walk_on_random_frames_and_scans(seed)
   assert counts[True, 'header'] > 500 and counts[False, 'header'] > 100, counts
   for outcome in ('refused', 'undecided', 'row error'):
     assert counts[False, outcome] > 20, counts
+
+
+def _made_tables_verdict(dc: bool, bits: bytes, values: bytes) -> int:
+  """jdhuff.c jpeg_make_d_derived_tbl as it is written: each length's codes in turn,
+  refused where they do not fit that many bits; DC symbols 0-15."""
+  code = 0
+  for length, count in enumerate(bits, 1):
+    code += count
+    if count and code >= 1 << length:
+      return -1
+    code <<= 1
+  if dc and any(v > 15 for v in values):
+    return -1
+  return max(values, default=0) if dc else 0  # an AC table's symbols: read by no rule
+
+
+def test_table_verdict_is_jpeg_make_d_derived_tbls():
+  """`_table_verdict` sums the code lengths (Kraft's inequality) where libjpeg gives the
+  codes length by length: the same verdict on every table, at the edge and past it."""
+  rng = random.Random(0)
+  tables = [bytes(16), bytes([2] + [0] * 15), bytes([1, 2] + [0] * 14), bytes([0] * 15 + [255]),
+            bytes([1] * 16), bytes([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255])]
+  for _ in range(20000):
+    bits = [0] * 16
+    for _ in range(rng.randrange(1, 30)):  # codes drawn up to and past a full tree
+      bits[rng.randrange(16)] += 1
+    tables.append(bytes(min(b, 255) for b in bits))
+  for bits in tables:
+    values = bytes(rng.randrange(0, 20) for _ in range(rng.randrange(0, 5)))
+    for dc in (True, False):
+      assert jpeg_walk._table_verdict(dc, bits, values) == _made_tables_verdict(dc, bits, values), (bits, values)
+  assert sum(jpeg_walk._table_verdict(False, b, b'') < 0 for b in tables) > 2000
+  assert sum(jpeg_walk._table_verdict(False, b, b'') >= 0 for b in tables) > 2000
