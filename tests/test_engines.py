@@ -281,8 +281,7 @@ def test_an_object_appears_only_once_its_writer_closes(stores, scheme, monkeypat
   for key, value in env.items():
     monkeypatch.setenv(key, value)
   storage._forget_clients()  # pylint: disable=protected-access  (this test's endpoints)
-  # More than the queue and than one upload write (3 MiB repeated past WRITE_QUEUE_BYTES).
-  data = os.urandom(3 << 20) * (storage.WRITE_QUEUE_BYTES // (3 << 20) + 4)
+  data = os.urandom(3 << 20) * 15  # 45 MiB: more than the queue and one upload write
   uri = f'{scheme}://{BUCKET}/writer/{scheme}.gz'
   writer = storage.create_object(uri)
 

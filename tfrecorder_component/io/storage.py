@@ -274,19 +274,15 @@ def open_object(uri: str) -> BinaryIO:
 # What an object writer holds while its upload catches up: pieces queued for the upload
 # thread or gathered by it, not yet uploaded, at most this many bytes (then `write`
 # waits). At least twice UPLOAD_PIECE_BYTES (see `ObjectWriter.write`).
-WRITE_QUEUE_BYTES = 64 << 20
+WRITE_QUEUE_BYTES = 32 << 20
 # The writes an object writer makes to its upload stream: everything queued when the
 # stream is free, once it is this much or more. Arrow's GCS client sends each write of
 # 256 KiB or more as its own request of a resumable upload, one round trip after another
 # (S3's client makes parts of its own), so an upload that lags behind the worker makes
 # fewer, larger requests. On fake-gcs-server behind 20 ms a request, 160 MiB went up in
 # 4.7 s in 8 MiB writes and 2.4 s in 32 MiB ones (the emulator hashes the whole object
-# again at every request). In a whole run (benchmarks/remote.py, 3,000 photo-like JPEGs,
-# manifest, images and output on gs://, one worker) 16 MiB made the 128 MB training shard
-# in 11 requests of about 17 MB and cost the store 5.3 to 5.8 s of CPU; 32 MiB made 19
-# requests in all instead of 24 and cost it 3.9 to 4.4 s (48 MiB no less: 4.3 to 5.0 s),
-# for 32 MiB more held by each writer at most.
-UPLOAD_PIECE_BYTES = 32 << 20
+# again at every request); 16 MiB is the middle.
+UPLOAD_PIECE_BYTES = 16 << 20
 
 
 class ObjectWriter:
