@@ -368,6 +368,11 @@ def figures(got: Dict) -> Dict:
           'requests_per_image': {kind: procs.spread([r['requests'] / n2 for r in big
                                                      if r['kind'] == kind]) for kind in KINDS},
           'upstream_errors': sum(r['upstream_errors'] for r in big),
+          # Requests other than GETs (uploads: POST starts one, PUT sends a piece, and
+          # the lock's and the report's small objects), the output's side of the count.
+          'writes': {kind: procs.spread([sum(v for m, v in r.get('methods', {}).items()
+                                             if m != 'GET') for r in big if r['kind'] == kind])
+                     for kind in KINDS},
       }
   return out
 
@@ -390,8 +395,9 @@ def markdown(got: Dict, figs: Dict) -> str:
       '| store | added latency | run | images/s | CPU ms an image | fixed cost s '
       f'| peak MB at N={n2:,} | requests an image | server CPU ms an image '
       f'| server core busy at N={n2:,} | store\'s ceiling images/s '
-      f'| core {CONVERTER_CORE} / core {SERVER_CORE} busy at N={n2:,} |',
-      '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
+      f'| core {CONVERTER_CORE} / core {SERVER_CORE} busy at N={n2:,} '
+      f'| requests other than GET at N={n2:,} |',
+      '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
   for (store, latency), f in figs.items():
     for kind in KINDS:
       lines.append(
@@ -402,7 +408,8 @@ def markdown(got: Dict, figs: Dict) -> str:
           f'{opt(f[kind]["server_ms"], 2) if kind != "local" else "–"} | '
           f'{opt(pct(f[kind]["server_busy"]), 0, "%") if kind != "local" else "–"} | '
           f'{opt(f[kind]["ceiling"], 0) if kind != "local" else "–"} | '
-          f'{opt(pct(f[kind]["core0_busy"]), 0, "%")} / {opt(pct(f[kind]["core1_busy"]), 0, "%")} |')
+          f'{opt(pct(f[kind]["core0_busy"]), 0, "%")} / {opt(pct(f[kind]["core1_busy"]), 0, "%")} | '
+          f'{procs.fmt(f["writes"][kind], 0) if kind != "local" else "–"} |')
   lines += ['', '| store | added latency | all / images: rate | all / images: CPU an image '
             '| images / local: rate | images / local: CPU an image '
             '| all / min(images, store\'s ceiling): rate | all / local: CPU an image |',
