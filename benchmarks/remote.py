@@ -26,7 +26,11 @@ Each run is a fresh `tfrecorder-component convert MANIFEST OUT` process with def
 settings, pinned to core 0 (`taskset -c 0`: one core, so the CLI runs one worker),
 timed from launch to exit, with the CPU time (user and system) of its process tree and
 its peak resident memory (sampled every 50 ms). The storage servers, the proxies and
-this driver are pinned to core 1, so they do not take the converter's CPU. One untimed
+this driver are pinned to core 1, so they do not take the converter's CPU. Beside each
+run's rate: both cores' busy share over the run (per-CPU counters of /proc/stat, sampled
+at launch and exit) and the store's ceiling, the images a second the store's core could
+serve at the CPU an image its server and proxy spent in that run; the goal's measure is
+the `all` run's rate over the lower of the `images` rate and that ceiling. One untimed
 warm-up run of each kind comes first. Then, for each repeat, each latency and each N,
 the three runs, interleaved so that the host's noise falls on all alike. The steady rate
 of a repeat is (N2 - N1) / (t2 - t1) and the CPU an image (c2 - c1) / (N2 - N1), so
@@ -93,6 +97,27 @@ def _cpu_s(services: Sequence[Any]) -> float:
     times = psutil.Process(service.pid).cpu_times()
     total += times.user + times.system + times.children_user + times.children_system
   return total
+
+
+def _core_times() -> Dict[int, Tuple[float, float]]:
+  """{core: (busy s, total s)} of CONVERTER_CORE and SERVER_CORE since boot (psutil's
+  per-CPU counters, /proc/stat: busy is everything but idle and iowait)."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  per_cpu = psutil.cpu_times(percpu=True)
+  out = {}
+  for core in (CONVERTER_CORE, SERVER_CORE):
+    t = per_cpu[core]
+    total = sum(t)
+    out[core] = (total - t.idle - getattr(t, 'iowait', 0.0), total)
+  return out
+
+
+def _busy(before: Dict[int, Tuple[float, float]], after: Dict[int, Tuple[float, float]]
+          ) -> Dict[int, float]:
+  """{core: share of the time between the two samples it was busy}: whatever ran there,
+  this run's or anyone else's (on a shared host, other work shows up here too)."""
+  return {core: ((after[core][0] - before[core][0]) /
+                 max(after[core][1] - before[core][1], 1e-9)) for core in before}
 
 
 def files_local(path: str) -> bool:
@@ -231,20 +256,26 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
                 out = output(kind, f'{rep}-{latency:g}-{n}')
                 proxy.reset_stats()
                 served = _cpu_s((server, proxy))
+                cores = _core_times()
                 r = _convert(source[kind][n], out, n, env[kind],
                              f'{store} rep {rep + 1} {latency:g} ms {kind} N={n}')
+                busy = _busy(cores, _core_times())
                 stats = proxy.stats()
                 served = _cpu_s((server, proxy)) - served
                 runs.append({'store': store, 'kind': kind, 'n': n, 'rep': rep,
                              'latency_ms': latency, 'wall_s': r['wall_s'], 'cpu_s': r['cpu_s'],
                              'peak_mb': r['peak_mb'], 'server_cpu_s': served,
-                             'requests': stats['requests'],
+                             'requests': stats['requests'], 'methods': stats['methods'],
+                             'converter_core_busy': busy[CONVERTER_CORE],
+                             'server_core_busy': busy[SERVER_CORE],
                              'max_in_flight': stats['max_in_flight'],
                              'upstream_errors': stats['upstream_errors']})
                 print(f'remote {store} rep {rep + 1} {latency:>4g} ms N={n:>6} {kind:<6} '
                       f'{r["wall_s"]:7.2f}s  cpu {r["cpu_s"]:7.2f}s  peak '
                       f'{r["peak_mb"]:6.0f} MB  {stats["requests"]} requests  server cpu '
-                      f'{served:6.2f}s', flush=True)
+                      f'{served:6.2f}s  cores busy {100 * busy[CONVERTER_CORE]:3.0f}% / '
+                      f'{100 * busy[SERVER_CORE]:3.0f}%  {_methods(stats["methods"])}',
+                      flush=True)
                 if check:
                   outs[kind] = (server.download(BUCKET, out.split(f'{BUCKET}/', 1)[1],
                                                 os.path.join(scratch, 'fetched'))
@@ -269,6 +300,12 @@ def measure(data_root: str, sizes: List[int], repeats: int, latencies: List[floa
           'images': data.SHORT, 'latencies': latencies, 'stores': list(stores)}
 
 
+def _methods(methods: Dict[str, int]) -> str:
+  """'GET 3034 POST 14 PUT 24': the proxy's requests by method (PUTs and POSTs are the
+  output's uploads, GETs the reads)."""
+  return ' '.join(f'{m} {n}' for m, n in sorted(methods.items()))
+
+
 def _run(runs, store, kind, n, rep, latency):
   return next(r for r in runs if (r['store'], r['kind'], r['n'], r['rep'], r['latency_ms'])
               == (store, kind, n, rep, latency))
@@ -281,9 +318,11 @@ def figures(got: Dict) -> Dict:
   out = {}
   for store in got['stores']:
     for latency in got['latencies']:
-      per_kind = {k: {'rate': [], 'cpu_ms': [], 'fixed_s': [], 'server_ms': [], 'server_busy': []}
+      per_kind = {k: {'rate': [], 'cpu_ms': [], 'fixed_s': [], 'server_ms': [], 'server_busy': [],
+                      'ceiling': [], 'core0_busy': [], 'core1_busy': []}
                   for k in KINDS}
-      ratios = {'all_rate': [], 'all_cpu': [], 'images_rate': [], 'images_cpu': []}
+      ratios = {'all_rate': [], 'all_cpu': [], 'images_rate': [], 'images_cpu': [],
+                'all_bound': [], 'all_local_cpu': []}
       for rep in range(got['repeats']):
         rep_rate, rep_cpu = {}, {}
         for kind in KINDS:
@@ -298,11 +337,27 @@ def figures(got: Dict) -> Dict:
           per_kind[kind]['server_ms'].append(
               1000 * (b['server_cpu_s'] - a['server_cpu_s']) / (n2 - n1))
           per_kind[kind]['server_busy'].append(b['server_cpu_s'] / b['wall_s'])
-        if len(rep_rate) == len(KINDS):
+          # The store's ceiling: the images a second its core could serve at the CPU an
+          # image its server and proxy spent in this run (1 / store CPU-s an image).
+          served = (b['server_cpu_s'] - a['server_cpu_s']) / (n2 - n1)
+          rep_ceiling = 1 / served if served > 0 else None
+          if rep_ceiling and kind != 'local':
+            per_kind[kind]['ceiling'].append(rep_ceiling)
+            if kind == 'all':
+              rep_rate['all_ceiling'] = rep_ceiling
+          if 'converter_core_busy' in b:
+            per_kind[kind]['core0_busy'].append(b['converter_core_busy'])
+            per_kind[kind]['core1_busy'].append(b['server_core_busy'])
+        if all(k in rep_rate for k in KINDS):
           ratios['all_rate'].append(rep_rate['all'] / rep_rate['images'])
           ratios['all_cpu'].append(rep_cpu['all'] / rep_cpu['images'])
           ratios['images_rate'].append(rep_rate['images'] / rep_rate['local'])
           ratios['images_cpu'].append(rep_cpu['images'] / rep_cpu['local'])
+          ratios['all_local_cpu'].append(rep_cpu['all'] / rep_cpu['local'])
+          # The goal's measure: the all run's rate over the lower of what the images run
+          # reached and what the store could serve at its cost an image in the all run.
+          bound = min(rep_rate['images'], rep_rate.get('all_ceiling') or float('inf'))
+          ratios['all_bound'].append(rep_rate['all'] / bound)
       big = [r for r in runs if (r['store'], r['n'], r['latency_ms']) == (store, n2, latency)]
       out[store, latency] = {
           **{kind: {name: procs.spread(v) if v else None for name, v in f.items()}
@@ -313,6 +368,11 @@ def figures(got: Dict) -> Dict:
           'requests_per_image': {kind: procs.spread([r['requests'] / n2 for r in big
                                                      if r['kind'] == kind]) for kind in KINDS},
           'upstream_errors': sum(r['upstream_errors'] for r in big),
+          # Requests other than GETs (uploads: POST starts one, PUT sends a piece, and
+          # the lock's and the report's small objects), the output's side of the count.
+          'writes': {kind: procs.spread([sum(v for m, v in r.get('methods', {}).items()
+                                             if m != 'GET') for r in big if r['kind'] == kind])
+                     for kind in KINDS},
       }
   return out
 
@@ -334,8 +394,10 @@ def markdown(got: Dict, figs: Dict) -> str:
       '',
       '| store | added latency | run | images/s | CPU ms an image | fixed cost s '
       f'| peak MB at N={n2:,} | requests an image | server CPU ms an image '
-      f'| server core busy at N={n2:,} |',
-      '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|']
+      f'| server core busy at N={n2:,} | store\'s ceiling images/s '
+      f'| core {CONVERTER_CORE} / core {SERVER_CORE} busy at N={n2:,} '
+      f'| requests other than GET at N={n2:,} |',
+      '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
   for (store, latency), f in figs.items():
     for kind in KINDS:
       lines.append(
@@ -344,13 +406,19 @@ def markdown(got: Dict, figs: Dict) -> str:
           f'{f["peak_mb"][kind]["median"]:,.0f} | '
           f'{procs.fmt(f["requests_per_image"][kind], 2) if kind != "local" else "–"} | '
           f'{opt(f[kind]["server_ms"], 2) if kind != "local" else "–"} | '
-          f'{opt(pct(f[kind]["server_busy"]), 0, "%") if kind != "local" else "–"} |')
+          f'{opt(pct(f[kind]["server_busy"]), 0, "%") if kind != "local" else "–"} | '
+          f'{opt(f[kind]["ceiling"], 0) if kind != "local" else "–"} | '
+          f'{opt(pct(f[kind]["core0_busy"]), 0, "%")} / {opt(pct(f[kind]["core1_busy"]), 0, "%")} | '
+          f'{procs.fmt(f["writes"][kind], 0) if kind != "local" else "–"} |')
   lines += ['', '| store | added latency | all / images: rate | all / images: CPU an image '
-            '| images / local: rate | images / local: CPU an image |', '|---|---:|---:|---:|---:|---:|']
+            '| images / local: rate | images / local: CPU an image '
+            '| all / min(images, store\'s ceiling): rate | all / local: CPU an image |',
+            '|---|---:|---:|---:|---:|---:|---:|---:|']
   for (store, latency), f in figs.items():
     lines.append(f'| {STORES[store]}:// | {latency:g} ms | {opt(f["all_rate"], 2, "x")} | '
                  f'{opt(f["all_cpu"], 2, "x")} | {opt(f["images_rate"], 2, "x")} | '
-                 f'{opt(f["images_cpu"], 2, "x")} |')
+                 f'{opt(f["images_cpu"], 2, "x")} | {opt(f["all_bound"], 2, "x")} | '
+                 f'{opt(f["all_local_cpu"], 2, "x")} |')
   same = ', '.join(f'{STORES[s]}:// {({None: "n/a", True: "yes", False: "**no**"})[v]}'
                    for s, v in got['identical'].items())
   lines += [
@@ -363,7 +431,13 @@ def markdown(got: Dict, figs: Dict) -> str:
       'CLI\'s whole process tree, sampled every 50 ms. Server CPU: user and system time of '
       'the store\'s server and its proxy, the steady difference over N as for the CLI; '
       f'server core busy: their CPU time over the wall time of the N={n2:,} run (the '
-      'store\'s core is also the driver\'s, so 100% means the store is the limit).',
+      'store\'s core is also the driver\'s, so 100% means the store is the limit). '
+      'Store\'s ceiling: 1 / (that server CPU an image), the images a second the store\'s '
+      'core could serve at what each cost it in that run; all / min(images, store\'s '
+      'ceiling) compares the all run\'s rate with the lower of the images run\'s rate and '
+      'that ceiling, within each repeat. Cores busy: the share of the run\'s wall time each '
+      'core was not idle (per-CPU counters of /proc/stat, sampled at launch and exit), '
+      'whatever ran there: on a host shared with other work they count it too.',
       '',
       f'Outputs compared at N={n2:,}, {got["latencies"][0]:g} ms (tests/tfrecord_digest.py): '
       f'records of local and all byte-identical, images and labels of images identical to '
