@@ -166,3 +166,31 @@ def test_multi_label_rows_and_extra_columns_become_typed_features(tmp_path):
   assert feature(a, 'photographer') == [b'Ann']
   assert feature(a, 'zip') == [b'01234']  # declared string: the leading zero stays
   assert summary['records_per_label'] == {'cat': 1, 'dog': 2}
+
+
+def test_records_are_written_in_the_stage_that_converts_them(tmp_path):
+  """Nothing that grows with the images leaves the Convert stage: the record batches
+  are written by the shard writers fused with the conversion (as the engine without
+  Beam writes them in the worker that made them), and the stats, errors and box issues
+  are counted and spilled there; only combined counts and run files' paths cross the
+  runner. A side input or a shuffle between them would make every image's bytes cross
+  the runner (gRPC on the multi-process DirectRunner), a per-image CPU cost."""
+  from apache_beam.runners.portability.fn_api_runner import fn_runner  # pylint: disable=g-import-not-at-top
+  manifest = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.jpg,cat\n')
+  p = beam.Pipeline()
+  out = str(tmp_path / 'out')
+  _ = p | ConvertManifests([ManifestSource(manifest)],
+                           {s: os.path.join(out, f'Split-{s}') for s in SPLITS}, out,
+                           str(tmp_path / 'report'))
+  _, stages = fn_runner.FnApiRunner().create_stages(p.to_runner_api())
+  convert = [s for s in stages if any(t.unique_name.startswith('ConvertManifests/Convert/')
+                                      for t in s.transforms)]
+  assert len(convert) == 1
+  names = {t.unique_name for t in convert[0].transforms}
+  for step in [f'ConvertManifests/WriteSplits/Write[{s}]/WriteImpl/WriteBundles' for s in SPLITS] + [
+      'ConvertManifests/Summarize/CountStats', 'ConvertManifests/Summarize/ErrorReasons',
+      'ConvertManifests/Summarize/BoxIssueReasons',
+      'ConvertManifests/WriteReport/FindDuplicates/SpillSortedRuns',
+      'ConvertManifests/WriteReport/WriteErrors/SpillSortedRuns',
+      'ConvertManifests/WriteReport/WriteBoxIssues/SpillSortedRuns']:
+    assert step in names, step
