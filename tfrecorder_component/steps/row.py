@@ -148,7 +148,7 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
                     report_html.size_bucket(info.width, info.height),
                     signature_of(features),
                     '' if source_id == row.image_uri else source_id, not row.split)
-  # byte for byte protobuf's deterministic serialization: byte-reproducible records
+  # the C++ protobuf runtime's deterministic serialization, on every stack: byte-reproducible
   try:
     serialized = wire.serialize(features)
   except wire.TooLarge as e:  # image and mask together
