@@ -143,6 +143,8 @@ def _checked_labels(row: ManifestRow) -> ParsedItem:
     if declared != row.declared_classes:
       row = dataclasses.replace(row, declared_classes=declared)
   labels = [*row.labels, *(o.label for o in row.objects or ())]
+  if all(label.isascii() and label.isprintable() for label in labels):
+    return row  # printable ASCII (0x20 to 0x7e): no control character, NFC as it is
   for label in labels:
     bad = _NOT_IN_A_LABEL.search(label)
     if bad:
@@ -168,7 +170,8 @@ def _has_undecodable_bytes(row: ManifestRow) -> bool:
     texts.append(name)
     if isinstance(value, str):
       texts.append(value)
-  return any(_SURROGATE.search(text) for text in texts)
+  # An ASCII text holds no surrogate; `isascii` is a flag's read.
+  return any(not text.isascii() and _SURROGATE.search(text) for text in texts)
 
 
 _SURROGATE = re.compile('[\ud800-\udfff]')

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import posixpath
 import re
 from typing import Optional, Sequence, Tuple, Union
@@ -279,7 +280,20 @@ def resolve_uri(image_uri: str, manifest_path: str, image_root: Optional[str] = 
     base = manifest_path.rsplit('/', 1)[0] if '/' in manifest_path else '.'
   if _SCHEME.match(base):
     return posixpath.join(base, uri)
-  return posixpath.normpath(posixpath.join(base, uri))
+  if '//' in uri or uri.endswith('/') or '/.' in '/' + uri:
+    return posixpath.normpath(posixpath.join(base, uri))
+  # No empty, '.' or '..' segment in `uri`: normpath would change only `base` (a third
+  # of a CSV row's parse, done once a folder here; tests/test_resolve_uri.py holds this to
+  # posixpath.normpath).
+  root = _normalized(base)
+  if root == '.':
+    return uri
+  return root + uri if root.endswith('/') else root + '/' + uri
+
+
+@functools.lru_cache(maxsize=256)
+def _normalized(base: str) -> str:
+  return posixpath.normpath(base)
 
 
 ParsedItem = Union[ManifestRow, RowError]
