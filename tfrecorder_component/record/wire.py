@@ -113,6 +113,11 @@ def _entry(key: str, kind: str, values) -> Tuple[bytes, bytes]:
 _LARGE = 1024
 _ENTRIES: Dict[Tuple[str, str, tuple], bytes] = {}
 _ENTRIES_KEPT = 8192
+# A key whose entries are looked up and missed this often takes a new value a record
+# (image/filename, image/key/sha256): it is no longer looked up.
+_MISSES: Dict[str, int] = {}
+_MISSES_KEPT = 512
+_UNIQUE: set = set()
 
 # The largest message the protobuf runtime serializes (INT_MAX bytes, its "exceeds maximum
 # protobuf size of 2GB").
@@ -124,8 +129,8 @@ class TooLarge(ValueError):
 
 
 def serialize(features: Features) -> bytes:
-  """The serialized `tf.train.Example` of `features`, byte for byte what protobuf's
-  deterministic serialization of the same message gives.
+  """The serialized `tf.train.Example` of `features`, byte for byte what the C++
+  protobuf runtime's deterministic serialization of the same message gives.
 
   Args:
     features: {key: (kind, values)}: kind 'bytes' (values bytes), 'float' (floats or
@@ -139,7 +144,8 @@ def serialize(features: Features) -> bytes:
   entries = _ENTRIES
   for key in sorted(features):  # code point order: the order of their UTF-8 bytes
     kind, values = features[key]
-    if kind == 'float' or (kind == 'bytes' and len(values) == 1 and len(values[0]) >= _LARGE):
+    if (kind == 'float' or key in _UNIQUE
+        or (kind == 'bytes' and len(values) == 1 and len(values[0]) >= _LARGE)):
       # floats are never looked up: 0.0 == -0.0, whose bytes differ
       head, tail = _entry(key, kind, values)
       parts.append(head)
@@ -153,6 +159,9 @@ def serialize(features: Features) -> bytes:
       if len(entries) >= _ENTRIES_KEPT:
         entries.clear()
       entries[cached] = head
+      missed = _MISSES[key] = _MISSES.get(key, 0) + 1
+      if missed > _MISSES_KEPT:  # a key of a value a record (a file name, a hash)
+        _UNIQUE.add(key)
     parts.append(head)
     body += len(head)
   top = b'\x0a' + _varint(body)
