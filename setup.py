@@ -38,6 +38,7 @@ setup(
         'numpy>=1.22',
         'protobuf>=3.20.3,<7',
         'google-crc32c>=1.5',
+        'zlib-ng>=0.5',  # the CRC-32 of level-0 gzip shards, at SIMD speed
         'pycocotools>=2.0.7',  # COCO instance masks (include_masks)
         'pyyaml>=5.4',  # YOLO's data.yaml, class maps in YAML
         'tqdm>=4.66',  # the command's progress bar

@@ -1,12 +1,14 @@
 """Gzipped TFRecord shards as `io.tfrecord` writes them, read back by gzip, zlib and
 TensorFlow: level 0's stored blocks (written without zlib) across block boundaries,
-records larger than a block, empty shards, several writes, and the levels zlib writes."""
+records larger than a block, empty shards, several writes, and the levels zlib writes; zlib-ng's CRC-32, which level 0 takes, against zlib's."""
 import gzip
 import os
 import zlib
 
+from hypothesis import given, settings, strategies as st
 import pytest
 import tensorflow as tf
+from zlib_ng import zlib_ng
 
 from tfrecorder_component.io import tfrecord
 
@@ -64,3 +66,20 @@ def test_level_0_stream_takes_plain_writes_too(tmp_path):
   stream.close()
   with open(path, 'rb') as f:
     assert gzip.decompress(f.read()) == data
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=3000), max_size=8), st.integers(0, 2**32 - 1))
+def test_zlib_ngs_crc32_is_zlibs_chained_part_by_part(parts, start):
+  crc_ng = crc_zlib = start
+  for part in parts:
+    crc_ng, crc_zlib = zlib_ng.crc32(part, crc_ng), zlib.crc32(part, crc_zlib)
+    assert crc_ng == crc_zlib
+  assert zlib_ng.crc32(b''.join(parts), start) == zlib.crc32(b''.join(parts), start)
+
+
+def test_zlib_ngs_crc32_is_zlibs_on_large_buffers_and_views():
+  data = os.urandom(1 << 20)
+  for n in (0, 15, 16, 63, 64, 65, 4095, 65535, 65536, 200_003, len(data)):
+    assert zlib_ng.crc32(data[:n]) == zlib.crc32(data[:n])
+    assert zlib_ng.crc32(memoryview(data)[7:n]) == zlib.crc32(data[7:n])
