@@ -83,3 +83,30 @@ def test_zlib_ngs_crc32_is_zlibs_on_large_buffers_and_views():
   for n in (0, 15, 16, 63, 64, 65, 4095, 65535, 65536, 200_003, len(data)):
     assert zlib_ng.crc32(data[:n]) == zlib.crc32(data[:n])
     assert zlib_ng.crc32(memoryview(data)[7:n]) == zlib.crc32(data[7:n])
+
+
+@pytest.mark.parametrize('most', [1, 7, 65536, 100_000])
+def test_a_local_level_0_shard_survives_short_writes(tmp_path, monkeypatch, most):
+  # writev may write fewer bytes than asked (a signal, a quota): here each call writes at
+  # most `most` bytes, on the real file, and the rest must follow in order.
+  real = os.writev
+  calls = []
+
+  def short_writev(fd, parts):
+    calls.append(len(parts))
+    taken, room = [], most
+    for part in parts:
+      taken.append(bytes(part[:room]))
+      room -= len(taken[-1])
+      if not room:
+        break
+    return real(fd, taken)
+  monkeypatch.setattr(tfrecord.os, 'writev', short_writev)
+  path = str(tmp_path / 'short.gz')
+  writer = tfrecord.ShardWriter(path, 0)
+  batch = _records(5, [3, 70_000, 0, 12]) + _records(6, [5] * 400)  # 1,616 parts
+  writer.write(batch)
+  writer.close()
+  assert calls and max(calls) <= tfrecord._IOV_MAX
+  with open(path, 'rb') as f:
+    assert gzip.decompress(f.read()) == tfrecord.tfrecord_frames(batch)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import struct
 import zlib
 from typing import BinaryIO, Callable, Iterator, Optional, Tuple
@@ -162,6 +163,10 @@ class GzipStream:
     self._raw = raw
     self._stored = level == 0
     self._finished = False
+    # A local file's stored blocks go to its descriptor in one writev, with no join of
+    # the parts into one buffer first (a copy of every byte, about 0.1 CPU-s a GB).
+    self._fd = (raw.fileno() if self._stored and isinstance(raw, io.BufferedWriter)
+                and isinstance(raw.raw, io.FileIO) else None)
     if self._stored:
       self._crc = 0
       self._size = 0
@@ -225,7 +230,10 @@ class GzipStream:
       out.extend(block)
     self._crc = crc
     self._size += total
-    if out:
+    if out and self._fd is not None:
+      self._raw.flush()  # the header, written through the buffer
+      _write_all(self._fd, out)
+    elif out:
       self._raw.write(b''.join(out))
     return total
 
@@ -256,6 +264,29 @@ class GzipStream:
 _GZIP_HEADER = b'\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff'
 _STORED_BLOCK = 65535  # LEN is 16 bits
 _FINAL_BLOCK = b'\x01\x00\x00\xff\xff'  # BFINAL 1, stored, LEN 0, NLEN 0xffff
+
+
+_IOV_MAX = 1024  # POSIX's least IOV_MAX is 16; Linux's and the BSDs' is 1024
+try:
+  _IOV_MAX = min(_IOV_MAX, os.sysconf('SC_IOV_MAX'))
+except (AttributeError, ValueError, OSError):  # no sysconf, or no such name
+  pass
+
+
+def _write_all(fd: int, parts: list) -> None:
+  """Writes `parts` (bytes and memoryviews) to the file descriptor `fd`, in order, with
+  writev: IOV_MAX parts a call, the rest of a part a call writes short of written by
+  the next call."""
+  while parts:
+    batch = parts[:_IOV_MAX]
+    written = os.writev(fd, batch)
+    for i, part in enumerate(batch):
+      if written < len(part):
+        parts = [memoryview(part)[written:], *batch[i + 1:], *parts[len(batch):]]
+        break
+      written -= len(part)
+    else:
+      parts = parts[len(batch):]
 
 
 def _block_header(length: int) -> bytes:
