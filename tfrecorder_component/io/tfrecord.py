@@ -165,7 +165,7 @@ class GzipStream:
     self._finished = False
     # A local file's stored blocks go to its descriptor in one writev, with no join of
     # the parts into one buffer first (a copy of every byte, about 0.1 CPU-s a GB).
-    self._fd = (raw.fileno() if self._stored and isinstance(raw, io.BufferedWriter)
+    self._fd = (raw.fileno() if self._stored and _WRITEV and isinstance(raw, io.BufferedWriter)
                 and isinstance(raw.raw, io.FileIO) else None)
     if self._stored:
       self._crc = 0
@@ -266,9 +266,11 @@ _STORED_BLOCK = 65535  # LEN is 16 bits
 _FINAL_BLOCK = b'\x01\x00\x00\xff\xff'  # BFINAL 1, stored, LEN 0, NLEN 0xffff
 
 
+_WRITEV = hasattr(os, 'writev')  # POSIX; not on Windows, which joins
 _IOV_MAX = 1024  # POSIX's least IOV_MAX is 16; Linux's and the BSDs' is 1024
 try:
-  _IOV_MAX = min(_IOV_MAX, os.sysconf('SC_IOV_MAX'))
+  if os.sysconf('SC_IOV_MAX') > 0:  # -1: no limit known
+    _IOV_MAX = min(_IOV_MAX, os.sysconf('SC_IOV_MAX'))
 except (AttributeError, ValueError, OSError):  # no sysconf, or no such name
   pass
 
@@ -280,6 +282,8 @@ def _write_all(fd: int, parts: list) -> None:
   while parts:
     batch = parts[:_IOV_MAX]
     written = os.writev(fd, batch)
+    if not written and any(batch):
+      raise OSError(f'writev wrote nothing of {sum(map(len, batch))} bytes')
     for i, part in enumerate(batch):
       if written < len(part):
         parts = [memoryview(part)[written:], *batch[i + 1:], *parts[len(batch):]]
