@@ -1,6 +1,7 @@
 """Gzipped TFRecord shards as `io.tfrecord` writes them, read back by gzip, zlib and
 TensorFlow: level 0's stored blocks (written without zlib) across block boundaries,
-records larger than a block, empty shards, several writes, and the levels zlib writes; zlib-ng's CRC-32, which level 0 takes, against zlib's."""
+records larger than a block, empty shards, several writes, short writes, and the levels
+zlib writes; zlib-ng's CRC-32, which level 0 takes, against zlib's."""
 import gzip
 import os
 import zlib

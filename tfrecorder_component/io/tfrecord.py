@@ -150,8 +150,8 @@ class GzipStream:
   the length mod 2^32. zlib's level 0 copies the data through its window at a few
   hundred MB/s; this copies it once, into the file's write, and takes the CRC-32 with
   zlib-ng's (the same CRC as zlib's, folded with carry-less multiplies). Other levels
-  are zlib's (`gzip.GzipFile`). tests/test_tfrecord.py reads both back with gzip, zlib and
-  TensorFlow.
+  are zlib's (`gzip.GzipFile`). tests/test_tfrecord.py reads both back with gzip, zlib
+  and TensorFlow.
 
   Args:
     raw: The binary file the compressed bytes go to (a local file, an ObjectWriter, a
@@ -165,8 +165,8 @@ class GzipStream:
     self._finished = False
     # A local file's stored blocks go to its descriptor in one writev, with no join of
     # the parts into one buffer first (a copy of every byte, about 0.1 CPU-s a GB).
-    self._fd = (raw.fileno() if self._stored and _WRITEV and isinstance(raw, io.BufferedWriter)
-                and isinstance(raw.raw, io.FileIO) else None)
+    local = isinstance(raw, io.BufferedWriter) and isinstance(raw.raw, io.FileIO)
+    self._fd = raw.fileno() if self._stored and _WRITEV and local else None
     if self._stored:
       self._crc = 0
       self._size = 0
@@ -269,8 +269,9 @@ _FINAL_BLOCK = b'\x01\x00\x00\xff\xff'  # BFINAL 1, stored, LEN 0, NLEN 0xffff
 _WRITEV = hasattr(os, 'writev')  # POSIX; not on Windows, which joins
 _IOV_MAX = 1024  # POSIX's least IOV_MAX is 16; Linux's and the BSDs' is 1024
 try:
-  if os.sysconf('SC_IOV_MAX') > 0:  # -1: no limit known
-    _IOV_MAX = min(_IOV_MAX, os.sysconf('SC_IOV_MAX'))
+  _LIMIT = os.sysconf('SC_IOV_MAX')
+  if _LIMIT > 0:  # -1: no limit known
+    _IOV_MAX = min(_IOV_MAX, _LIMIT)
 except (AttributeError, ValueError, OSError):  # no sysconf, or no such name
   pass
 
