@@ -81,6 +81,31 @@ def test_a_dataframe_without_an_image_column_is_a_clear_error(tmp_path):
         output_dir=str(tmp_path / 'out'))
 
 
+@pytest.mark.parametrize('pandas_after', ['import pandas as pd',
+                                          'from pandas import DataFrame; import pandas as pd',
+                                          'import pandas.core.frame; import pandas as pd'])
+def test_the_accessor_is_registered_when_pandas_is_imported_after_the_package(tmp_path,
+                                                                            pandas_after):
+  """`import tfrecorder_component` does not import pandas (half a second or more); the
+  accessor is registered when pandas is imported afterwards, however it is imported,
+  and converts; warnings are errors, so a failed registration fails the test."""
+  solid(str(tmp_path / 'a.png'), COLOURS['cat'])
+  code = f"""
+import sys, tfrecorder_component
+assert 'pandas' not in sys.modules, 'the package imported pandas'
+{pandas_after}
+df = pd.DataFrame({{'image_uri': [{str(tmp_path / 'a.png')!r}], 'label': ['cat']}})
+print(df.tensorflow.to_tfrecord({str(tmp_path / 'out')!r}).records_written)
+print(type(sys.meta_path[0]).__name__)
+"""
+  done = subprocess.run([sys.executable, '-W', 'error', '-c', code], capture_output=True,
+                        text=True, cwd=str(tmp_path), check=False)
+  assert done.returncode == 0, done.stderr
+  written, first_finder = done.stdout.split()
+  assert written == '1'
+  assert first_finder != '_WhenPandasLoads'  # removed once pandas is imported
+
+
 @pytest.mark.parametrize('by_split', [True, False])
 def test_image_folders_by_label_and_by_split(tmp_path, by_split):
   root = tmp_path / 'photos'

@@ -11,9 +11,9 @@ TensorFlow until a name is used):
 - `read_label_map(examples_uri)`: {label: id} of an Examples artifact.
 - `convert(source, output_dir, ...)`: a DataFrame, manifest or image folder to TFRecords
   without a pipeline; `df.tensorflow.to_tfrecord(output_dir, ...)` is the same call as a
-  pandas accessor, registered on import where pandas is installed (the [pandas] extra;
-  not in the `tfrecorder-component` command, which takes no DataFrame and would wait
-  0.3 s for it).
+  pandas accessor (the [pandas] extra), registered when pandas is imported, before or
+  after this package, which does not import pandas itself (0.4-0.9 s); not in the
+  `tfrecorder-component` command, which takes no DataFrame.
 - `load_dataset(examples, split, batch_size, image_size, ...)`: a `tf.data.Dataset` of
   (image, label) batches for Keras or a Trainer's `run_fn`.
 - `feature_spec(examples)`, `parse_fn(examples)`: the records' tf.io feature spec (from
@@ -25,7 +25,6 @@ TensorFlow until a name is used):
   `Examples`, with ExampleGen's properties (`split_names` from its `examples.json`).
 """
 import importlib
-import importlib.util
 import os
 import sys
 
@@ -62,8 +61,9 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-if not _COMMAND and importlib.util.find_spec('pandas') is not None:  # the [pandas] extra
-  from tfrecorder_component.adapters import accessor as _accessor  # noqa: E402,F401  registers df.tensorflow
+if not _COMMAND:  # df.tensorflow, registered when pandas (the [pandas] extra) is imported
+  from tfrecorder_component.adapters import pandas_hook as _pandas_hook  # noqa: E402
+  _pandas_hook.install()
 
 
 def __getattr__(name):

@@ -1,6 +1,7 @@
 """The pandas accessor: `df.tensorflow.to_tfrecord(output_dir=...)`, as TFRecorder spelled it.
 
-Registered when `tfrecorder_component` is imported.
+Registered when `tfrecorder_component` and pandas are both imported, in either order
+(`pandas_hook`).
 """
 from __future__ import annotations
 
