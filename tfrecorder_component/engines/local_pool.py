@@ -49,6 +49,7 @@ from tfrecorder_component.output import progress as progress_lib
 from tfrecorder_component.io import storage
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow
+from tfrecorder_component.manifest.parts import Part, plan_parts
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.steps import duplicates as duplicates_lib
 from tfrecorder_component.steps import jsonl
@@ -711,9 +712,11 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   try:
     objects = ExternalSort(sort_dir, SortBudget(OBJECT_ROWS_BYTES))
     boxes = 0
-    with progress.ticking():  # ended before any worker is forked
-      for source in sources:
-        for tag, value in parse_manifest(source, chunk_dir, options.annotations, CHUNK_ROWS):
+    for source in sources:
+      parsed = _parsed_in_parts(source, chunk_dir, options.annotations, workers)
+      with progress.ticking():  # ended before any worker is forked
+        for tag, value in parsed or parse_manifest(source, chunk_dir, options.annotations,
+                                                   CHUNK_ROWS):
           if tag == CHUNK:
             chunks.append(value)
             read += value[4]  # the progress's total: the chunk's items
@@ -815,6 +818,36 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
     index_lib.write_index(summary, label_dir, list(split_dirs), held['task'], written_layouts)
   logging.info('Local run: shards named, report written in %.2f s',
                time.perf_counter() - converted)
+
+
+class _PartWorker:
+  """What one worker process makes of the Parts of a manifest (`manifest.parts.plan_parts`) it
+  takes: `parse_manifest`'s output of each; its result, (part index, output) pairs."""
+
+  def __init__(self, source: ManifestSource, chunk_dir: str, annotations):
+    self._args = (source, chunk_dir, annotations, CHUNK_ROWS)
+    self._parsed: List[Tuple[int, List[Tuple[str, Any]]]] = []
+
+  def convert(self, part: Part, index: int = -1) -> None:
+    self._parsed.append((index, list(parse_manifest(*self._args, part=part))))
+
+  def result(self) -> List[Tuple[int, List[Tuple[str, Any]]]]:
+    return self._parsed
+
+
+def _parsed_in_parts(source: ManifestSource, chunk_dir: str, annotations,
+                     workers: int) -> Optional[List[Tuple[str, Any]]]:
+  """`parse_manifest`'s output for `source`, in file order, parsed in parts by up to
+  `workers` forked processes where its format and text allow (`manifest.parts.plan_parts`);
+  None where they do not (this process parses it). At 30 µs a row the parse is the
+  run's serial part: 0.6 s of one core for 20,000 rows, 6 s for 200,000, while the other
+  cores wait for the vocabulary it gives."""
+  parts = plan_parts(source.path, source.format, workers, source.columns) if _FORK else []
+  if not parts:
+    return None
+  results = _convert_chunks(parts, lambda: _PartWorker(source, chunk_dir, annotations),
+                            min(workers, len(parts)))
+  return [output for _, part in sorted(p for r in results for p in r) for output in part]
 
 
 class _LayoutWorker:

@@ -959,5 +959,38 @@ def label_counts(path: str, lines: Iterable[str]) -> Optional[LabelCounts]:
   return LabelCounts(single, multi, first_multi, spaced)
 
 
+def part_context(path: str, lines: Iterable[str], columns: Columns = ()) -> Optional[int]:
+  """How many of a file's first lines `parse` must read before it reads any later line
+  as the whole file's parse does (`ManifestFormat.part_context`): through the row after
+  ORDER_SAMPLE_ROWS non-blank rows, which covers the header and the first data row it
+  decides on (`check_id_column`, `_one_hot`) and a headerless file's column check
+  (`check_column_order`); nothing else of a row depends on another row, except the
+  types of extra columns, inferred from the whole file: None for a header that names
+  any (`typed_items`), for a syntax error or a refused header among those lines (the
+  whole parse reports it), and for a file of fewer rows.
+
+  Args:
+    path: the manifest's path, named in the errors the header's check raises.
+    lines: the file's first lines, as a text file opened with newline='' gives them.
+    columns: the `columns` option (`columns.parse_columns`).
+  """
+  rows = 0
+  for entry in csv_rows(path, lines):
+    if isinstance(entry, RowError):
+      return None
+    line, fields = entry
+    if rows == 0 and (columns or is_header(fields)):
+      try:
+        if _Layout.from_header(path, fields, columns).feature_cols:
+          return None
+      except ManifestError:
+        return None
+    rows += 1
+    if rows > ORDER_SAMPLE_ROWS:
+      return line
+  return None
+
+
 FORMAT = ManifestFormat('automl_csv', ('.csv', '.txt'), sniff=lambda head: True, parse=parse,
-                        streamed=True, column_roles=('image', 'label', 'split'))
+                        streamed=True, column_roles=('image', 'label', 'split'),
+                        part_context=part_context)

@@ -42,6 +42,12 @@ class ManifestFormat:
       words, for the warning of a run that found no object; None: the file holds them.
     column_roles: the roles (`columns.ROLES`) whose header columns the `columns` option
       may name for this format (a CSV's); (): the format takes no `columns`.
+    part_context: for a format whose file may be parsed in byte ranges of whole lines
+      (`manifest.parts.plan_parts`): a function of (path, the file's first lines, as an iterable,
+      the `columns` option) giving how many of those lines set the parser's state for
+      the rest of the file (a header, the rows it checks before reading any), so that a
+      range read after them is read as the whole file's parse reads it; None, from
+      this function or for the format: the file is parsed whole.
     reads_files: True when parse reads, lists or looks for files other than its own
       (YOLO's image lists, split folders and label files, Darknet's names file, Open
       Images' class descriptions, CVAT's images folder): it takes `confine`, the run's
@@ -79,6 +85,9 @@ class ManifestFormat:
   # True when parse reads or looks for files other than its own (YOLO's lists and label
   # files, CVAT's images folder): it takes `confine` where the run is confined.
   reads_files: bool = False
+  # How many of a file's first lines (path, lines, columns) -> Optional[int] set the
+  # parser's state, where the file may be parsed in ranges after them (AutoML CSV).
+  part_context: Optional[Callable[..., Optional[int]]] = None
 
 
 ANNOTATIONS = ('masks', 'keypoints')  # what a conversion may ask for beyond boxes

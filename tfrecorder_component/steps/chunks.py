@@ -8,13 +8,14 @@ import operator
 import pickle
 import uuid
 import zlib
-from typing import AbstractSet, Any, Dict, Iterator, List, Sequence, Tuple, Union
+from typing import AbstractSet, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from tfrecorder_component.io import files
 from tfrecorder_component.io import storage
 from tfrecorder_component.errors import RowError, error_record
 from tfrecorder_component.manifest import ManifestRow, Task, iter_manifest_file
 from tfrecorder_component.manifest.class_map import is_dropped
+from tfrecorder_component.manifest.parts import Part, iter_manifest_part
 from tfrecorder_component.manifest.rows import merge_image_rows
 from tfrecorder_component.options import ManifestSource
 from tfrecorder_component.steps.outputs import OBJECTS
@@ -95,7 +96,8 @@ CHUNK = 'chunk'  # parse_manifest's output tag of a Chunk
 
 def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: AbstractSet[str],
                    rows_per_batch: int = ROWS_PER_BATCH,
-                   max_chunks: int = MAX_CHUNKS_PER_FILE) -> Iterator[Tuple[str, Any]]:
+                   max_chunks: int = MAX_CHUNKS_PER_FILE,
+                   part: Optional[Part] = None) -> Iterator[Tuple[str, Any]]:
   """Streams a manifest file's rows, and the error records of rows that failed to parse,
   out in chunks as they are parsed, tagged CHUNK: at most `max_chunks` per file (sized
   from the file's line count) until chunks reach MAX_CHUNK_ROWS rows, of at least
@@ -116,15 +118,19 @@ def parse_manifest(source: ManifestSource, chunk_dir: str, annotations: Abstract
     rows_per_batch: the fewest items a chunk is sized for (the last may hold fewer).
     max_chunks: the most chunks the file is cut into while they hold at most
       MAX_CHUNK_ROWS items.
+    part: the range of the file to read (`manifest.parts.plan_parts`), read as its
+      `format`; None: the whole file.
   """
   storage.prepare_file_systems(source.path, source.image_root or '', chunk_dir)
-  lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
-                                          image_root=source.image_root,
-                                          feature_types=dict(source.feature_types) or None,
-                                          annotations=annotations,
-                                          class_map=source.class_map,
-                                          columns=source.columns,
-                                          confine_to=source.confine_to)
+  options = dict(image_root=source.image_root,
+                 feature_types=dict(source.feature_types) or None, annotations=annotations,
+                 class_map=source.class_map, columns=source.columns,
+                 confine_to=source.confine_to)
+  if part is None:
+    lines, items, spec = iter_manifest_file(source.path, source.format, source.split,
+                                            **options)
+  else:
+    lines, items, spec = iter_manifest_part(source.path, part, source.split, **options)
   size = max(rows_per_batch, min(-(-lines // max_chunks), MAX_CHUNK_ROWS))
   merge = not spec.one_row_an_image
   chunk: List[Item] = []
