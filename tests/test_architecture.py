@@ -20,7 +20,7 @@ MAX_LINES = 400
 # (docs/development.md describes each): a module imports from its own layer and those
 # below, never above. The package's __init__ (the public API) sits above them all.
 LAYERS = (
-    ('errors', 'extras', 'option_table', 'feature_keys', '_moved'),
+    ('errors', 'extras', 'option_table', 'feature_keys'),
     ('io',),
     ('manifest',),
     ('images',),

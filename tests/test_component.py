@@ -68,9 +68,10 @@ def test_input_base_makes_a_file_based_example_gen_with_the_same_identity():
   for gen in (by_input_base, positional):
     assert isinstance(gen, FileBasedExampleGen) and isinstance(gen, ImageExampleGen)
     assert gen.id == by_manifest.id == 'ImageExampleGen'
-    # The type ML Metadata knows its executions by, the same as before the package's
-    # layers (the class path it had then).
-    assert gen.type == by_manifest.type == 'tfrecorder_component.component.component.ImageExampleGen'
+    # The type ML Metadata knows its executions by: ImageExampleGen's class path,
+    # whichever input the component reads.
+    assert gen.type == by_manifest.type == (
+        'tfrecorder_component.adapters.component.component.ImageExampleGen')
     assert gen.executor_spec.executor_class is executor.Executor
     assert gen.spec.__class__ is by_manifest.spec.__class__
     assert set(gen.outputs) == {'examples', 'report'}

@@ -432,3 +432,14 @@ def test_collate_keeps_images_of_several_sizes_as_a_list(outputs):
   resized = list(readers.iter_records(outputs['layout'], 'eval', decode_images=True,
                                       channels=3, transform=resize))
   assert readers.collate_detection(resized)['image'].shape == (6, 10, 20, 3)
+
+
+def test_the_readers_package_gives_each_name_of_its_records_module():
+  """`tfrecorder_component.readers` is where the guides import the readers from: each
+  public name of `readers.records` is there, the very object; a name it lacks raises."""
+  import tfrecorder_component.readers as package  # pylint: disable=g-import-not-at-top
+  public = [name for name in vars(readers) if not name.startswith('_')
+            and getattr(getattr(readers, name), '__module__', readers.__name__) == readers.__name__]
+  assert public and all(getattr(package, name) is getattr(readers, name) for name in public)
+  with pytest.raises(AttributeError):
+    getattr(package, 'no_such_name')

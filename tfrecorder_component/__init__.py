@@ -28,10 +28,6 @@ import importlib
 import os
 import sys
 
-from tfrecorder_component import _moved
-
-_moved.install()  # the modules' import paths from before the package took its layers
-
 _COMMAND = os.path.basename(sys.argv[0] if sys.argv else '') == 'tfrecorder-component'
 if _COMMAND:
   # The command takes Ctrl-C and SIGTERM before any library starts a thread (numpy's

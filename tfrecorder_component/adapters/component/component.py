@@ -25,10 +25,6 @@ def default_output_config() -> example_gen_pb2.Output:
       for name, n in option_table.DEFAULT_BUCKETS]))
 
 
-# What `ImageExampleGen.get_class_type` gives.
-TYPE_NAME = 'tfrecorder_component.component.component.ImageExampleGen'
-
-
 class ImageExampleGen(base_beam_component.BaseBeamComponent):
   """Loads the images a manifest lists and writes them as split tf.train.Examples.
 
@@ -55,15 +51,6 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
   SPEC_CLASS = spec.ImageExampleGenSpec
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
   DRIVER_CLASS = driver.ImageExampleGenDriver
-
-  @classmethod
-  def get_class_type(cls) -> str:
-    """The node's type, which ML Metadata names its executions by: the class path the
-    component had before the package took its layers (`_moved`), so that a pipeline's
-    earlier runs and later ones are executions of one type. A subclass has its own."""
-    if cls is ImageExampleGen:
-      return TYPE_NAME
-    return super().get_class_type()
 
   def __new__(cls, manifest=None, input_base=None, *args, **kwargs):  # pylint: disable=keyword-arg-before-vararg
     del manifest, args, kwargs  # __init__ reads them

@@ -64,24 +64,11 @@ class Executor(base_executor.BaseExecutor):
     fileio.copy(source, page.uri, overwrite=True)
 
 
-# What `ConversionReportPage.get_class_type` gives.
-TYPE_NAME = 'tfrecorder_component.component.report_page.ConversionReportPage'
-
-
 class ConversionReportPage(base_component.BaseComponent):
   """Publishes ImageExampleGen's `report.html` as a `system.HTML` artifact."""
 
   SPEC_CLASS = ConversionReportPageSpec
   EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
-
-  @classmethod
-  def get_class_type(cls) -> str:
-    """The node's type, which ML Metadata names its executions by: the class path the
-    component had before the package took its layers (`_moved`), as ImageExampleGen
-    keeps its own. A subclass has its own."""
-    if cls is ConversionReportPage:
-      return TYPE_NAME
-    return super().get_class_type()
 
   def __init__(self, report: channel.BaseChannel):
     """Constructs a ConversionReportPage.
