@@ -234,6 +234,24 @@ def test_row_time_limit_reaches_the_executor(tmp_path, monkeypatch):
     assert 'row time limit (2 s, row_time_limit)' in json.loads(f.readline())['message']
 
 
+def test_workers_reach_the_executor(tmp_path):
+  """workers, set on the component, sizes the executor's pool: 3 worker processes for
+  200 rows (which call for one), each writing its own shard of the split."""
+  for i in range(200):
+    write_image(str(tmp_path / 'in' / f'{i}.png'), 'PNG', 'RGB', 6, 6, seed=i)
+  write_text(str(tmp_path / 'in' / 'm.csv'), ''.join(f'TRAIN,{i}.png,cat\n' for i in range(200)))
+  gen = ImageExampleGen(input_base=str(tmp_path / 'in'), workers=3)
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  executor.Executor().Do({}, {'examples': [examples], 'report': [report]},
+                         dict(gen.exec_properties))
+  assert sorted(os.listdir(os.path.join(examples.uri, 'Split-train'))) == [
+      f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)]
+  assert len(by_source_id(examples.uri, ['train'])) == 200
+  with pytest.raises(ValueError, match='workers must be a whole number'):
+    ImageExampleGen(input_base=str(tmp_path / 'in'), workers=-1)
+
+
 def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_writes(tmp_path):
   """Each execution parameter of the spec, given to ImageExampleGen with a value other
   than its default, reaches the executor and changes its output: a parameter the
@@ -282,11 +300,12 @@ def test_every_spec_parameter_set_on_the_component_changes_what_the_executor_wri
   # test_class_map_reaches_the_executor, class_synset and label_order
   # test_class_synset_and_label_order_reach_the_executor, columns (a CSV's header)
   # test_columns_reach_the_executor, confine_to test_confine_to_reaches_the_executor,
-  # row_time_limit test_row_time_limit_reaches_the_executor.
+  # row_time_limit test_row_time_limit_reaches_the_executor, workers (a pool of several
+  # worker processes, for more rows) test_workers_reach_the_executor.
   missing = set(spec.ImageExampleGenSpec.PARAMETERS) - set(kwargs) - {
       'shard_size_mb', 'include_masks', 'include_keypoints', 'concurrent_reads',
       'label_map', 'append_new_labels', 'class_map', 'class_synset', 'label_order',
-      'columns', 'confine_to', 'row_time_limit'}
+      'columns', 'confine_to', 'row_time_limit', 'workers'}
   assert not missing, f'give {sorted(missing)} a non-default value and check its effect'
   gen = ImageExampleGen(**kwargs)
   defaults = ImageExampleGen(input_base=str(data / 'in')).exec_properties

@@ -15,6 +15,7 @@ from tfrecord_digest import digest
 import tfrecorder_component as trc
 from tfrecorder_component.engines import local_pool
 from tfrecorder_component.engines import run
+from tfrecorder_component.errors import UsageError
 from tfrecorder_component.io import tfrecord
 
 
@@ -156,6 +157,55 @@ def test_which_runs_go_without_beam(tmp_path, monkeypatch):
   assert run.local_workers([], [manifest], ['s3://bkt/out']) == 3
   assert run.local_workers([], ['hdfs://nn/m.csv'], out) == 0
   assert run.local_workers([], [manifest], ['hdfs://nn/out']) == 0
+
+
+def test_the_workers_option_sizes_the_pool(tmp_path):
+  """`--workers N`: the run without Beam forks N worker processes whatever the rows call
+  for (200 rows call for one), each writing its own shard of each split, and the
+  records are the default run's; a pool size that is no whole number is refused, as is
+  one beside a Beam argument that sizes the DirectRunner itself."""
+  manifest = _rows(tmp_path, 200)  # 4 chunks of 64 rows (`local_pool.CHUNK_ROWS`)
+  command = [sys.executable, '-m', 'tfrecorder_component.adapters.cli', 'convert', '-q']
+  runs = {}
+  for workers in ('0', '3'):
+    out = str(tmp_path / f'out{workers}')
+    subprocess.run([*command, '--workers', workers, manifest, out], check=True,
+                   capture_output=True, timeout=300)
+    runs[workers] = (digest(out), sorted(os.listdir(os.path.join(out, 'Split-train'))))
+  assert runs['0'][0] == runs['3'][0]
+  assert runs['0'][1] == ['data_tfrecord-00000-of-00001.gz']
+  assert runs['3'][1] == [f'data_tfrecord-0000{k}-of-00003.gz' for k in range(3)]
+  for args, told in (
+      (['--workers', '-1'], 'workers must be a whole number, 0'),
+      (['--workers', '2', '--beam-arg=--direct_num_workers=2'],
+       'workers=2 and the Beam argument --direct_num_workers both set'),
+  ):
+    done = subprocess.run([*command, *args, manifest, str(tmp_path / 'refused')],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and told in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / 'refused').exists()
+
+
+def test_workers_on_beam_s_direct_runner_and_other_runners(tmp_path, monkeypatch):
+  """On Beam's DirectRunner `workers` is --direct_num_workers (1: the in-memory runner,
+  as a small run takes); another runner sets its own workers, and is refused it."""
+  monkeypatch.setattr(run, 'cores', lambda: 4)
+  manifest = write_text(str(tmp_path / 'm.csv'), 'TRAIN,a.png,x\n')
+  assert run.with_default_parallelism(['--runner=DirectRunner'], [manifest], workers=3) == [
+      '--runner=DirectRunner', '--direct_running_mode=multi_processing',
+      '--direct_num_workers=3']
+  assert run.with_default_parallelism([], [manifest], workers=1) == list(
+      run.DEFAULT_DIRECT_ARGS)
+  assert run.with_default_parallelism([], [manifest]) == list(run.DEFAULT_DIRECT_ARGS)
+  monkeypatch.setenv(run.LOCAL_WORKERS_ENV, '2')  # the option, where given, comes first
+  assert run.local_workers([], [manifest], [str(tmp_path / 'out')], workers=5) == 5
+  assert run.local_workers([], [manifest], [str(tmp_path / 'out')]) == 2
+  run.check_workers(['--runner=DataflowRunner'], 0)
+  run.check_workers(['--direct_num_workers=2'], 0)
+  with pytest.raises(UsageError, match='the DataflowRunner sizes its own workers'):
+    run.check_workers(['--runner=DataflowRunner'], 4)
+  with pytest.raises(UsageError, match='--direct_running_mode both set'):
+    run.check_workers(['--direct_running_mode=in_memory'], 4)
 
 
 def test_the_command_loads_neither_beam_nor_pandas(tmp_path):

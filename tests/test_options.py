@@ -33,7 +33,7 @@ def other_values(labels_txt: str) -> dict:
       image_root='/data/images', feature_types={'weight': 'float'}, max_pixels=1000,
       columns={'image': 'Path', 'label': 'ClassId', 'split': 'data set'},
       max_bytes=2000, compression_level=6, verify_decode=False, convert_unsupported=True,
-      include_masks=True, include_keypoints=True, source_id='number', concurrent_reads=8,
+      include_masks=True, include_keypoints=True, source_id='number', concurrent_reads=8, workers=3,
       label_map=labels_txt,
       append_new_labels=True, class_map={'car': 'vehicle', '*': None},
       image_transform={'size': [8, 8], 'encode': 'png'}, class_synset=True,

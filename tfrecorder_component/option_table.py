@@ -194,6 +194,14 @@ OPTIONS: Tuple[Option, ...] = (
            '(default 64; local files are read in line)',
            '--concurrent-reads', dict(type='int', metavar='N'), exec_type=int,
            field='concurrent_reads'),
+    # The pool's size (`engines.run.local_workers`); on Beam's DirectRunner its
+    # --direct_num_workers (`engines.run.with_default_parallelism`).
+    Option('workers', 0,
+           'worker processes on this machine: without Beam, the pool that converts the rows; '
+           'on Beam\'s DirectRunner, its --direct_num_workers; 0, the default, takes a worker '
+           'per 1,000 rows without Beam and every core from 8,000 rows on Beam, up to one a '
+           'core; other runners set their own (Dataflow: --beam-arg=--max_num_workers=N)',
+           '--workers', dict(type='int', metavar='N'), exec_type=int, field='workers'),
     Option('label_map', None,
            'keep the ids of this label map: a label_map.pbtxt, a label_map.csv, a labels.txt '
            'or an earlier output folder; a label it lacks fails its rows',

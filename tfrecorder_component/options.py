@@ -137,6 +137,9 @@ class ConversionOptions:
     concurrent_reads: reads in flight per worker for images on remote storage (gs://,
       s3://, ...); local files are read in line. At most this many twice over are held
       read ahead, each up to `max_bytes`.
+    workers: worker processes on this machine (`engines.run.local_workers`): without
+      Beam the pool's size, on Beam's DirectRunner its `--direct_num_workers`; 0: as
+      many as the rows call for, up to one a core. Refused for another runner.
     label_map: ids to keep (`labels.assign_ids`): a label the map lacks fails its rows
       (`unknown_label`), unless `append_new_labels`; None: the run gives every label an
       id (a source's own ids where it has them, as COCO's categories).
@@ -182,6 +185,8 @@ class ConversionOptions:
   # latency hides behind the conversion of what has arrived; local files are read in
   # line. At most this many twice over are held read ahead, each up to max_bytes.
   concurrent_reads: int = option_table.DEFAULT_CONCURRENT_READS
+  # Worker processes on this machine (`engines.run.local_workers`); 0: as the rows call for.
+  workers: int = 0
   # Ids to keep (`labels.assign_ids`): a label the map lacks fails its rows
   # (`unknown_label`), or with `append_new_labels` takes the next free id.
   label_map: Optional[labels_lib.GivenLabelMap] = None
@@ -246,6 +251,9 @@ class ConversionOptions:
     for name in ('max_pixels', 'max_bytes', 'concurrent_reads'):
       if getattr(self, name) < 1:
         raise UsageError(f'{name} must be positive, got {getattr(self, name)}')
+    if _whole(self.workers) is None or self.workers < 0:
+      raise UsageError(f'workers must be a whole number, 0 (as many as the rows call for) or '
+                       f'more, got {self.workers!r}')
     if self.max_bytes > option_table.MAX_RECORD_IMAGE_BYTES:
       # A tf.train.Example is a protocol buffer, at most 2 GiB serialized: a larger file
       # could only end the run when its record is written.

@@ -104,6 +104,7 @@ def _conversion(source, report_dir: str, writes: bool = True, **given):
   options = confined_options(options, [] if dataframe else [os.fspath(source)], image_root)
   args = run.beam_pipeline_args(values['runner'], values['project'], values['region'],
                                 values['temp_location'], values['beam_args'])
+  run.check_workers(args, options.workers)  # before any file is read
   found = sources_lib.manifests_for(source, report_dir, image_root, columns,
                                     options.confine_to)
   taken = ([columns] * len(found.paths) if dataframe else sources_lib.columns_by_manifest(
@@ -220,12 +221,15 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
   inputs = sources_lib.input_paths(source, options.get('image_root'), options.get('label_map'),
                                    options.get('class_map'))
   refuse_overlap(output_dir, inputs)
+  launch_args = run.beam_pipeline_args(options.get('runner', 'DirectRunner'),
+                                       options.get('project'), options.get('region'),
+                                       options.get('temp_location'),
+                                       options.get('beam_args', ()))
   run.refuse_local_paths(
-      run.beam_pipeline_args(options.get('runner', 'DirectRunner'), options.get('project'),
-                             options.get('region'), options.get('temp_location'),
-                             options.get('beam_args', ())),
+      launch_args,
       [(what, path) for what, path in inputs if what not in sources_lib.READ_BY_THE_LAUNCHER],
       output_dir)
+  run.check_workers(launch_args, options.get('workers', 0))  # before the output is locked
   swap = OutputSwap(output_dir, overwrite)
   progress, published = None, False
   try:

@@ -295,7 +295,8 @@ def _reachable_without_beam(path: str) -> bool:
 
 
 def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
-                  outputs: Sequence[str], confine_to: Sequence[str] = ()) -> int:
+                  outputs: Sequence[str], confine_to: Sequence[str] = (),
+                  workers: int = 0) -> int:
   """How many worker processes a run without Beam takes (`local_pool.convert_locally`), or 0
   when the run goes to Beam. A run stays on this machine and goes without Beam when its
   runner is the DirectRunner (Beam's default), its Beam arguments ask nothing else of
@@ -304,7 +305,8 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
   gs:// or s3:// (a Vertex AI or Kubeflow run's); it takes a worker per
   LOCAL_ROWS_PER_WORKER rows, up to every core. A `--direct_num_workers` or
   `--direct_running_mode`, an option of another runner, or a file system only Beam
-  reaches (hdfs://) gets Beam. LOCAL_WORKERS_ENV, where set, is the number of workers.
+  reaches (hdfs://) gets Beam. `workers` (the `workers` option), where above 0, is the
+  number of workers, else LOCAL_WORKERS_ENV where set.
 
   Args:
     beam_args: The run's Beam arguments; None or empty: the DirectRunner, nothing else.
@@ -312,6 +314,8 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
     outputs: The folders the run writes: the report's, the split folders, the label
       folder.
     confine_to: The run's roots, which counting the rows reads nothing outside of.
+    workers: The `workers` option: the number of workers; 0: LOCAL_WORKERS_ENV's, else
+      as many as the rows call for.
 
   Raises:
     UsageError: LOCAL_WORKERS_ENV is set to anything but a whole number, 1 or more.
@@ -321,6 +325,8 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
     return 0
   if _asks_beam(args) or not all(_reachable_without_beam(p) for p in (*manifests, *outputs)):
     return 0
+  if workers:
+    return workers
   forced = os.environ.get(LOCAL_WORKERS_ENV, '').strip()
   if forced:
     if not forced.isdigit() or int(forced) < 1:
@@ -331,26 +337,58 @@ def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
 
 
 def with_default_parallelism(beam_args: Sequence[str], manifests: Sequence[str],
-                             confine_to: Sequence[str] = ()) -> List[str]:
-  """`beam_args`, plus how the DirectRunner runs when they say nothing of it: every core
-  in worker processes from PARALLEL_FROM_ROWS manifest rows, else one worker in memory.
-  Other runners, and any `--direct_running_mode` or `--direct_num_workers` given, are
-  left as they are.
+                             confine_to: Sequence[str] = (), workers: int = 0) -> List[str]:
+  """`beam_args`, plus how the DirectRunner runs when they say nothing of it: `workers`
+  worker processes where given (one: in memory), else every core in worker processes
+  from PARALLEL_FROM_ROWS manifest rows, else one worker in memory. Other runners, and
+  any `--direct_running_mode` or `--direct_num_workers` given, are left as they are
+  (`check_workers` refuses them beside `workers`).
 
   Args:
     beam_args: The run's Beam arguments (not changed: the result is a new list).
     manifests: The manifest files' paths, whose rows (`estimate_rows`, counted up to
       PARALLEL_FROM_ROWS) decide.
     confine_to: The run's roots, which counting the rows reads nothing outside of.
+    workers: The `workers` option; 0: not given.
   """
   args = list(beam_args)
   if _runner(args) not in ('DirectRunner', 'direct') or any(
       a.split('=', 1)[0] in _DIRECT_FLAGS for a in args):
     return args
+  if workers > 1:
+    return args + ['--direct_running_mode=multi_processing', f'--direct_num_workers={workers}']
+  if workers == 1:
+    return args + list(DEFAULT_DIRECT_ARGS)
   n = cores()
   if n > 1 and estimate_rows(manifests, PARALLEL_FROM_ROWS, confine_to) >= PARALLEL_FROM_ROWS:
     return args + ['--direct_running_mode=multi_processing', f'--direct_num_workers={n}']
   return args + list(DEFAULT_DIRECT_ARGS)
+
+
+def check_workers(beam_args: Sequence[str], workers: int) -> None:
+  """Refuses the `workers` option where the Beam arguments decide the workers
+  themselves: another runner than the DirectRunner (Dataflow's are its
+  `--max_num_workers`), or a `--direct_num_workers` or `--direct_running_mode` given.
+
+  Args:
+    beam_args: The run's Beam arguments.
+    workers: The `workers` option; 0 (not given) is never refused.
+
+  Raises:
+    UsageError: `workers` is given where the Beam arguments decide.
+  """
+  if not workers:
+    return
+  args = list(beam_args or ())
+  runner = _runner(args)
+  if runner not in ('DirectRunner', 'direct'):
+    raise UsageError(f'workers={workers} sets the worker processes of a run on this machine; '
+                     f'the {runner} sizes its own workers (Dataflow: the Beam argument '
+                     f'--max_num_workers): leave workers at 0')
+  given = sorted({a.split('=', 1)[0] for a in args} & set(_DIRECT_FLAGS))
+  if given:
+    raise UsageError(f'workers={workers} and the Beam argument {" and ".join(given)} both '
+                     f'set the DirectRunner\'s workers: give one of them')
 
 
 def run_conversion(beam_args: Sequence[str], make_pipeline: Callable[[List[str]], Any],
@@ -467,7 +505,8 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
   manifests = [s.path for s in sources]
   outputs = [report_dir, *(split_dirs or {}).values(), *([label_dir] if label_dir else [])]
   storage.prepare_file_systems(report_dir, *manifests)
-  workers = local_workers(beam_args, manifests, outputs, options.confine_to)
+  check_workers(beam_args, options.workers)
+  workers = local_workers(beam_args, manifests, outputs, options.confine_to, options.workers)
   if workers:
     from tfrecorder_component.io import staging  # pylint: disable=g-import-not-at-top
     # On object storage, the workers upload their shards as they write them; the label
@@ -487,7 +526,8 @@ def _run_conversion(beam_args, make_pipeline, sources, split_dirs, label_dir, re
       # go; Beam's metrics are read only once a DirectRunner pipeline has finished.
       with progress.live():
         with make_pipeline(with_default_parallelism(beam_args or (), manifests,
-                                                    options.confine_to)) as p:
+                                                    options.confine_to,
+                                                    options.workers)) as p:
           _ = p | 'ConvertManifests' >> ConvertManifests(sources, split_dirs, label_dir,
                                                          report_dir, options)
     finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one

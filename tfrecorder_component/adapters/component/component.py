@@ -86,6 +86,7 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       class_synset: bool = False,
       source_id: str = option_table.DEFAULT_SOURCE_ID,
       concurrent_reads: int = option_table.DEFAULT_CONCURRENT_READS,
+      workers: int = 0,
       label_map: Optional[str] = None,
       append_new_labels: bool = False,
       label_order: str = option_table.LABEL_ORDERS[0],
@@ -153,6 +154,12 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       concurrent_reads: Reads in flight per worker for images on gs://, s3:// and
         other remote storage, so that its latency hides behind the conversion
         (default 64). Local files are read in line.
+      workers: Worker processes on the executor's machine: without Beam (the
+        DirectRunner and no Beam argument that asks for Beam), the pool that converts
+        the rows; on Beam's DirectRunner, its `--direct_num_workers`. Default 0: a worker
+        per 1,000 rows without Beam, every core from 8,000 rows on Beam, up to one a
+        core. The run refuses it beside another runner (Dataflow sets its own:
+        `--max_num_workers`) or a `--direct_num_workers` in `beam_pipeline_args`.
       label_map: Ids to keep: a label_map.pbtxt, label_map.csv or labels.txt path (any
         file system Beam reads) or an earlier output folder. A label it lacks fails its rows
         (`unknown_label`) unless `append_new_labels`. Default: ids the source defines
@@ -200,6 +207,9 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         concurrent_reads < 1):
       raise ValueError(f'concurrent_reads must be a whole number of at least 1, got '
                        f'{concurrent_reads!r}')
+    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 0:
+      raise ValueError(f'workers must be a whole number, 0 (as many as the rows call for) or '
+                       f'more, got {workers!r}')
     for error in (option_table.choice_error('source_id', source_id),
                   option_table.choice_error('label_order', label_order)):
       if error:
