@@ -701,6 +701,40 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
   """
   progress = progress or progress_lib.Progress('off')
   start = time.perf_counter()
+  chunks, read, vocabulary = _read_manifests(sources, report_dir, options, workers, progress)
+  parsed = time.perf_counter()
+  logging.info('Local run: manifests read into %d chunks in %.2f s', len(chunks), parsed - start)
+
+  # The extra layouts are written by the workers as they write the TFX files, where
+  # those files become the shards as they are (not planned) on this machine's disk.
+  inline = (options.layouts and split_dirs is not None and label_dir is not None
+            and not (options.num_shards or options.shard_size_mb) and files.is_local(label_dir))
+  make_worker = lambda: _Worker(options, vocabulary, split_dirs, report_dir, first_error_of,
+                                label_dir if inline else None)
+  workers = min(workers, len(chunks))
+  progress.stage('converting', total=read)
+  counts = progress_lib.SharedCounts(workers)
+  # Meanwhile this process loads what the layouts' metadata needs (TFDS, half a second).
+  results = _convert_chunks(chunks, make_worker, workers, counts,
+                            lambda: progress.update(*counts.totals()),
+                            (lambda: layouts_base.prepare(options.layouts)) if options.layouts
+                            else None, True, options.row_time_limit)
+  progress.update(*counts.totals())
+  converted = time.perf_counter()
+  logging.info('Local run: rows converted in %.2f s by %d worker process(es)',
+               converted - parsed, max(workers, 1))
+  _write_outputs(results, vocabulary, sources, split_dirs, label_dir, report_dir, options,
+                 workers, progress)
+  logging.info('Local run: shards named, report written in %.2f s',
+               time.perf_counter() - converted)
+
+
+def _read_manifests(sources: Sequence[ManifestSource], report_dir: str,
+                    options: ConversionOptions, workers: int, progress: progress_lib.Progress
+                    ) -> Tuple[List[Chunk], int, Any]:
+  """The run's chunks of rows, written under `report_dir`'s work folder (each source's
+  rows, then the images merged from the box rows of the sources that have them), the
+  items they hold (the progress's total) and the run's vocabulary, from every chunk."""
   progress.stage('reading', counted=True)
   read = 0
   chunk_dir = output_paths.work_dir(report_dir, output_paths.CHUNK_DIR)
@@ -739,29 +773,17 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
     shutil.rmtree(sort_dir, ignore_errors=True)
   for chunk in chunks:
     builder.add(acc, chunk)
-  vocabulary = builder.vocabulary(acc)
-  parsed = time.perf_counter()
-  logging.info('Local run: manifests read into %d chunks in %.2f s', len(chunks), parsed - start)
+  return chunks, read, builder.vocabulary(acc)
 
-  # The extra layouts are written by the workers as they write the TFX files, where
-  # those files become the shards as they are (not planned) on this machine's disk.
-  inline = (options.layouts and split_dirs is not None and label_dir is not None
-            and not (options.num_shards or options.shard_size_mb) and files.is_local(label_dir))
-  make_worker = lambda: _Worker(options, vocabulary, split_dirs, report_dir, first_error_of,
-                                label_dir if inline else None)
-  workers = min(workers, len(chunks))
-  progress.stage('converting', total=read)
-  counts = progress_lib.SharedCounts(workers)
-  # Meanwhile this process loads what the layouts' metadata needs (TFDS, half a second).
-  results = _convert_chunks(chunks, make_worker, workers, counts,
-                            lambda: progress.update(*counts.totals()),
-                            (lambda: layouts_base.prepare(options.layouts)) if options.layouts
-                            else None, True, options.row_time_limit)
-  progress.update(*counts.totals())
-  converted = time.perf_counter()
-  logging.info('Local run: rows converted in %.2f s by %d worker process(es)',
-               converted - parsed, max(workers, 1))
 
+def _write_outputs(results: List[Dict[str, Any]], vocabulary, sources: Sequence[ManifestSource],
+                   split_dirs: Optional[Mapping[str, str]], label_dir: Optional[str],
+                   report_dir: str, options: ConversionOptions, workers: int,
+                   progress: progress_lib.Progress) -> None:
+  """What follows the workers' conversion (`convert_locally`'s arguments, the workers'
+  `results`): the label files, the shards named, the extra layouts, the report's
+  error, box-issue and duplicate files, summary.json with its samples and first errors,
+  and the output's index."""
   counts = report.new_counts()
   for r in results:
     report.add_counts(counts, r['counts'])
@@ -816,8 +838,6 @@ def convert_locally(sources: Sequence[ManifestSource], split_dirs: Optional[Mapp
                        layouts=written_layouts, sources=sources, buckets=options.buckets)
   if label_dir is not None and split_dirs is not None:
     index_lib.write_index(summary, label_dir, list(split_dirs), held['task'], written_layouts)
-  logging.info('Local run: shards named, report written in %.2f s',
-               time.perf_counter() - converted)
 
 
 class _PartWorker:

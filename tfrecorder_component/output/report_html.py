@@ -62,6 +62,33 @@ def _histogram(counts: Mapping[str, int], cls: str, order: Sequence[str] = ()) -
       for k in keys], cls)
 
 
+def _box_issues(summary: Dict[str, Any], box_issues: Sequence[Dict[str, Any]]) -> List[str]:
+  """The page's box issues section: the counts by action and reason and the first
+  dropped or clipped boxes; none for a run that wrote no boxes and had no issues."""
+  issues = summary.get('box_issues') or {}
+  if not issues and not summary.get('objects_written'):
+    return []
+  parts = ['<h2>Box issues</h2>']
+  if issues:
+    total = sum(issues.values())
+    parts.append(_table(['action', 'reason', 'boxes'], [
+        (f'<span class="bad">{_e(k.split(":", 1)[0])}</span>', _e(k.split(':', 1)[1]), n)
+        for k, n in issues.items()], 'box-issues'))
+    shown = f'first {len(box_issues)} of {total:,}; ' if total > len(box_issues) else ''
+    parts.append(f'<p>{summary.get("objects_written", 0):,} boxes written; {total:,} '
+                 f'dropped or clipped ({shown}all in box_issues.jsonl).</p>')
+    parts.append(_table(['manifest', 'row', 'URI', 'label', 'box as annotated', 'action',
+                         'reason'], [
+        (_e(b['source']), b['row'] if isinstance(b['row'], int) else _e(b['row']),
+         _e(b['uri']), _e(b['label']), _e(b.get('box')), _e(b['action']),
+         _e(b['reason'] + (f' ({b["keypoint"]})' if b.get('keypoint') else '')))
+        for b in box_issues], 'box-issue-rows'))
+  else:
+    parts.append(f'<p>{summary.get("objects_written", 0):,} boxes written; none dropped or '
+                 'clipped.</p>')
+  return parts
+
+
 def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]]],
            errors: List[Dict[str, Any]], title: str = 'Conversion report',
            box_issues: Sequence[Dict[str, Any]] = ()) -> str:
@@ -121,26 +148,7 @@ def render(summary: Dict[str, Any], samples: Mapping[str, List[Tuple[str, bytes]
     rows.append((_e(label), images))
   parts.append(_table(['label', 'samples'], rows, 'sheet'))
 
-  issues = summary.get('box_issues') or {}
-  if issues or summary.get('objects_written'):
-    parts.append('<h2>Box issues</h2>')
-    if issues:
-      total = sum(issues.values())
-      parts.append(_table(['action', 'reason', 'boxes'], [
-          (f'<span class="bad">{_e(k.split(":", 1)[0])}</span>', _e(k.split(':', 1)[1]), n)
-          for k, n in issues.items()], 'box-issues'))
-      shown = f'first {len(box_issues)} of {total:,}; ' if total > len(box_issues) else ''
-      parts.append(f'<p>{summary.get("objects_written", 0):,} boxes written; {total:,} '
-                   f'dropped or clipped ({shown}all in box_issues.jsonl).</p>')
-      parts.append(_table(['manifest', 'row', 'URI', 'label', 'box as annotated', 'action',
-                           'reason'], [
-          (_e(b['source']), b['row'] if isinstance(b['row'], int) else _e(b['row']),
-           _e(b['uri']), _e(b['label']), _e(b.get('box')), _e(b['action']),
-           _e(b['reason'] + (f' ({b["keypoint"]})' if b.get('keypoint') else '')))
-          for b in box_issues], 'box-issue-rows'))
-    else:
-      parts.append(f'<p>{summary.get("objects_written", 0):,} boxes written; none dropped or '
-                   'clipped.</p>')
+  parts.extend(_box_issues(summary, box_issues))
 
   parts.append('<h2>Failed rows</h2>')
   if errors:
