@@ -24,6 +24,17 @@ def feature(example: tf.train.Example, key: str):
   return list(getattr(f, kind).value) if kind else []
 
 
+def decoded_masks(example: tf.train.Example) -> list:
+  """A record's instance masks (`image/object/mask`), each PNG decoded by TensorFlow to
+  a 2-D array; each holds only 0 and 1, as the Object Detection API and Mask R-CNN
+  read them."""
+  masks = [tf.io.decode_png(m, channels=1).numpy()[..., 0]
+           for m in feature(example, 'image/object/mask')]
+  for m in masks:
+    assert set(m.ravel().tolist()) <= {0, 1}
+  return masks
+
+
 def by_source_id(examples_dir: str, split_names) -> Dict[str, tuple]:
   """{source_id: (split, example)} over every split; fails on a duplicate."""
   out = {}

@@ -19,7 +19,7 @@ from PIL import Image
 from pycocotools import mask as coco_mask
 
 from images import write_image, write_text
-from records import feature, read_split
+from records import decoded_masks, feature, read_split
 import tfrecorder_component as trc
 from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError
@@ -641,11 +641,6 @@ def test_cvat_export_through_the_cli(tmp_path, capsys):
   assert error['uri'] == 'bad.jpg' and error['row'] == 5 and error['reason'] == 'bad_row'
   assert "<image id=\"4\" name=\"bad.jpg\">, <box> 1: label 'dog' is not declared" in (
       error['message'])
-
-
-def decoded_masks(example):
-  return [tf.io.decode_png(m, channels=1).numpy()[..., 0]
-          for m in feature(example, 'image/object/mask')]
 
 
 def raster(polygon, height, width):

@@ -14,7 +14,7 @@ import tensorflow as tf
 from pycocotools import mask as coco_mask
 
 from images import write_image, write_text
-from records import by_source_id, feature
+from records import by_source_id, decoded_masks, feature
 from test_detection_manifests import FORMAT_SAMPLES, check_items
 import tfrecorder_component as trc
 from tfrecorder_component.adapters.cli import main
@@ -475,11 +475,6 @@ def test_convert_reports_bad_label_files_with_file_and_line(e2e_dataset, tmp_pat
       'bad_row', 'images/val/f.jpg', path, 6)
   assert f'{root}/labels/val/f.txt line 2: coordinates must be normalised' in error['message']
   assert result.records_per_split == {'train': 4, 'eval': 1, 'test': 0}
-
-
-def decoded_masks(example):
-  return [tf.io.decode_png(m, channels=1).numpy()[..., 0]
-          for m in feature(example, 'image/object/mask')]
 
 
 def test_cli_include_masks_writes_the_polygons_masks(tmp_path):

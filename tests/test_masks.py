@@ -20,7 +20,7 @@ import tensorflow as tf
 from PIL import Image
 from pycocotools import mask as coco_mask
 
-from records import by_coco_file_name, by_source_id, feature
+from records import by_coco_file_name, by_source_id, decoded_masks, feature
 from tfrecord_digest import read_records
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError
@@ -157,14 +157,6 @@ def headline_coco():
 def write_json(path, data):
   path.write_text(json.dumps(data))
   return str(path)
-
-
-def decoded_masks(example):
-  masks = [tf.io.decode_png(m, channels=1).numpy()[..., 0]
-           for m in feature(example, 'image/object/mask')]
-  for m in masks:
-    assert set(np.unique(m).tolist()) <= {0, 1}
-  return masks
 
 
 def objects(example, k=K):
