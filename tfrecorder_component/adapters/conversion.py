@@ -104,7 +104,6 @@ def _conversion(source, report_dir: str, writes: bool = True, **given):
   options = confined_options(options, [] if dataframe else [os.fspath(source)], image_root)
   args = run.beam_pipeline_args(values['runner'], values['project'], values['region'],
                                 values['temp_location'], values['beam_args'])
-  run.check_workers(args, options.workers)  # before any file is read
   found = sources_lib.manifests_for(source, report_dir, image_root, columns,
                                     options.confine_to)
   taken = ([columns] * len(found.paths) if dataframe else sources_lib.columns_by_manifest(

@@ -749,8 +749,9 @@ def _read_manifests(sources: Sequence[ManifestSource], report_dir: str,
     for source in sources:
       parsed = _parsed_in_parts(source, chunk_dir, options.annotations, workers)
       with progress.ticking():  # ended before any worker is forked
-        for tag, value in parsed or parse_manifest(source, chunk_dir, options.annotations,
-                                                   CHUNK_ROWS):
+        if parsed is None:  # not cut into parts: parsed here, as it streams
+          parsed = parse_manifest(source, chunk_dir, options.annotations, CHUNK_ROWS)
+        for tag, value in parsed:
           if tag == CHUNK:
             chunks.append(value)
             read += value[4]  # the progress's total: the chunk's items
