@@ -37,7 +37,7 @@ from tfrecorder_component.images.boxes import BoxIssue
 from tfrecorder_component.manifest import ManifestRow, ObjectBox
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.steps.row import RecordStat
-from tfrecorder_component.output.report_html import size_bucket
+from tfrecorder_component.images.geometry import size_bucket
 from tfrecorder_component.record.splits import hash_split
 
 OPTIONS = ConversionOptions()

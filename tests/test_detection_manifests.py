@@ -9,18 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from images import write_text
+from manifest_items import errors_of, rows_of
 from tfrecorder_component.errors import ManifestError, RowError, error_record
 from tfrecorder_component.steps.policy import format_error
 from tfrecorder_component.manifest import (MANIFEST_FORMATS, ManifestRow, ObjectBox, detect_format,
                                            parse_manifest_text, read_manifest_file)
-
-
-def rows_of(items):
-  return [i for i in items if isinstance(i, ManifestRow)]
-
-
-def errors_of(items):
-  return [i for i in items if isinstance(i, RowError)]
 
 
 # AutoML / Vertex detection CSV

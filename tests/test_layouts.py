@@ -168,7 +168,7 @@ def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_
   """The local run writes the layouts on its worker processes, a shard a task: the same
   files as one process; a shard that cannot be read fails the run with its cause."""
   from tfrecorder_component.engines import local_pool  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.output.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output import examples_json as index_lib  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   trc.convert(_rows(tmp_path), str(out), layouts=['tfrecord'], num_shards=3)
   one = {p: open(p, 'rb').read() for p in glob.glob(str(out / 'tfrecord' / '*'))}
@@ -227,7 +227,7 @@ def test_layouts_written_as_records_are_converted_equal_those_written_from_the_s
   way (a second label from row 100 makes `image/class/label` a list column) is written
   again from its TFX shard."""
   from tfrecorder_component.engines import local_pool  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.output.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output import examples_json as index_lib  # pylint: disable=g-import-not-at-top
   names = _available_layouts()
   assert 'parquet' in names and 'tfrecord' in names
   lines = []

@@ -5,12 +5,9 @@ import os
 import pytest
 
 from images import write_text
+from manifest_items import rows_of
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import ManifestRow, read_manifest_file, resolve_uri
-
-
-def rows_of(items):
-  return [i for i in items if isinstance(i, ManifestRow)]
 
 
 def test_automl_csv_without_header_with_ml_use_in_any_case(tmp_path):

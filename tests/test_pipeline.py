@@ -126,7 +126,7 @@ def test_every_layout_in_the_examples_artifact_reads_with_its_loader(tmp_path):
   pytest.importorskip('array_record')
   import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.readers import records as readers  # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.output.layouts import index as index_lib  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.output import examples_json as index_lib  # pylint: disable=g-import-not-at-top
   data = tmp_path / 'data'
   rows = []
   for i in range(12):

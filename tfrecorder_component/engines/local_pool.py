@@ -58,7 +58,7 @@ from tfrecorder_component.steps import shards as shards_lib
 from tfrecorder_component.io import tfrecord as tfrecord_lib
 from tfrecorder_component.output import layouts as layouts_registry
 from tfrecorder_component.output.layouts import base as layouts_base
-from tfrecorder_component.output.layouts import index as index_lib
+from tfrecorder_component.output import examples_json as index_lib
 from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, merged_item,
                                                pack_chunk, parse_manifest, unpack_chunk)
 from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter, VocabularyBuilder,

@@ -1,12 +1,30 @@
 """The geometry of the image transforms, shared by pixels and boxes: the EXIF
 orientations and the resize plan (stretch, fit, crop, longest side), with the box that a
-normalised box becomes under each."""
+normalised box becomes under each; the size buckets of the report's histogram."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional, Sequence, Tuple
 
 from tfrecorder_component.images.boxes import Box, Point
+
+
+# Longest-side buckets of the image size histogram: (upper bound, name).
+SIZE_BUCKETS: Tuple[Tuple[float, str], ...] = (
+    (64, '< 64 px'), (128, '64-127 px'), (256, '128-255 px'), (512, '256-511 px'),
+    (1024, '512-1023 px'), (2048, '1024-2047 px'), (float('inf'), '>= 2048 px'))
+
+def size_bucket(width: int, height: int) -> str:
+  """The name of the SIZE_BUCKETS bucket an image falls in, by its longest side
+  ('256-511 px').
+
+  Args:
+    width: The image's width in pixels.
+    height: The image's height in pixels.
+  """
+  longest = max(width, height)
+  return next(name for bound, name in SIZE_BUCKETS if longest < bound)
+
 
 
 def orient_box(box: Box, orientation: int) -> Box:

@@ -63,7 +63,7 @@ from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.io import storage
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.output.layouts import LAYOUTS
-from tfrecorder_component.output.layouts.index import INDEX_FILE
+from tfrecorder_component.output.examples_json import INDEX_FILE
 
 try:
   import fcntl

@@ -8,12 +8,8 @@ import base64
 import html
 from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
+from tfrecorder_component.images.geometry import SIZE_BUCKETS
 from tfrecorder_component.record import labels as labels_lib
-
-# Longest-side buckets of the image size histogram: (upper bound, name).
-SIZE_BUCKETS: Tuple[Tuple[float, str], ...] = (
-    (64, '< 64 px'), (128, '64-127 px'), (256, '128-255 px'), (512, '256-511 px'),
-    (1024, '512-1023 px'), (2048, '1024-2047 px'), (float('inf'), '>= 2048 px'))
 
 _STYLE = '''
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
@@ -28,18 +24,6 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
   vertical-align: middle; overflow: hidden; font-size: 11px; background: #eee; margin: 2px; }
 .bad { color: #a00; }
 '''
-
-
-def size_bucket(width: int, height: int) -> str:
-  """The name of the SIZE_BUCKETS bucket an image falls in, by its longest side
-  ('256-511 px').
-
-  Args:
-    width: The image's width in pixels.
-    height: The image's height in pixels.
-  """
-  longest = max(width, height)
-  return next(name for bound, name in SIZE_BUCKETS if longest < bound)
 
 
 def _e(value: Any) -> str:

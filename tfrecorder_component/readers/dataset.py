@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.record import labels as labels_lib
-from tfrecorder_component.output.layouts import index
+from tfrecorder_component.output import examples_json as index_lib
 from tfrecorder_component.feature_keys import (BBOX_XMAX, BBOX_XMIN, BBOX_YMAX, BBOX_YMIN,
                                                CLASS_LABEL, IMAGE_ENCODED, OBJECT_CLASS_LABEL)
 
@@ -130,12 +130,12 @@ Spec = Dict[str, Union[tf.io.FixedLenFeature, tf.io.RaggedFeature]]
 def _index_features(folder: str) -> Dict[str, Dict[str, Any]]:
   """The `features` of one output's examples.json (its report's summary.json when it has
   none: an output written before the index was)."""
-  for path in (os.path.join(folder, index.INDEX_FILE),
+  for path in (os.path.join(folder, index_lib.INDEX_FILE),
                os.path.join(folder, output_paths.REPORT_DIR, output_paths.SUMMARY_FILE)):
     if tf.io.gfile.exists(path):  # read with TensorFlow's file systems: no Beam import
       with tf.io.gfile.GFile(path, 'rb') as f:
         return json.loads(f.read()).get('features') or {}
-  raise ValueError(f'{folder} has no {index.INDEX_FILE}: not an output of convert or an '
+  raise ValueError(f'{folder} has no {index_lib.INDEX_FILE}: not an output of convert or an '
                    'Examples artifact of ImageExampleGen')
 
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
-from tfrecorder_component.output.layouts import index as index_lib
+from tfrecorder_component.output import examples_json as index_lib
 from tfrecorder_component.io import storage
 from tfrecorder_component.io.tfrecord import read_shard
 from tfrecorder_component.record.example_proto import Example

@@ -57,7 +57,7 @@ import numpy as np
 from tfrecorder_component.record import example_proto
 from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
-from tfrecorder_component.output.layouts import index as index_lib
+from tfrecorder_component.output import examples_json as index_lib
 from tfrecorder_component.io import tfrecord as tfrecord_lib
 from tfrecorder_component.feature_keys import (BBOX_XMAX, BBOX_XMIN, BBOX_YMAX, BBOX_YMIN,
                                                IMAGE_ENCODED, OBJECT_PREFIX)

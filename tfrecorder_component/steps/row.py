@@ -8,7 +8,7 @@ import posixpath
 from typing import TYPE_CHECKING, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from tfrecorder_component.io import files
-from tfrecorder_component.output import report_html
+from tfrecorder_component.images import geometry
 from tfrecorder_component.record import splits as splits_lib
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.feature_keys import IMAGE_SHA256
@@ -46,7 +46,7 @@ class RecordStat(NamedTuple):
     objects: detection: the label of each object written; () for other tasks.
     image_format: the stored image's format, as TensorFlow takes it: 'jpeg', 'png', 'gif'
       or 'bmp'.
-    size_bucket: `report_html.size_bucket` of the stored image (its longest side, such
+    size_bucket: `images.geometry.size_bucket` of the stored image (its longest side, such
       as '256-511 px').
     features: `feature_signature` of the record.
     source_id: the record's `image/source_id` where it is not `uri` (a COCO image id,
@@ -61,7 +61,7 @@ class RecordStat(NamedTuple):
   uri: str
   objects: Tuple[str, ...] = ()  # detection: the label of each object written
   image_format: str = ''
-  size_bucket: str = ''  # report_html.size_bucket of the stored image
+  size_bucket: str = ''  # geometry.size_bucket of the stored image
   features: str = ''  # `feature_signature` of the record
   source_id: str = ''  # image/source_id where it is not the URI
   split_by_hash: bool = False
@@ -145,7 +145,7 @@ def convert_row(row: ManifestRow, ids: Dict[str, int], options: ConversionOption
                               source_id=source_id, label_ids=label_ids)
   sha256 = features[IMAGE_SHA256][1][0].decode()
   stat = RecordStat(split, labels, sha256, row.image_uri, names, info.format,
-                    report_html.size_bucket(info.width, info.height),
+                    geometry.size_bucket(info.width, info.height),
                     signature_of(features),
                     '' if source_id == row.image_uri else source_id, not row.split)
   # the C++ protobuf runtime's deterministic serialization, on every stack: byte-reproducible

@@ -46,7 +46,7 @@ from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.io import storage
 from tfrecorder_component.adapters.component import executor
-from tfrecorder_component.output.layouts import index as index_lib
+from tfrecorder_component.output import examples_json as index_lib
 
 FILE_FORMAT = 'tfrecords_gzip'  # what the executor sets: every shard is GZIP TFRecord
 

@@ -27,7 +27,7 @@ from tfrecorder_component.engines.beam import write
 from tfrecorder_component.engines.beam.convert import ConvertBatches, LabelVocabulary
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
 from tfrecorder_component.engines.beam.read import ReadManifestRows
-from tfrecorder_component.output.layouts import index as index_lib
+from tfrecorder_component.output import examples_json as index_lib
 from tfrecorder_component.steps import report as report_lib
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
