@@ -2,11 +2,16 @@
 multi-process DirectRunner, the same local JPEGs, side by side.
 
     .venv/bin/python -m benchmarks.engines [--sizes 2000,20000] [--repeats 3]
-                                           [--image-set photo]
+                                           [--images D] [--image-set photo]
 
 Two runs of the first N benchmark JPEGs (`--image-set`: photo-like by default,
 benchmarks/photos.py), manifest and output on local disk, each a fresh
-`tfrecorder-component convert MANIFEST OUT` process on every core:
+`tfrecorder-component convert MANIFEST OUT` process on every core. With `--images D`
+only D distinct images are made and a larger N lists them over again in order (row i
+names image i mod D, so both engines read, convert and report the same repeated
+images, as duplicates): Beam's fixed cost (about 15 CPU-s) moves by 1 to 3 s between
+runs, and 60,000 rows (`--sizes 2000,60000 --images 20000`) make that small beside
+the steady difference without making 60,000 photos.
 
 - `without Beam`: default settings (the engine without Beam: a worker process a core);
 - `Beam`: the same with `--beam-arg=--direct_running_mode=multi_processing
@@ -45,14 +50,28 @@ def _command(kind: str, manifest: str, out: str, cores: int) -> List[str]:
   return cmd
 
 
+def _cycled_manifest(data, data_root: str, n: int, distinct: int) -> str:
+  """A manifest of n rows over the first `distinct` images: row i is the distinct
+  manifest's row i mod `distinct`, written beside it (its relative paths hold)."""
+  rows = open(data.write_manifest(data_root, distinct), encoding='utf-8').read().splitlines(True)
+  if len(rows) != distinct:
+    raise ValueError(f'expected {distinct} rows in the manifest of {distinct} images')
+  path = os.path.join(data_root, f'manifest-{n}-of-{distinct}.csv')
+  with open(path, 'w', encoding='utf-8') as f:
+    f.writelines(rows[i % distinct] for i in range(n))
+  return path
+
+
 def measure(data_root: str, sizes: List[int], repeats: int, scratch: str,
-            image_set: str = 'photo') -> Dict:
+            image_set: str = 'photo', distinct: int = 0) -> Dict:
   from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
   from tests import tfrecord_digest  # pylint: disable=g-import-not-at-top
   data = image_sets.image_set(image_set)
   n2 = sizes[-1]
-  data.generate(data_root, n2)
-  manifests = {n: data.write_manifest(data_root, n) for n in sizes}
+  distinct = min(distinct or n2, n2)
+  data.generate(data_root, distinct)
+  manifests = {n: (data.write_manifest(data_root, n) if n <= distinct else
+                   _cycled_manifest(data, data_root, n, distinct)) for n in sizes}
   cores = len(os.sched_getaffinity(0))
   shutil.rmtree(scratch, ignore_errors=True)
   os.makedirs(scratch)
@@ -84,7 +103,7 @@ def measure(data_root: str, sizes: List[int], repeats: int, scratch: str,
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
   return {'runs': runs, 'identical': identical, 'sizes': sizes, 'repeats': repeats,
-          'cores': cores, 'images': data.SHORT}
+          'cores': cores, 'images': data.SHORT, 'distinct': distinct}
 
 
 def figures(got: Dict) -> Dict:
@@ -117,7 +136,11 @@ def markdown(got: Dict, figs: Dict) -> str:
   n1, n2 = got['sizes'][-2:]
   opt = lambda s, d, u='': procs.fmt(s, d, u) if s else 'n/a'
   lines = [
-      f'The first {n2:,} and {n1:,} {got.get("images", "JPEGs")}, manifest and output on '
+      f'The first {n2:,} and {n1:,} {got.get("images", "JPEGs")}'
+      + (f' (the first {got["distinct"]:,} listed over again in order past them: each '
+         'repeated image is read, converted and reported as a duplicate on both engines)'
+         if got.get('distinct', n2) < n2 else '')
+      + ', manifest and output on '
       f'local disk; `tfrecorder-component convert` on all {got["cores"]} cores, a fresh '
       'process per run: **without Beam** (default settings) and **Beam** (the same with '
       '`--beam-arg=--direct_running_mode=multi_processing --beam-arg=--direct_num_workers='
@@ -155,6 +178,9 @@ def main(argv=None) -> Dict:
   parser.add_argument('--sizes', default='2000,20000',
                       help='N values; the steady rate is taken between the two largest')
   parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--images', type=int, default=0,
+                      help='distinct images to make; a larger N lists them over again '
+                      '(default: as many as the largest N)')
   from benchmarks import image_sets  # pylint: disable=g-import-not-at-top
   image_sets.add_arguments(parser)
   parser.add_argument('--scratch', default=os.path.join(HERE, 'out', 'engines'))
@@ -164,7 +190,8 @@ def main(argv=None) -> Dict:
   if len(sizes) < 2 or args.repeats < 1:
     parser.error('need two sizes or more and one repeat or more')
   image_sets.resolve(args)
-  got = measure(args.data, sizes, args.repeats, args.scratch, args.image_set)
+  got = measure(args.data, sizes, args.repeats, args.scratch, args.image_set,
+                args.images)
   figs = figures(got)
   report.write_part(args.results, 'engines.md', markdown(got, figs))
   return {'figures': figs, 'identical': got['identical'], 'runs': got['runs']}
