@@ -49,8 +49,9 @@ from typing import (AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple,
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
 from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.json_lines import short_json
 from tfrecorder_component.manifest.rows import (FeatureValue, InstanceMask, ManifestRow, ObjectBox,
-                                                ParsedItem, resolve_uri, short, split_of_folder)
+                                                ParsedItem, resolve_uri, split_of_folder)
 
 _BOX_TYPES = ('rectanglelabels', 'rectangle')
 _POLYGON_TYPES = ('polygonlabels', 'polygon')
@@ -115,19 +116,19 @@ def _task_row(path: str, number: int, task: object, split: Optional[str],
   name = f'task [{number - 1}]'
   if not isinstance(task, dict) or not isinstance(task.get('data'), dict):
     return RowError('bad_row', f'{name} must be an object with a "data" object holding the '
-                    f'image; got {_short(task)}', **where)
+                    f'image; got {short_json(task)}', **where)
   if 'id' in task:
-    name = f'task id {_short(task["id"])} ({name})'
+    name = f'task id {short_json(task["id"])} ({name})'
   annotations = task.get('annotations', task.get('completions'))
   if annotations is not None and not isinstance(annotations, list):
     return RowError('bad_row', f'{name}: "annotations" must be a list, got '
-                    f'{_short(annotations)}', **where)
+                    f'{short_json(annotations)}', **where)
   chosen = _chosen(annotations or [])
   results = chosen.get('result') if isinstance(chosen, dict) else None
   image = _image_of(task['data'], results if isinstance(results, list) else [])
   if not isinstance(image, str) or not image.strip():
     return RowError('bad_row', f'{name}: "data" names no image: give it an "image" field '
-                    f'(its URL or path); got {_short(task["data"])}', **where)
+                    f'(its URL or path); got {short_json(task["data"])}', **where)
   uri = image.strip()
   where['uri'] = uri
   if uri.startswith('data:'):
@@ -146,7 +147,7 @@ def _task_row(path: str, number: int, task: object, split: Optional[str],
     return RowError(chosen[0], f'{name}: {chosen[1]}', **where)
   if not isinstance(results, list):
     return RowError('bad_row', f'{name}{_annotation_id(chosen)}: "result" must be a list of '
-                    f'regions, got {_short(results)}', **where)
+                    f'regions, got {short_json(results)}', **where)
   read = _results(path, results, masks)
   if isinstance(read, tuple) and isinstance(read[0], str):
     return RowError(read[0], f'{name}{_annotation_id(chosen)}: {read[1]}', **where)
@@ -164,7 +165,7 @@ def _chosen(annotations: List[object]) -> Union[dict, _Problem, None]:
   """The annotation a task's row is made of (see the module), or why there is none."""
   for index, annotation in enumerate(annotations):
     if not isinstance(annotation, dict):
-      return 'bad_row', f'annotations[{index}] must be an object, got {_short(annotation)}'
+      return 'bad_row', f'annotations[{index}] must be an object, got {short_json(annotation)}'
   kept = [a for a in annotations if not (a.get('was_cancelled') or a.get('skipped'))]
   if not kept:
     if not annotations:
@@ -238,7 +239,7 @@ def _results(path: str, results: List[object], masks: bool
       continue
     if not isinstance(result, dict) or not isinstance(result.get('value'), dict):
       return ('bad_row', f'result[{index}] must be an object with a "value" object, got '
-              f'{_short(result)}')
+              f'{short_json(result)}')
     if not (kind in _BOX_TYPES or kind in _POLYGON_TYPES or kind in _LABEL_TYPES or
             kind in _VALUE_TYPES):
       return ('unsupported_annotation', f'result[{index}] ({_named(result)}) is a {kind!r} '
@@ -281,7 +282,7 @@ def _region(members: List[Tuple[int, dict]], masks: bool
       given = value.get(kind)
       if (not isinstance(given, list) or not given or
           not all(isinstance(l, str) and l.strip() for l in given)):
-        return f'{where}"value.{kind}" must be a non-empty list of labels, got {_short(given)}'
+        return f'{where}"value.{kind}" must be a non-empty list of labels, got {short_json(given)}'
       labels.extend(l.strip(' \t') for l in given)
     if shape is None:
       if kind in _BOX_TYPES or (kind == 'labels' and 'x' in value and 'points' not in value):
@@ -332,18 +333,18 @@ def _box(value: dict, result: dict) -> Union[Tuple[Box, Tuple[float, ...]], str]
   numbers = [as_number(value.get(k)) for k in ('x', 'y', 'width', 'height')]
   if any(v is None for v in numbers):
     return ('"value" x, y, width and height must be numbers (percent of the image); got '
-            f'{_short({k: value.get(k) for k in ("x", "y", "width", "height")})}')
+            f'{short_json({k: value.get(k) for k in ("x", "y", "width", "height")})}')
   x, y, width, height = (v / 100 for v in numbers)
   rotation = as_number(value.get('rotation') or 0)
   if rotation is None or not math.isfinite(rotation):
-    return f'"value.rotation" must be a number of degrees, got {_short(value.get("rotation"))}'
+    return f'"value.rotation" must be a number of degrees, got {short_json(value.get("rotation"))}'
   if rotation % 360 == 0:
     return (x, y, x + width, y + height), ()
   size = [as_number(result.get(k)) for k in ('original_width', 'original_height')]
   if any(s is None or not s > 0 for s in size):
     return ('a rotated rectangle needs "original_width" and "original_height" (the image\'s '
             'size in pixels, which Label Studio exports with each result) to place its '
-            f'corners; got {_short([result.get("original_width"), result.get("original_height")])}')
+            f'corners; got {short_json([result.get("original_width"), result.get("original_height")])}')
   w, h = size
   # Label Studio rotates about the top-left corner, clockwise, in pixels (as the
   # converter's YOLO OBB export): corners in order top-left, top-right, bottom-right,
@@ -370,7 +371,7 @@ def _polygon(value: dict) -> Union[Tuple[Box, Tuple[float, ...]], str]:
     pairs.append(pair)
   if len(pairs) < 3:
     return ('"value.points" must be at least 3 [x, y] points, percent of the image; got '
-            f'{_short(points)}')
+            f'{short_json(points)}')
   xs = [x / 100 for x, _ in pairs]
   ys = [y / 100 for _, y in pairs]
   return (min(xs), min(ys), max(xs), max(ys)), tuple(v for p in zip(xs, ys) for v in p)
@@ -393,7 +394,7 @@ def _value(kind: str, given: object) -> FeatureValue:
   if kind == 'datetime' and isinstance(given, str):
     return given
   raise ValueError(f'"value.{key}" of a {kind!r} result is not one Label Studio writes: '
-                   f'{_short(given)}')
+                   f'{short_json(given)}')
 
 
 def _strings(values: object) -> bool:
@@ -405,12 +406,6 @@ def _named(result: dict) -> str:
           f'from_name {result.get("from_name")!r}')
 
 
-def _short(value: object) -> str:
-  try:
-    text = json.dumps(value)
-  except (TypeError, ValueError):
-    text = None  # its repr
-  return short(value, 100, text)
 
 
 def _sniff(head: str) -> bool:

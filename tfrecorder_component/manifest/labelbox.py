@@ -53,7 +53,6 @@ https://docs.labelbox.com/reference/export-glossary: every field):
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import math
 import re
@@ -62,9 +61,9 @@ from typing import Counter, Iterator, Mapping, Optional, Tuple, Union
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest.features import as_number
 from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.json_lines import lf_lines, load_line, short_json
 from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem, resolve_uri,
-                                                short, split_of_folder)
-from tfrecorder_component.manifest.vertex_jsonl import lf_lines, load_line
+                                                split_of_folder)
 
 _LOG = logging.getLogger(__name__)
 
@@ -86,7 +85,7 @@ def parse(path: str, text: object, *, image_root: Optional[str] = None,
       and the folder relative `row_data` paths resolve against when `image_root` is
       None.
     text: the file's whole text, or its lines as a text file opened with newline=''
-      gives them (`vertex_jsonl.lf_lines`).
+      gives them (`json_lines.lf_lines`).
     image_root: the folder (local path or URI) relative `row_data` paths resolve
       against, and that holds the downloaded images of `http(s)://` rows, each named as
       its `external_id` (else `global_key`); None: the export's folder, and URL rows
@@ -113,7 +112,7 @@ def _row(path: str, number: int, line: str, split: Optional[str], image_root: Op
   where = {'source': path, 'row': number}
   if not isinstance(obj, dict):
     return RowError('bad_row', 'each line must be a JSON object, one Labelbox data row; got '
-                    f'{_short(obj)}', **where)
+                    f'{short_json(obj)}', **where)
   data_row = obj.get('data_row')
   if not isinstance(data_row, dict):
     keys = ', '.join(f'"{k}"' for k in list(obj)[:8]) or 'none'
@@ -122,7 +121,7 @@ def _row(path: str, number: int, line: str, split: Optional[str], image_root: Op
   row_data = data_row.get('row_data')
   if not isinstance(row_data, str) or not row_data.strip():
     return RowError('bad_row', '"data_row" needs "row_data", the image\'s URL or path; got '
-                    f'{_short(row_data)}', **where)
+                    f'{short_json(row_data)}', **where)
   uri = row_data.strip()
   where['uri'] = uri
   image = _image(uri, data_row, path, image_root)
@@ -170,13 +169,13 @@ def _size_problem(media: object) -> str:
   if media is None:
     return ''
   if not isinstance(media, dict):
-    return f'"media_attributes" must be an object, got {_short(media)}'
+    return f'"media_attributes" must be an object, got {short_json(media)}'
   for name in ('width', 'height'):
     value = media.get(name)
     number = None if isinstance(value, str) else as_number(value)
     if value is not None and (number is None or not math.isfinite(number) or not number > 0):
       return (f'"media_attributes.{name}" must be the image\'s {name} in pixels, got '
-              f'{_short(value)}')
+              f'{short_json(value)}')
   return ''
 
 
@@ -186,22 +185,22 @@ def _label(projects: object) -> Union[Tuple[str, dict], _Problem]:
     projects = {}
   if not isinstance(projects, dict):
     return ('bad_row', '"projects" must be an object, {project id: {"name", "labels"}}; got '
-            f'{_short(projects)}')
+            f'{short_json(projects)}')
   found = []
   for project_id, project in projects.items():
     name = f'project {project_id!r}'
     if not isinstance(project, dict):
-      return 'bad_row', f'{name} must be an object with "labels", got {_short(project)}'
+      return 'bad_row', f'{name} must be an object with "labels", got {short_json(project)}'
     if isinstance(project.get('name'), str):
       name = f'project {project["name"]!r} ({project_id})'
     labels = project.get('labels')
     if labels is None:
       labels = []
     if not isinstance(labels, list):
-      return 'bad_row', f'{name}: "labels" must be a list, got {_short(labels)}'
+      return 'bad_row', f'{name}: "labels" must be a list, got {short_json(labels)}'
     for index, label in enumerate(labels):
       if not isinstance(label, dict):
-        return 'bad_row', f'{name}: labels[{index}] must be an object, got {_short(label)}'
+        return 'bad_row', f'{name}: labels[{index}] must be an object, got {short_json(label)}'
       details = label.get('performance_details')
       if not (isinstance(details, dict) and details.get('skipped') is True):
         found.append((f'{name}, labels[{index}]', label))
@@ -224,12 +223,12 @@ def _objects(label: dict, unread: Counter[str]) -> Union[Tuple[ObjectBox, ...], 
   annotations = label.get('annotations')
   if not isinstance(annotations, dict):
     return ('the label needs "annotations", {"objects": [...], "classifications": [...]}; '
-            f'got {_short(annotations)}')
+            f'got {short_json(annotations)}')
   objects = annotations.get('objects')
   if objects is None:
     objects = []
   if not isinstance(objects, list):
-    return f'"annotations.objects" must be a list, got {_short(objects)}'
+    return f'"annotations.objects" must be a list, got {short_json(objects)}'
   for key in ('classifications', 'relationships'):
     if isinstance(annotations.get(key), list) and annotations[key]:
       unread[key] += len(annotations[key])
@@ -237,10 +236,10 @@ def _objects(label: dict, unread: Counter[str]) -> Union[Tuple[ObjectBox, ...], 
   for index, obj in enumerate(objects):
     where = f'objects[{index}]'
     if not isinstance(obj, dict):
-      return f'{where} must be an object, got {_short(obj)}'
+      return f'{where} must be an object, got {short_json(obj)}'
     kind = obj.get('annotation_kind')
     if not isinstance(kind, str) or not kind.strip():
-      return f'{where} needs "annotation_kind" ("{BOX_KIND}", ...); got {_short(kind)}'
+      return f'{where} needs "annotation_kind" ("{BOX_KIND}", ...); got {short_json(kind)}'
     if kind != BOX_KIND:
       unread[kind] += 1
       continue
@@ -257,16 +256,16 @@ def _box(obj: dict) -> Union[ObjectBox, str]:
                 if isinstance(obj.get(k), str) and obj[k].strip()), None)
   if label is None:
     return (f'needs "name" (or "value"): the class, a non-empty string; got '
-            f'{_short(obj.get("name"))}')
+            f'{short_json(obj.get("name"))}')
   box = obj.get('bounding_box')
   if not isinstance(box, dict):
     return f'({label!r}) needs "bounding_box": {{"top", "left", "height", "width"}} in pixels'
   values = {k: as_number(box.get(k)) for k in _BOX_KEYS}
-  bad = [f'{k}={_short(box.get(k))}' for k, v in values.items() if v is None]
+  bad = [f'{k}={short_json(box.get(k))}' for k, v in values.items() if v is None]
   if bad:
     return (f'({label!r}): "bounding_box" top, left, height and width must be numbers of '
             f'pixels; got {", ".join(bad)}')
-  negative = [f'{k}={_short(box[k])}' for k in ('height', 'width') if values[k] < 0]
+  negative = [f'{k}={short_json(box[k])}' for k in ('height', 'width') if values[k] < 0]
   if negative:
     return (f'({label!r}): "bounding_box" height and width cannot be negative; got '
             f'{", ".join(negative)}')
@@ -275,12 +274,6 @@ def _box(obj: dict) -> Union[ObjectBox, str]:
                    normalized=False)
 
 
-def _short(value: object) -> str:
-  try:
-    text = json.dumps(value)
-  except (TypeError, ValueError):
-    text = None  # its repr
-  return short(value, 100, text)
 
 
 _DATA_ROW = re.compile(r'"data_row"\s*:\s*\{')

@@ -12,12 +12,11 @@ become typed features of the record.
 """
 from __future__ import annotations
 
-import io
-import json
-from typing import Iterable, Iterator, Mapping, Optional, Tuple, Union
+from typing import Iterator, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.json_lines import lf_lines, load_line
 from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
 from tfrecorder_component.manifest.rows import (FeatureValue, ManifestRow, MaskColor, ObjectBox,
                                                 ParsedItem, resolve_uri, split_for_ml_use)
@@ -37,7 +36,7 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
     path: the manifest's path: named in errors, and the folder relative image and mask
       URIs resolve against when `image_root` is None.
     text: the file's whole text, or its lines as a text file opened with newline=''
-      gives them (`lf_lines`).
+      gives them (`json_lines.lf_lines`).
     image_root: the folder (local path or URI) relative image and mask URIs resolve
       against; None: the manifest's folder.
     feature_types: declared types of the other top-level fields ({name: 'int' |
@@ -54,51 +53,6 @@ def parse(path: str, text: str, *, image_root: Optional[str] = None,
 
 # Top-level keys that mean a label, which Vertex AI JSONL keeps in annotations instead.
 _LABEL_KEYS = ('label', 'labels', 'class', 'category', 'displayname')
-
-
-def lf_lines(text: Union[str, Iterable[str]]) -> Iterator[str]:
-  """The lines of a JSON Lines text, split at LF only (a CRLF line keeps its CR, which
-  JSON reads as white space), the same for a small file's text and for a large file's
-  lines as a text file opened with newline='' gives them (split at CR too).
-
-  Args:
-    text: the whole text, or its lines as a text file opened with newline='' gives
-      them, which are joined until one ends in LF.
-  """
-  if isinstance(text, str):
-    yield from io.StringIO(text, newline='\n')
-    return
-  pending = ''
-  for piece in text:
-    pending += piece
-    if pending.endswith('\n'):
-      yield pending
-      pending = ''
-  if pending:
-    yield pending
-
-
-def load_line(path: str, row: int, line: str) -> object:
-  """The JSON value of one line of a JSON Lines file, or the `bad_row` RowError naming
-  why it is not JSON (a CR inside the line, a number of more than 4,300 digits, nesting
-  too deep).
-
-  Args:
-    path: the file's path, named in the error.
-    row: the line's 1-based number, named in the error.
-    line: the line's text (its line break, LF or CRLF, is white space to JSON).
-  """
-  try:
-    return json.loads(line)
-  except json.JSONDecodeError as e:
-    hint = ('; the line holds CR characters: JSON Lines ends each row with LF (or CRLF)'
-            if '\r' in line.rstrip('\r\n') and e.msg == 'Extra data' else '')
-    return RowError('bad_row', f'invalid JSON: {e}{hint}', source=path, row=row)
-  except ValueError:  # a number of more digits than Python converts (4,300)
-    return RowError('bad_row', 'invalid JSON: a number of more than 4,300 digits',
-                    source=path, row=row)
-  except RecursionError:
-    return RowError('bad_row', 'invalid JSON: nested too deeply', source=path, row=row)
 
 
 def _parse_line(path: str, row: int, line: str, image_root: Optional[str] = None) -> ParsedItem:
