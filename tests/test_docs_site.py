@@ -449,3 +449,27 @@ def test_convert_links_the_guides_it_names_and_the_links_resolve(site):
   for page, anchor in links:
     with open(os.path.join(site, page, 'index.html'), encoding='utf-8') as f:
       assert f'id="{anchor}"' in f.read(), (page, anchor)
+
+
+def _docs_text(*parts: str) -> str:
+  with open(os.path.join(REPO, 'docs', *parts), encoding='utf-8') as f:
+    return f.read()
+
+
+def test_the_docs_lists_of_formats_and_extensions_are_the_registrys():
+  """The component guide's `manifest_format` row names every format the registry has and
+  no other; the formats guide's sentence on what a folder's files are read names every
+  extension a format claims (`registry.MANIFEST_EXTENSIONS`, what discovery keeps) and
+  no other. A format added to the registry fails here until both pages say so."""
+  from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
+  row = re.search(r'^\| `manifest_format` \|.*$', _docs_text('guides', 'component.md'), re.M)
+  assert row, 'no manifest_format row in docs/guides/component.md'
+  named = re.findall(r'`(\w+)`', row.group(0).split('|')[3])
+  assert sorted(named) == sorted(registry.MANIFEST_FORMATS), (
+      set(named) ^ set(registry.MANIFEST_FORMATS))
+  sentence = re.search(r'In a folder \(.*?\) are read', _docs_text('guides', 'formats.md'),
+                       re.S)
+  assert sentence, "no 'In a folder (...) ... are read' sentence in docs/guides/formats.md"
+  extensions = set(re.findall(r'`(\.\w+)`', sentence.group(0)))
+  assert extensions == set(registry.MANIFEST_EXTENSIONS), (
+      extensions ^ set(registry.MANIFEST_EXTENSIONS))

@@ -2,9 +2,11 @@
 
     rows.py        the row model (ManifestRow, ObjectBox, Task, ML_USE values)
     features.py    extra columns as typed features
-    registry.py    the formats, and how a file's format is found
+    registry.py    the formats (FORMATS, in sniffing order), and how a file's format
+                   is found
     reader.py      reading a file of any format, streamed
-    automl_csv.py, automl_detection_csv.py, vertex_jsonl.py, coco.py, pascal_voc.py
+    one module a format, each declaring its `FORMAT` (format_spec.ManifestFormat: its
+    name, extensions, sniff and parser), which registry.FORMATS lists
 
 A manifest file is parsed sequentially (so each row keeps its position for error
 reports); rows are then fanned out across Beam workers for image loading.

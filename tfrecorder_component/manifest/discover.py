@@ -69,8 +69,8 @@ class Found(NamedTuple):
 def manifest_files(pattern: str, confine: Optional[Confinement] = None) -> List[str]:
   """Manifest files matching `pattern` (a file or a glob, on any Beam file system), or
   directly inside it when it names a folder. Folders and files without a manifest
-  extension (.csv, .jsonl, .txt, .json for COCO, .xml for Pascal VOC) are skipped, so a
-  manifest may sit next to its images; in a folder that holds a data set's own file,
+  extension (`registry.MANIFEST_EXTENSIONS`, the extensions the formats claim) are
+  skipped, so a manifest may sit next to its images; in a folder that holds a data set's own file,
   the other manifest-like files are its parts (`_dataset_parts`).
 
   Args:
