@@ -40,7 +40,8 @@ def _part(part: str, manifest: str, out: str) -> dict:
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
   # pylint: disable=g-import-not-at-top
-  from tfrecorder_component.engines.beam.convert import ConvertBatches, LabelVocabulary
+  from tfrecorder_component.engines.beam.convert_batches import ConvertBatches
+  from tfrecorder_component.engines.beam.vocabulary import LabelVocabulary
   from tfrecorder_component.steps.outputs import STATS
   from tfrecorder_component.engines.beam.pipeline import ConvertManifests
   from tfrecorder_component.engines.beam.read import ReadManifestRows

@@ -25,7 +25,8 @@ from tfrecorder_component.engines.beam import report
 from tfrecorder_component.io import sorted_runs
 from tfrecorder_component.io import tfrecord
 from tfrecorder_component.steps.chunks import pack_chunk, unpack_chunk
-from tfrecorder_component.engines.beam.convert import ConvertBatches, LabelVocabulary
+from tfrecorder_component.engines.beam.convert_batches import ConvertBatches
+from tfrecorder_component.engines.beam.vocabulary import LabelVocabulary
 from tfrecorder_component.engines.beam.duplicates import FindDuplicates
 from tfrecorder_component.engines.beam.read import ReadManifestRows
 from tfrecorder_component.engines.beam.report import Summarize

@@ -32,10 +32,11 @@ from tfrecorder_component.images import thumbnail
 from tfrecorder_component.images.formats import jpeg_walk
 from tfrecorder_component.io import sorted_runs
 from tfrecorder_component.options import ConversionOptions
-from tfrecorder_component.steps import convert as convert_lib
+from tfrecorder_component.steps import convert_chunks as convert_lib
 from tfrecorder_component.steps import row as row_lib
 from tfrecorder_component.steps.chunks import CHUNK
 from tfrecorder_component.steps.outputs import ERRORS
+from tfrecorder_component.steps.vocabulary import VocabularyBuilder
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
@@ -298,7 +299,7 @@ def test_in_one_process_a_row_is_interrupted_where_it_returns_to_python(tmp_path
   chunks = [v for tag, v in parse_manifest(ManifestSource(manifest), str(tmp_path / 'chunks'),
                                            frozenset(), 1000) if tag == CHUNK]
   options = ConversionOptions(row_time_limit=0.5)
-  builder = convert_lib.VocabularyBuilder()
+  builder = VocabularyBuilder()
   acc = builder.new()
   for chunk in chunks:
     builder.add(acc, chunk)

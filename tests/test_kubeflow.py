@@ -379,5 +379,5 @@ def test_dataflow_dry_run_builds_the_job_graph_and_its_package_is_complete(tmp_p
   assert done.returncode == 0, done.stderr[-3000:]
   count, *modules = done.stdout.split()
   assert int(count) >= 10
-  assert 'tfrecorder_component.engines.beam.convert' in modules
+  assert 'tfrecorder_component.engines.beam.convert_batches' in modules
   assert 'tfrecorder_component.engines.beam.sink' in modules

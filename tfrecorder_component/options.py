@@ -158,7 +158,7 @@ class ConversionOptions:
       the source's folder until the run replaces it (`confine.with_source`). (): no
       confinement.
     row_time_limit: seconds a row's conversion (read, checks, record, thumbnail) may
-      take; past it the row fails as `too_slow` (`steps.convert.RowDeadline`; without
+      take; past it the row fails as `too_slow` (`steps.deadline.RowDeadline`; without
       Beam its worker process is stopped, `engines.local_pool`). 0: no limit.
   """
   buckets: Tuple[Tuple[str, int], ...] = option_table.DEFAULT_BUCKETS

@@ -61,8 +61,9 @@ from tfrecorder_component.output.layouts import base as layouts_base
 from tfrecorder_component.output import examples_json as index_lib
 from tfrecorder_component.steps.chunks import (CHUNK, ROWS_PER_BATCH, Chunk, merged_item,
                                                pack_chunk, parse_manifest, unpack_chunk)
-from tfrecorder_component.steps.convert import (SAMPLES_PER_LABEL, ChunkConverter, VocabularyBuilder,
-                                                too_slow_record)
+from tfrecorder_component.steps.convert_chunks import (SAMPLES_PER_LABEL, ChunkConverter,
+                                                       too_slow_record)
+from tfrecorder_component.steps.vocabulary import VocabularyBuilder
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, OBJECTS, RECORDS, SAMPLES, STATS
 from tfrecorder_component.io.sorted_runs import RunSpiller
 from tfrecorder_component.io.sort import ExternalSort, SortBudget, unpacked_value
@@ -481,7 +482,7 @@ def _convert_chunks(chunks: List[Any], make_worker, workers: int,
   back to the pool without it, with the dead worker's other chunks. Without `rows`,
   the tasks of one worker are converted in this process, and a worker's death ends the
   run. Where no process can be forked, every task is converted here (and the time limit
-  is `steps.convert.RowDeadline`'s, in this process)."""
+  is `steps.deadline.RowDeadline`'s, in this process)."""
   if not rows and (workers <= 1 or len(chunks) <= 1) or not _FORK:
     worker = make_worker()
     with progress_lib.counting(counts.adder(0, poll) if counts is not None else None):

@@ -95,7 +95,7 @@ class ConvertedRow(NamedTuple):
 
 
 # Reads a file's bytes, (uri, max_bytes) -> bytes, raising RowError: `files.read_bytes`,
-# or the bytes that a Beam step fetched ahead (`beam.convert`).
+# or the bytes that a Beam step fetched ahead (`beam.convert_batches`).
 Read = Callable[[str, int], bytes]
 
 

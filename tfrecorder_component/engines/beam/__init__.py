@@ -1,7 +1,8 @@
 """The conversion as Beam transforms, one job each, knowing nothing of TFX:
 
     read.py      ReadManifestRows: manifest files -> chunks of rows
-    convert.py   LabelVocabulary, ConvertBatches: chunks -> records per split
+    vocabulary.py  LabelVocabulary: the run's label ids, a side input
+    convert_batches.py  ConvertBatches: chunks -> records per split
     write.py     WriteSplits, WriteLabelFiles
     report.py    Summarize, WriteReport
     duplicates.py  FindDuplicates: the duplicate index, an external sort

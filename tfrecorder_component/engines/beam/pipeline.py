@@ -24,7 +24,8 @@ from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.engines.beam import report
 from tfrecorder_component.engines.beam import write
-from tfrecorder_component.engines.beam.convert import ConvertBatches, LabelVocabulary
+from tfrecorder_component.engines.beam.convert_batches import ConvertBatches
+from tfrecorder_component.engines.beam.vocabulary import LabelVocabulary
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
 from tfrecorder_component.engines.beam.read import ReadManifestRows
 from tfrecorder_component.output import examples_json as index_lib

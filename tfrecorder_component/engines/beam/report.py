@@ -12,7 +12,7 @@ from tfrecorder_component.engines.beam.duplicates import FindDuplicates
 from tfrecorder_component.engines.beam.jsonl import WriteSortedJsonLines, row_key
 from tfrecorder_component.steps import duplicates as duplicates_lib
 from tfrecorder_component.steps import report
-from tfrecorder_component.steps.convert import SAMPLES_PER_LABEL
+from tfrecorder_component.steps.convert_chunks import SAMPLES_PER_LABEL
 
 __all__ = ['FindDuplicates', 'Summarize', 'WriteReport']
 

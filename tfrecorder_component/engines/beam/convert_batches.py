@@ -1,24 +1,24 @@
-"""Converting chunks of rows into records in Beam, with the label vocabulary as a side
-input; the work is `steps.convert` (every per-row step is `steps.row.convert_row`)."""
+"""Converting chunks of rows into records in Beam, with the label vocabulary
+(`beam.vocabulary.LabelVocabulary`) as a side input; the work is `steps.convert_chunks`
+(every per-row step is `steps.row.convert_row`)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from tfrecorder_component.record import labels as labels_lib
 from tfrecorder_component.io import storage
 from tfrecorder_component.manifest.class_map import DROPPED
 from tfrecorder_component.options import ConversionOptions
 from tfrecorder_component.steps.chunks import Chunk
-from tfrecorder_component.steps.convert import BATCH, ChunkConverter, VocabularyBuilder
+from tfrecorder_component.steps.convert_chunks import BATCH, ChunkConverter
 from tfrecorder_component.steps.outputs import (BOX_ISSUES, ERRORS, METRICS_NAMESPACE, RECORDS,
                                                 SAMPLES, STATS)
 
-__all__ = ['ConvertBatches', 'LabelVocabulary', 'Records']
+__all__ = ['ConvertBatches', 'Records']
 
 # ConvertBatches' main output: (split, serialized tf.train.Examples of one batch)
 Records = Tuple[str, List[bytes]]
@@ -26,7 +26,7 @@ Records = Tuple[str, List[bytes]]
 
 class _ConvertBatch(beam.DoFn):
   """A Chunk of rows in; per split, batches of serialized Examples out, and the tagged
-  outputs of `steps.convert.ChunkConverter` (errors, stats, box issues, samples) as
+  outputs of `steps.convert_chunks.ChunkConverter` (errors, stats, box issues, samples) as
   Beam's tagged outputs; what each batch did goes to Beam metrics counters (namespace
   `tfrecorder_component`: `rows` done and `rows_failed`, as the run's progress counts
   them: rows that failed to parse included, rows a class map leaves out done but not
@@ -36,7 +36,7 @@ class _ConvertBatch(beam.DoFn):
   remote reads are still in flight at the end of a bundle are converted in
   `finish_bundle`. A row that takes longer than `row_time_limit` fails as `too_slow`:
   a DoFn cannot outlive its process, so it is interrupted in its own thread where it
-  returns to Python (`steps.convert.RowDeadline`; a wait on a read fetched ahead
+  returns to Python (`steps.deadline.RowDeadline`; a wait on a read fetched ahead
   returns every half second), not inside C code."""
 
   def __init__(self, options: ConversionOptions):
@@ -113,61 +113,3 @@ class ConvertBatches(beam.PTransform):
     return chunks | (convert.with_input_types(Chunk, vocabulary=Dict[str, Any])
                      .with_output_types(Records)
                      .with_outputs(ERRORS, STATS, BOX_ISSUES, SAMPLES, main='records'))
-
-
-class _LabelSetFn(beam.CombineFn):
-  """The vocabulary of Chunks of rows (`steps.convert.VocabularyBuilder`)."""
-
-  def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False, class_map=(), label_order: str = 'auto'):
-    self._builder = VocabularyBuilder(given, append_new_labels, class_map, label_order)
-
-  def create_accumulator(self):
-    return self._builder.new()
-
-  def add_input(self, acc, chunk: Chunk):
-    return self._builder.add(acc, chunk)
-
-  def merge_accumulators(self, accumulators):
-    return self._builder.merge(accumulators)
-
-  def extract_output(self, acc):
-    return self._builder.vocabulary(acc)
-
-
-class LabelVocabulary(beam.PTransform):
-  """The run's vocabulary, one element: {'labels': in id order, 'ids': theirs, 'task',
-  'seen': the rows' labels, 'appended' / 'unknown': labels a given label map lacks
-  (given new ids / failing their rows), 'conflicts': source ids not kept, one line each,
-  'given': where the given label map was read from, or None}. See `labels.assign_ids`.
-
-  Args:
-    given: The label map given to the run, whose ids are kept; None: every label gets an
-      id from the task's first one (or its source's id, as COCO's categories).
-    append_new_labels: With `given`, give the labels it lacks new ids after its own;
-      False: they are `unknown` and their rows fail.
-    class_map: The run's class map as (class, new class or None) pairs, already applied
-      to the rows; only described in the vocabulary (`class_map`), for the report.
-    label_order: The order assigned ids follow (`labels.vocabulary_order`): 'auto' or
-      'text'.
-  """
-
-  def __init__(self, given: Optional[labels_lib.GivenLabelMap] = None,
-               append_new_labels: bool = False, class_map=(), label_order: str = 'auto'):
-    super().__init__()
-    self._given = given
-    self._append = append_new_labels
-    self._class_map = class_map
-    self._order = label_order
-
-  def expand(self, chunks):
-    """The vocabulary, a PCollection of one dict.
-
-    Args:
-      chunks: The PCollection of Chunks of rows (`ReadManifestRows`' output); their
-        labels, tasks and source ids are combined.
-    """
-    return chunks | beam.CombineGlobally(_LabelSetFn(self._given, self._append,
-                                                     self._class_map, self._order)
-                                         ).with_input_types(Chunk).with_output_types(
-                                             Dict[str, Any])
