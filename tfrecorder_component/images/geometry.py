@@ -14,6 +14,7 @@ SIZE_BUCKETS: Tuple[Tuple[float, str], ...] = (
     (64, '< 64 px'), (128, '64-127 px'), (256, '128-255 px'), (512, '256-511 px'),
     (1024, '512-1023 px'), (2048, '1024-2047 px'), (float('inf'), '>= 2048 px'))
 
+
 def size_bucket(width: int, height: int) -> str:
   """The name of the SIZE_BUCKETS bucket an image falls in, by its longest side
   ('256-511 px').
@@ -24,7 +25,6 @@ def size_bucket(width: int, height: int) -> str:
   """
   longest = max(width, height)
   return next(name for bound, name in SIZE_BUCKETS if longest < bound)
-
 
 
 def orient_box(box: Box, orientation: int) -> Box:
