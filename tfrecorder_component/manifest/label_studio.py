@@ -344,7 +344,8 @@ def _box(value: dict, result: dict) -> Union[Tuple[Box, Tuple[float, ...]], str]
   if any(s is None or not s > 0 for s in size):
     return ('a rotated rectangle needs "original_width" and "original_height" (the image\'s '
             'size in pixels, which Label Studio exports with each result) to place its '
-            f'corners; got {short_json([result.get("original_width"), result.get("original_height")])}')
+            f'corners; got '
+            f'{short_json([result.get("original_width"), result.get("original_height")])}')
   w, h = size
   # Label Studio rotates about the top-left corner, clockwise, in pixels (as the
   # converter's YOLO OBB export): corners in order top-left, top-right, bottom-right,
