@@ -53,7 +53,8 @@ def _command(kind: str, manifest: str, out: str, cores: int) -> List[str]:
 def _cycled_manifest(data, data_root: str, n: int, distinct: int) -> str:
   """A manifest of n rows over the first `distinct` images: row i is the distinct
   manifest's row i mod `distinct`, written beside it (its relative paths hold)."""
-  rows = open(data.write_manifest(data_root, distinct), encoding='utf-8').read().splitlines(True)
+  with open(data.write_manifest(data_root, distinct), encoding='utf-8') as f:
+    rows = f.read().splitlines(True)
   if len(rows) != distinct:
     raise ValueError(f'expected {distinct} rows in the manifest of {distinct} images')
   path = os.path.join(data_root, f'manifest-{n}-of-{distinct}.csv')

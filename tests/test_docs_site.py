@@ -412,11 +412,15 @@ def test_the_cli_reference_check_names_a_stale_page(tmp_path):
   assert _run([script, '--check']).returncode == 0
 
 
+def _docs_text(*parts: str) -> str:
+  """The text of the docs page at docs/<parts...>."""
+  with open(os.path.join(REPO, 'docs', *parts), encoding='utf-8') as f:
+    return f.read()
+
+
 def _convert_options_table() -> Dict[str, str]:
   """{option: its default cell} of the table of convert()'s options in the Python guide."""
-  with open(os.path.join(REPO, 'docs', 'guides', 'python.md'), encoding='utf-8') as f:
-    text = f.read()
-  section = text.split('\n### Options\n', 1)[1].split('\n## ', 1)[0]
+  section = _docs_text('guides', 'python.md').split('\n### Options\n', 1)[1].split('\n## ', 1)[0]
   assert '| Option | Default | What it does |' in section
   return dict(re.findall(r'^\| `(\w+)` \| ([^|]*) \|', section, re.M))
 
@@ -449,11 +453,6 @@ def test_convert_links_the_guides_it_names_and_the_links_resolve(site):
   for page, anchor in links:
     with open(os.path.join(site, page, 'index.html'), encoding='utf-8') as f:
       assert f'id="{anchor}"' in f.read(), (page, anchor)
-
-
-def _docs_text(*parts: str) -> str:
-  with open(os.path.join(REPO, 'docs', *parts), encoding='utf-8') as f:
-    return f.read()
 
 
 def test_the_docs_lists_of_formats_and_extensions_are_the_registrys():
