@@ -1,8 +1,9 @@
 """The package's shape, checked from its source: imports point one way (no cycle among
 the modules of `tfrecorder_component/` or of `benchmarks/`, counting the imports made
 inside functions, so none of those exists to break a cycle), a module imports only from
-its own layer of the package or those below it (LAYERS), and a module over MAX_LINES
-lines says in its docstring why it is one module (a `Length:` line).
+its own layer of the package or those below it (LAYERS), a module over MAX_LINES
+lines says in its docstring why it is one module (a `Length:` line), and no function of
+the package has over MAX_FUNCTION_LINES lines of code.
 """
 import ast
 import os
@@ -15,6 +16,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ('tfrecorder_component', 'benchmarks')
 MAX_LINES = 400
+# Lines of code as cloc counts them: not blank, not only a comment, not the docstring.
+MAX_FUNCTION_LINES = 80
 
 # The layers of `tfrecorder_component/`, bottom first, by the top-level module or folder
 # (docs/development.md describes each): a module imports from its own layer and those
@@ -196,6 +199,46 @@ def test_a_long_module_says_why_it_is_one(package):
       long.append(f'{name} ({lines} lines)')
   assert not long, 'over %d lines without a "Length: <why>" line in the docstring: %s' % (
       MAX_LINES, ', '.join(long))
+
+
+def _code_lines(source_lines: List[str], node) -> int:
+  """The lines of code of function `node` (its nested functions' too): lines that are
+  not blank, not only a comment and not its docstring."""
+  body = node.body
+  doc = range(0)
+  if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and (
+      isinstance(body[0].value.value, str)):
+    doc = range(body[0].lineno, body[0].end_lineno + 1)
+  return sum(1 for number in range(node.lineno, node.end_lineno + 1)
+             if number not in doc and source_lines[number - 1].strip()
+             and not source_lines[number - 1].strip().startswith('#'))
+
+
+def _long_functions(path: str) -> List[str]:
+  """'name (N lines)' for each function of the module at `path` over MAX_FUNCTION_LINES
+  lines of code."""
+  source = open(path, encoding='utf-8').read()
+  lines = source.splitlines()
+  return [f'{node.name} ({_code_lines(lines, node)} lines)'
+          for node in ast.walk(ast.parse(source))
+          if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+          and _code_lines(lines, node) > MAX_FUNCTION_LINES]
+
+
+def test_no_function_is_over_80_lines_of_code():
+  """A function a maintainer reads whole: at most MAX_FUNCTION_LINES lines of code."""
+  long = [f'{name}.{entry}' for name, path in sorted(_modules('tfrecorder_component').items())
+          for entry in _long_functions(path)]
+  assert not long, ', '.join(long)
+
+
+def test_the_length_check_counts_code_not_docstrings_or_comments(tmp_path):
+  body = ''.join(f'  x{i} = {i}\n' for i in range(MAX_FUNCTION_LINES))
+  path = tmp_path / 'm.py'
+  path.write_text('def f():\n  """A docstring,\n\n  of lines."""\n  # a comment\n\n' + body)
+  assert _long_functions(str(path)) == ['f (81 lines)']  # the def line and 80 assignments
+  path.write_text('def f():\n  """A docstring."""\n  # a comment\n' + body[body.index('\n') + 1:])
+  assert _long_functions(str(path)) == []
 
 
 def _parameters(function) -> List[str]:

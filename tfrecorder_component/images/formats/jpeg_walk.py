@@ -710,6 +710,12 @@ def _keep(kept: dict, key, size: int, value):
   return value
 
 
+def _kept(kept: dict, key, size: int, make, *args):
+  """`kept[key]`, else `make(*args)`, kept by `key` as `_keep` keeps it."""
+  value = kept.get(key, _MISSING)
+  return _keep(kept, key, size, make(*args)) if value is _MISSING else value
+
+
 def _dht_definitions(payload: bytes) -> Optional[Tuple[Tuple[bool, int, int], ...]]:
   """`_Walk.get_dht` on a whole DHT segment's bytes after its length: the tables it
   defines as (AC?, slot, verdict), or None where get_dht refuses the segment."""
@@ -805,6 +811,81 @@ def _scan(components: bytes, progressive: bool, payload: bytes):
           (across, max_h * 8, down, max_v * 8), count < len(specs) or progressive)
 
 
+def _first_scan(height: int, width: int, components: int, progressive: bool,
+                dc: List[Optional[int]], ac: List[Optional[int]], check_pixels,
+                max_pixels: int) -> Optional[Header]:
+  """For `_straight_walk`, at the first scan of an 8-bit frame: jdinput.c
+  initial_setup, walk()'s checks, `check_pixels` and master_selection (a sequential
+  frame's missing tables 0 and 1 the standard ones, set in `dc` and `ac`); the image's
+  Header, or None where `_full_walk` refuses the frame."""
+  if width * height * components >= 2**29:
+    return None
+  header = Header(height, width, components, progressive, False)
+  check_pixels(width, height, max_pixels)
+  if not progressive:
+    for slot in (0, 1):
+      if dc[slot] is None:
+        dc[slot] = _STD_DC_VERDICT[slot]
+      if ac[slot] is None:
+        ac[slot] = 0
+  return header
+
+
+def _quant_tables_set(data: bytes, at: int, segment_end: int, quant: List[bool]) -> bool:
+  """get_dqt on a DQT segment whose tables start at `at`, for `_straight_walk`: each
+  table's slot marked in `quant`; False where a slot is out of range or the tables do
+  not end where the segment ends."""
+  while at < segment_end:
+    n = data[at]
+    if n & 15 >= 4:
+      return False
+    quant[n & 15] = True
+    at += 129 if n >> 4 else 65
+  return at == segment_end
+
+
+def _scan_tables_set(components, checks, latched: List[bool], quant: List[bool],
+                     dc: List[Optional[int]], ac: List[Optional[int]], mcus: int,
+                     restart_interval: int) -> bool:
+  """`_Walk.start_scan`'s table checks for `_straight_walk`, on a scan `_scan` describes
+  (`components`, `checks`) of `mcus` MCUs: each component's quantization table latched
+  (marked in `latched`), each Huffman table it names defined and accepted, a DC
+  table's bound (`_bound_dc`) kept; False where start_scan refuses the scan."""
+  for ci, table in components:
+    if not latched[ci]:
+      if table >= 4 or not quant[table]:
+        return False
+      latched[ci] = True
+  for check, index, per_mcu in checks:
+    verdict = (ac if check == _CHECK_AC else dc)[index] if index < 4 else None
+    if verdict is None or verdict < 0:
+      return False
+    if check == _CHECK_DC_BOUND:  # _bound_dc
+      run = min(mcus, restart_interval) if restart_interval else mcus
+      if run * per_mcu * ((1 << verdict) - 1) > _INT_MAX:
+        return False
+  return True
+
+
+def _scan_data_end(data: bytes, pos: int, mcus: int, restart_interval: int) -> Optional[int]:
+  """Where the entropy-coded data from `pos` of a scan of `mcus` MCUs ends: the marker
+  token after it, each restart marker before it the next token and the one expected
+  (`_Walk.restarts`' common case); None for anything else (`_full_walk` decides)."""
+  search = _TOKEN.search
+  if restart_interval and mcus > restart_interval:
+    wanted = 0xD0
+    for _ in range((mcus - 1) // restart_interval):
+      token = search(data, pos)
+      if token is None:
+        return None
+      start, pos = token.span()
+      if pos - start != 2 or data[pos - 1] != wanted:
+        return None
+      wanted = 0xD0 | ((wanted + 1) & 7)
+  token = search(data, pos)  # the marker that ends the scan's data
+  return None if token is None else token.start()
+
+
 def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Header]:
   """The Header `_full_walk` returns for a JPEG whose every marker is where the segment
   before it ends (or, after a scan, the next marker token of the data, each restart
@@ -814,7 +895,6 @@ def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Heade
   is `_Walk`'s, with `return None` where `_Walk` raises or takes another way;
   `check_pixels` is called where `_full_walk` calls it, with the same values."""
   end = len(data)
-  search = _TOKEN.search
   dc: List[Optional[int]] = [None] * 4   # the verdicts of the tables in each slot
   ac: List[Optional[int]] = [None] * 4
   quant = [False] * 4
@@ -840,9 +920,7 @@ def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Heade
       return None
     if marker == _DHT:
       payload = data[pos + 4:segment_end]
-      defined = _DEFINED.get(payload, _MISSING)
-      if defined is _MISSING:
-        defined = _keep(_DEFINED, payload, len(payload), _dht_definitions(payload))
+      defined = _kept(_DEFINED, payload, len(payload), _dht_definitions, payload)
       if defined is None:
         return None
       for is_ac, index, verdict in defined:
@@ -851,69 +929,32 @@ def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Heade
       if frame is None:
         return None
       key = (frame_bytes, progressive, data[pos + 4:segment_end])
-      scan = _SCANS.get(key, _MISSING)
-      if scan is _MISSING:
-        scan = _keep(_SCANS, key, len(key[2]), _scan(*key))
+      scan = _kept(_SCANS, key, len(key[2]), _scan, *key)
       if scan is None:
         return None
       components, checks, (across, per_width, down, per_height), scans = scan
       if header is None:
-        # jdinput.c initial_setup, walk()'s checks, check_pixels, master_selection
-        if precision != 8 or width * height * len(frame[0]) >= 2**29:
+        if precision != 8:
           return None
-        header = Header(height, width, len(frame[0]), progressive, False)
-        check_pixels(width, height, max_pixels)
-        if not progressive:
-          for slot in (0, 1):
-            if dc[slot] is None:
-              dc[slot] = _STD_DC_VERDICT[slot]
-            if ac[slot] is None:
-              ac[slot] = 0
+        header = _first_scan(height, width, len(frame[0]), progressive, dc, ac,
+                             check_pixels, max_pixels)
+        if header is None:
+          return None
         latched = [False] * len(frame[0])
         several = scans
       elif not several:
         return None  # a second scan after a single-scan image's: JERR_EOI_EXPECTED
       # _Walk.start_scan: the MCU count, quantization tables latched, Huffman tables
       mcus = -(-width * across // per_width) * -(-height * down // per_height)
-      for ci, table in components:
-        if not latched[ci]:
-          if table >= 4 or not quant[table]:
-            return None
-          latched[ci] = True
-      for check, index, per_mcu in checks:
-        verdict = (ac if check == _CHECK_AC else dc)[index] if index < 4 else None
-        if verdict is None or verdict < 0:
-          return None
-        if check == _CHECK_DC_BOUND:  # _bound_dc
-          run = min(mcus, restart_interval) if restart_interval else mcus
-          if run * per_mcu * ((1 << verdict) - 1) > _INT_MAX:
-            return None
-      # _Walk.restarts' common case: each restart marker the next token, in order
-      pos = segment_end
-      if restart_interval and mcus > restart_interval:
-        wanted = 0xD0
-        for _ in range((mcus - 1) // restart_interval):
-          token = search(data, pos)
-          if token is None:
-            return None
-          start, pos = token.span()
-          if pos - start != 2 or data[pos - 1] != wanted:
-            return None
-          wanted = 0xD0 | ((wanted + 1) & 7)
-      token = search(data, pos)  # the marker that ends the scan's data
-      if token is None:
+      if not _scan_tables_set(components, checks, latched, quant, dc, ac, mcus,
+                              restart_interval):
         return None
-      pos = token.start()
+      pos = _scan_data_end(data, segment_end, mcus, restart_interval)
+      if pos is None:
+        return None
       continue
-    elif marker == _DQT:  # get_dqt, its tables ending where the segment ends
-      at = pos + 4
-      while at < segment_end:
-        n = data[at]
-        if n & 15 >= 4:
-          return None
-        quant[n & 15] = True
-        at += 129 if n >> 4 else 65
-      if at != segment_end:
+    elif marker == _DQT:
+      if not _quant_tables_set(data, pos + 4, segment_end, quant):
         return None
     elif 0xE0 <= marker <= 0xEF or marker == _COM:  # skipped (APP0, APP14: 14 read)
       pass
@@ -922,9 +963,7 @@ def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Heade
         return None
       height, width = data[pos + 5] << 8 | data[pos + 6], data[pos + 7] << 8 | data[pos + 8]
       frame_bytes = data[pos + 9:segment_end]
-      frame = _FRAMES.get(frame_bytes, _MISSING)
-      if frame is _MISSING:
-        frame = _keep(_FRAMES, frame_bytes, len(frame_bytes), _frame(frame_bytes))
+      frame = _kept(_FRAMES, frame_bytes, len(frame_bytes), _frame, frame_bytes)
       if (frame is None or not height or not width or height > _JPEG_MAX_DIMENSION
           or width > _JPEG_MAX_DIMENSION):
         return None
