@@ -99,7 +99,7 @@ def test_component_needs_exactly_one_input(kwargs):
 def test_max_error_ratio_and_format_are_validated():
   with pytest.raises(ValueError, match='max_error_ratio'):
     ImageExampleGen(input_base='/d', max_error_ratio=2.0)
-  with pytest.raises(ValueError, match='manifest_format'):
+  with pytest.raises(ValueError, match="unknown manifest format 'coco'; one of automl_csv,"):
     ImageExampleGen(input_base='/d', manifest_format='coco')
 
 

@@ -12,6 +12,7 @@ from images import write_text
 from manifest_items import errors_of, rows_of
 from tfrecorder_component.errors import ManifestError, RowError, error_record
 from tfrecorder_component.steps.policy import format_error
+from tfrecorder_component.manifest.registry import FORMATS
 from tfrecorder_component.manifest import (MANIFEST_FORMATS, ManifestRow, ObjectBox, detect_format,
                                            parse_manifest_text, read_manifest_file)
 
@@ -393,42 +394,21 @@ def test_detect_format(name, text, expected):
   assert detect_format(name, text) == expected
 
 
-# One small file of each format, listing a.jpg once.
-# name: (file name, its text, other files the format reads beside it)
-FORMAT_SAMPLES = {
-    'automl_csv': ('m.csv', 'TRAIN,a.jpg,cat\n', {}),
-    'automl_detection_csv': ('m.csv', 'TRAIN,a.jpg,cat,0.1,0.2,,,0.5,0.6,,\n', {}),
-    'vertex_jsonl': ('m.jsonl', '{"imageGcsUri": "a.jpg"}\n', {}),
-    'coco_json': ('m.json', '{"images": [{"id": 1, "file_name": "a.jpg"}], "categories": []}',
-                  {}),
-    'pascal_voc': ('m.xml', '<annotation><filename>a.jpg</filename></annotation>', {}),
-    'segmentation_csv': ('m.csv', 'split,image_uri,mask_uri\nTRAIN,a.jpg,a.png\n', {}),
-    'yolo': ('data.yaml', 'train: images/train\nnames: [cat]\n',
-             {'images/train/a.jpg': '', 'labels/train/a.txt': '0 0.5 0.5 0.2 0.2\n'}),
-    # An oriented-box dataset looks like a polygon one: yolo_obb is only ever named.
-    'yolo_obb': ('data.yaml', 'train: images/train\nnames: [cat]\n',
-                 {'images/train/a.jpg': '',
-                  'labels/train/a.txt': '0 0.1 0.1 0.5 0.1 0.5 0.4 0.1 0.4\n'}),
-    'yolo_darknet': ('obj.data', 'classes = 1\ntrain = train.txt\nnames = obj.names\n',
-                     {'train.txt': 'a.jpg\n', 'obj.names': 'cat\n',
-                      'a.txt': '0 0.5 0.5 0.2 0.2\n'}),
-    'labelme': ('m.json', '{"version": "5.2.1", "shapes": [], "imagePath": "a.jpg", '
-                '"imageHeight": 10, "imageWidth": 10}', {}),
-    'createml': ('m.json', '[{"image": "a.jpg", "annotations": [{"label": "cat", '
-                 '"coordinates": {"x": 5, "y": 5, "width": 4, "height": 4}}]}]', {}),
-    'label_studio': ('m.json', '[{"id": 1, "data": {"image": "a.jpg"}, "annotations": []}]',
-                     {}),
-    'labelbox': ('m.ndjson', '{"data_row": {"id": "c1", "row_data": "a.jpg"}, "projects": '
-                 '{"p1": {"name": "P", "labels": [{"annotations": {"objects": []}}]}}}\n', {}),
-    'cvat': ('m.xml', '<?xml version="1.0"?>\n<annotations><version>1.1</version>'
-             '<image id="0" name="a.jpg" width="10" height="10"></image></annotations>', {}),
-    'tf_od_csv': ('m.csv', 'filename,width,height,class,xmin,ymin,xmax,ymax\n'
-                  'a.jpg,10,10,cat,1,1,5,5\n', {}),
-    'open_images': ('m.csv', 'ImageID,Source,LabelName,Confidence,XMin,XMax,YMin,YMax,'
-                    'IsOccluded,IsTruncated,IsGroupOf,IsDepiction,IsInside\n'
-                    'a,xclick,/m/01,1,0.1,0.5,0.1,0.5,0,0,0,0,0\n', {}),
-}
-ONLY_NAMED = {'yolo_obb'}  # formats no file's text can tell apart from another's
+# One small file of each format, listing a.jpg once: each format's declared sample
+# (`format_spec.FormatSample`), so that a new format is read here as soon as it is in the
+# registry. name: (file name, its text, {other file the format reads beside it: text}).
+FORMAT_SAMPLES = {f.name: (f.sample.name, f.sample.text, dict(f.sample.others))
+                  for f in FORMATS}
+# Formats no file's text can tell apart from another's (they claim no extension: an
+# oriented-box dataset looks like a polygon one): only ever named.
+ONLY_NAMED = {f.name for f in FORMATS if not f.extensions}
+
+
+def test_every_format_declares_a_title_a_sample_and_its_own_sniff_rank():
+  assert all(f.title and f.sample for f in FORMATS), [f.name for f in FORMATS if not f.sample]
+  ranks = [f.sniff_rank for f in FORMATS]
+  assert len(set(ranks)) == len(ranks) and ranks == sorted(ranks)
+  assert ONLY_NAMED == {'yolo_obb'}
 
 
 def test_every_listed_format_reads_its_files_named_or_detected(tmp_path):

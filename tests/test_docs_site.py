@@ -412,6 +412,35 @@ def test_the_cli_reference_check_names_a_stale_page(tmp_path):
   assert _run([script, '--check']).returncode == 0
 
 
+def _cli_reference_script():
+  """scripts/cli-reference, loaded as a module."""
+  import importlib.machinery  # pylint: disable=g-import-not-at-top
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  path = os.path.join(REPO, 'scripts', 'cli-reference')
+  loader = importlib.machinery.SourceFileLoader('cli_reference', path)
+  module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+  loader.exec_module(module)
+  return module
+
+
+def test_the_guides_tables_are_made_from_the_option_table_and_the_registry(tmp_path):
+  """The options tables of the Python and component guides and the formats guide's table
+  of formats are what scripts/cli-reference makes of the package now; a guide whose table
+  lost a row is stale."""
+  script = _cli_reference_script()
+  names = []
+  for path, table in script.GUIDE_TABLES:
+    with open(path, encoding='utf-8') as f:
+      committed = f.read()
+    assert script.guide_text(path, table) == committed, f'{path} is stale: run scripts/cli-reference'
+    rows = [l for l in table().splitlines() if l.startswith('| `')]
+    stale = tmp_path / os.path.basename(path)
+    stale.write_text(committed.replace(rows[-1] + '\n', ''), encoding='utf-8')
+    assert script.guide_text(str(stale), table) == committed
+    names.append(os.path.basename(path))
+  assert names == ['python.md', 'component.md', 'formats.md']
+
+
 def _docs_text(*parts: str) -> str:
   """The text of the docs page at docs/<parts...>."""
   with open(os.path.join(REPO, 'docs', *parts), encoding='utf-8') as f:

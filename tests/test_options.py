@@ -7,6 +7,9 @@ built component's properties), at the defaults and at a value other than each de
 import inspect
 import json
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 from tfx.types import channel, standard_artifacts
@@ -161,9 +164,90 @@ def test_a_misspelt_option_is_refused_naming_the_closest(tmp_path):
     conversion.validate(str(tmp_path / 'm.csv'), str(tmp_path / 'report'), num_shards=2)
 
 
-def test_a_value_of_another_type_is_refused_by_the_spec_not_coerced():
-  # A label map as a dict is convert()'s; the component takes a path, and says so.
+def test_a_value_of_another_type_is_refused_not_coerced():
+  # A label map as a dict is convert()'s; the component takes a path, and its spec says so.
   with pytest.raises(TypeError, match="Expected type <class 'str'> for parameter 'label_map'"):
     _component(label_map={'cat': 0})
-  with pytest.raises(TypeError, match="parameter 'max_pixels'"):
-    _component(max_pixels='many')
+  # A number's bounds are checked first, as convert() checks them (`options.check_option`).
+  for name, value in (('max_pixels', 'many'), ('max_pixels', 2.5), ('workers', True)):
+    with pytest.raises(ValueError, match=f"{name} must be a whole number, .* got {value!r}"):
+      _component(**{name: value})
+    with pytest.raises(ValueError, match=f"{name} must be a whole number"):
+      conversion.convert('unused.csv', 'unused', **{name: value})
+
+
+_ADDED_OPTION = '''
+    Option('min_side', 0,
+           'refuse images whose shorter side is under N pixels',
+           '--min-side', dict(type='int', metavar='N'), exec_type=int, bounds=(0, None),
+           doc='refuse images whose shorter side is under this many pixels',
+           component_default='`0`: any size'),
+'''
+
+_CHECK_ADDED_OPTION = '''
+import inspect, json
+from tfrecorder_component import option_table
+from tfrecorder_component.adapters import cli, conversion
+from tfrecorder_component.adapters.component import component, properties, spec
+from tfrecorder_component.manifest import MANIFEST_FORMATS
+from tfx.types.channel import Channel
+from tfrecorder_component.adapters.component import types
+
+found = {}
+parser = cli.build_parser()
+parser = parser[0] if isinstance(parser, tuple) else parser
+args = parser.parse_args(['convert', 'm.csv', 'out', '--min-side', '5'])
+found['cli'] = cli._options(args).get('min_side')
+conversion.check_names({'min_side': 5})
+try:
+  conversion.convert('m.csv', 'out', min_side=-1)
+except ValueError as e:
+  found['convert_refuses'] = str(e)
+found['signature'] = repr(inspect.signature(component.ImageExampleGen.__init__)
+                          .parameters['min_side'])
+found['docstring'] = 'min_side: Refuse images' in component.ImageExampleGen.__init__.__doc__
+found['spec'] = 'min_side' in spec.ImageExampleGenSpec.PARAMETERS
+built = component.ImageExampleGen(
+    manifest=Channel(type=types.ImageManifest), min_side=3)
+found['property'] = built.exec_properties['min_side']
+found['read_back'] = properties.from_properties(built.exec_properties)['min_side']
+try:
+  component.ImageExampleGen(manifest=Channel(type=types.ImageManifest), min_side=-2)
+except ValueError as e:
+  found['component_refuses'] = str(e)
+found['python_guide'] = [r for r in option_table.docs_rows(option_table.API, MANIFEST_FORMATS)
+                         if '`min_side`' in r]
+found['component_guide'] = [r for r in component.docs_table().splitlines() if '`min_side`' in r]
+print(json.dumps(found))
+'''
+
+
+def test_an_option_added_to_the_table_reaches_every_path_and_both_guides(tmp_path):
+  """Adding an option is one entry in `option_table.OPTIONS`: in a scratch copy of the
+  package with one entry added and nothing else changed, the command's flag, convert()'s
+  keyword and its bounds check, the component's signature, docstring, spec, execution
+  property and the executor's reading of it, and both guides' tables all have it."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  shutil.copytree(os.path.join(root, 'tfrecorder_component'),
+                  str(tmp_path / 'tfrecorder_component'),
+                  ignore=shutil.ignore_patterns('__pycache__'))
+  table = tmp_path / 'tfrecorder_component' / 'option_table.py'
+  text = table.read_text(encoding='utf-8')
+  end = text.index('\n)\n\nBY_NAME')
+  table.write_text(text[:end] + _ADDED_OPTION.rstrip('\n') + text[end:], encoding='utf-8')
+  done = subprocess.run([sys.executable, '-c', _CHECK_ADDED_OPTION], cwd=str(tmp_path),
+                        env=dict(os.environ, PYTHONPATH=str(tmp_path)), capture_output=True,
+                        text=True, timeout=300, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  found = json.loads(done.stdout.strip().splitlines()[-1])
+  assert found['cli'] == 5
+  assert 'min_side must be a whole number, 0 or more, got -1' in found['convert_refuses']
+  assert found['signature'] == '<Parameter "min_side: int = 0">'
+  assert found['docstring'] and found['spec']
+  assert found['property'] == 3 and found['read_back'] == 3
+  assert 'min_side must be a whole number' in found['component_refuses']
+  assert found['python_guide'] == [
+      '| `min_side` | `0` | refuse images whose shorter side is under this many pixels |']
+  assert found['component_guide'] == [
+      '| `min_side` | `0`: any size | refuse images whose shorter side is under this many '
+      'pixels |']

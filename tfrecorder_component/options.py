@@ -3,9 +3,8 @@ checked when built."""
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import operator
-from typing import Any, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from tfrecorder_component.record import labels as labels_lib
 from tfrecorder_component import option_table
@@ -60,12 +59,10 @@ class ManifestSource:
   confine_to: Tuple[str, ...] = ()
 
   def __post_init__(self):
-    object.__setattr__(self, 'columns', parse_columns(self.columns))
-    object.__setattr__(self, 'confine_to', confine.parse_roots(self.confine_to))
-    if self.format is not None and self.format not in MANIFEST_FORMATS:
-      raise UsageError(f'unknown manifest format {self.format!r}; one of '
-                       f'{", ".join(MANIFEST_FORMATS)}')
-    check_feature_types(dict(self.feature_types))
+    object.__setattr__(self, 'columns', check_option('columns', self.columns))
+    object.__setattr__(self, 'confine_to', check_option('confine_to', self.confine_to))
+    check_option('manifest_format', self.format)
+    check_option('feature_types', dict(self.feature_types))
 
 
 def _whole(value) -> Optional[int]:
@@ -79,23 +76,90 @@ def _whole(value) -> Optional[int]:
 
 
 def check_sharding(num_shards: int, shard_size_mb: float) -> None:
-  """Raises UsageError unless at most one of `num_shards`, `shard_size_mb` is set, and
-  neither is negative.
+  """Raises UsageError where both `num_shards` and `shard_size_mb` are set: the one
+  check between options (each one's own range is its declaration's, `check_option`).
 
   Args:
-    num_shards: shards per split, a whole number (numpy's too, not a bool); 0: not set.
-    shard_size_mb: the size of each shard in megabytes (of 2**20 bytes), a real
-      number; 0: not set.
+    num_shards: shards per split; 0: not set.
+    shard_size_mb: the size of each shard in megabytes (of 2**20 bytes); 0: not set.
   """
-  if _whole(num_shards) is None or num_shards < 0:
-    raise UsageError(f'num_shards must be a whole number, 0 or more, got {num_shards!r}')
-  if isinstance(shard_size_mb, bool) or not isinstance(shard_size_mb, numbers.Real) or not (
-      shard_size_mb >= 0):
-    raise UsageError(f'shard_size_mb must be 0 or more, got {shard_size_mb!r}')
   if num_shards and shard_size_mb:
     raise UsageError('give num_shards or shard_size_mb, not both')
 
 
+def _format_name(value: Optional[str]) -> Optional[str]:
+  if value is not None and value not in MANIFEST_FORMATS:
+    raise UsageError(f'unknown manifest format {value!r}; one of {", ".join(MANIFEST_FORMATS)}')
+  return value
+
+
+def _transform(value):
+  return transform_lib.ImageTransform.from_dict(value) if isinstance(value, dict) else value
+
+
+def _layouts(value, available: bool = True) -> Tuple[str, ...]:
+  from tfrecorder_component.output.layouts import check_layouts  # pylint: disable=g-import-not-at-top
+  names = [value] if isinstance(value, str) else list(value or ())
+  return check_layouts(names, check_available=available) if names else ()
+
+
+def _progress_every_s(value: Optional[float]) -> Optional[float]:
+  if value is not None and not value > 0:
+    raise UsageError(f'progress_every_s must be positive, got {value}')
+  return value
+
+
+# The check of each option whose values no bound or choice of its declaration
+# (`option_table.Option.bounds`, its flag's `choices`) describes: a function of the value
+# giving it in the form a run keeps it, raising UsageError (a ValueError) that names it.
+# `check_option` runs these and the declared bounds and choices: every option's check
+# is here or in its declaration, once. `label_map` is read where the run starts
+# (`labels.given_label_map`): a compiled pipeline's path need not exist where it is
+# compiled.
+_PARSERS = {
+    'manifest_format': _format_name,
+    'feature_types': check_feature_types,  # ManifestError, a ValueError, names the entry
+    'columns': parse_columns,
+    'class_map': parse_class_map,
+    'image_transform': _transform,
+    'layouts': _layouts,
+    'confine_to': confine.parse_roots,
+    'progress_every_s': _progress_every_s,
+}
+
+
+def check_option(name: str, value: Any, compiling: bool = False) -> Any:
+  """`value` of option `name` checked, in the form a run keeps it (a class map's pairs,
+  a transform's ImageTransform, ...); UsageError (a ValueError) naming the option where
+  it cannot be one.
+
+  Args:
+    name: The option's name (`option_table.OPTIONS`).
+    value: The value given, in any form `convert()` or the component takes.
+    compiling: True where the run happens elsewhere (a pipeline's component): a
+      layout's library need not be installed here.
+  """
+  option = option_table.BY_NAME[name]
+  error = option_table.bounds_error(option, value) or option_table.choice_error(name, value)
+  if error:
+    raise UsageError(error)
+  if name == 'layouts':
+    return _layouts(value, available=not compiling)
+  parse = _PARSERS.get(name)
+  return parse(value) if parse else value
+
+
+def check_options(values: Mapping[str, Any], compiling: bool = False) -> Dict[str, Any]:
+  """{option name: value checked} of `values` (`check_option` each), and the one check
+  between options: `num_shards` and `shard_size_mb` not both set.
+
+  Args:
+    values: {option name: value}, as `convert()` or the component takes them.
+    compiling: True where the run happens elsewhere (`check_option`).
+  """
+  checked = {name: check_option(name, value, compiling) for name, value in values.items()}
+  check_sharding(checked.get('num_shards', 0), checked.get('shard_size_mb', 0.0))
+  return checked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,14 +284,11 @@ class ConversionOptions:
     splits = given['buckets']
     given['buckets'] = (tuple(splits.items()) if isinstance(splits, Mapping)
                         else tuple(map(tuple, splits)))
-    if isinstance(given['transform'], dict):
-      given['transform'] = transform_lib.ImageTransform.from_dict(given['transform'])
+    given['transform'] = check_option('image_transform', given['transform'])
     for name in ('include_masks', 'include_keypoints', 'class_synset', 'append_new_labels'):
       given[name] = bool(given[name])
     given['label_map'] = labels_lib.given_label_map(given['label_map'])
-    given['class_map'] = parse_class_map(given['class_map'])
-    layouts = given['layouts']
-    given['layouts'] = tuple([layouts] if isinstance(layouts, str) else layouts or ())
+    given['class_map'] = check_option('class_map', given['class_map'])
     return cls(progress_every_s=values.get('progress_every_s'), **given)
 
   @property
@@ -246,32 +307,16 @@ class ConversionOptions:
     if any(n is None or n < 0 for n in counts) or not sum(n or 0 for n in counts):
       raise UsageError(f'splits must be (name, hash buckets) pairs, whole numbers of at '
                        f'least 0 and at least one above 0, got {self.buckets!r}')
-    if _whole(self.concurrent_reads) is None:
-      raise UsageError(f'concurrent_reads must be a whole number, got {self.concurrent_reads!r}')
-    for name in ('max_pixels', 'max_bytes', 'concurrent_reads'):
-      if getattr(self, name) < 1:
-        raise UsageError(f'{name} must be positive, got {getattr(self, name)}')
-    if _whole(self.workers) is None or self.workers < 0:
-      raise UsageError(f'workers must be a whole number, 0 (as many as the rows call for) or '
-                       f'more, got {self.workers!r}')
+    # Each field's option checked as `check_option` checks it (the parsers' forms are
+    # the fields' own: checking again keeps them).
+    for option in OPTIONS:
+      if option.field and (option.bounds or option.cli.get('choices')
+                           or option.name in ('confine_to', 'layouts')):
+        object.__setattr__(self, option.field,
+                           check_option(option.name, getattr(self, option.field)))
+    check_sharding(self.num_shards, self.shard_size_mb)
+    _progress_every_s(self.progress_every_s)
     if self.max_bytes > option_table.MAX_RECORD_IMAGE_BYTES:
       # A tf.train.Example is a protocol buffer, at most 2 GiB serialized: a larger file
       # could only end the run when its record is written.
       object.__setattr__(self, 'max_bytes', option_table.MAX_RECORD_IMAGE_BYTES)
-    limit = self.row_time_limit
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit >= 0:
-      raise UsageError(f'row_time_limit must be a number of seconds, 0 or more (0: no '
-                       f'limit), got {limit!r}')
-    if not 0 <= self.compression_level <= 9:
-      raise UsageError(f'compression_level must be 0..9, got {self.compression_level}')
-    check_sharding(self.num_shards, self.shard_size_mb)
-    for name in ('source_id', 'label_order'):
-      error = option_table.choice_error(name, getattr(self, name))
-      if error:
-        raise UsageError(error)
-    object.__setattr__(self, 'confine_to', confine.parse_roots(self.confine_to))
-    if self.layouts:
-      from tfrecorder_component.output.layouts import check_layouts  # pylint: disable=g-import-not-at-top
-      object.__setattr__(self, 'layouts', check_layouts(self.layouts))
-    if self.progress_every_s is not None and self.progress_every_s <= 0:
-      raise UsageError(f'progress_every_s must be positive, got {self.progress_every_s}')

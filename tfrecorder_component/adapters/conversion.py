@@ -24,9 +24,8 @@ from tfrecorder_component.engines import run
 from tfrecorder_component.manifest import sources as sources_lib
 from tfrecorder_component.record import splits as splits_lib
 from tfrecorder_component.errors import ManifestError, UsageError, closest
-from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types, confine
-from tfrecorder_component.manifest.columns import parse_columns
-from tfrecorder_component.options import ConversionOptions, ManifestSource
+from tfrecorder_component.manifest import confine
+from tfrecorder_component.options import ConversionOptions, ManifestSource, check_options
 from tfrecorder_component.output.folder import (OutputSwap, local_folder, output_folder,
                                                 refuse_overlap)
 from tfrecorder_component.output.progress import Progress
@@ -93,12 +92,10 @@ def _conversion(source, report_dir: str, writes: bool = True, **given):
   (`option_table.OPTIONS`)."""
   check_names(given, writes=writes)
   values = dict(option_table.defaults(writes=writes), **given)
-  manifest_format, image_root = values['manifest_format'], values['image_root']
-  if manifest_format not in (None, *MANIFEST_FORMATS):
-    raise UsageError(f'unknown manifest format {manifest_format!r}; one of '
-                     f'{", ".join(MANIFEST_FORMATS)}')
-  declared = tuple(sorted(check_feature_types(values['feature_types']).items()))
-  columns = parse_columns(values['columns'])
+  checked = check_options(values)
+  manifest_format, image_root = checked['manifest_format'], checked['image_root']
+  declared = tuple(sorted(checked['feature_types'].items()))
+  columns = checked['columns']
   options = ConversionOptions.from_options(values)
   dataframe = hasattr(source, 'to_csv') and hasattr(source, 'columns')
   options = confined_options(options, [] if dataframe else [os.fspath(source)], image_root)

@@ -62,7 +62,7 @@ from typing import (Any, Callable, Iterable, Iterator, List, Mapping, NamedTuple
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.columns import Columns, named, parse_columns
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.features import check_feature_name, parse_number, typed_items
 from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ParsedItem,
                                                 resolve_uri, split_for_ml_use)
@@ -991,6 +991,12 @@ def part_context(path: str, lines: Iterable[str], columns: Columns = ()) -> Opti
   return None
 
 
-FORMAT = ManifestFormat('automl_csv', ('.csv', '.txt'), sniff=lambda head: True, parse=parse,
-                        streamed=True, column_roles=('image', 'label', 'split'),
-                        part_context=part_context)
+FORMAT = ManifestFormat(
+    'automl_csv', ('.csv', '.txt'), sniff=lambda head: True, parse=parse, streamed=True,
+    column_roles=('image', 'label', 'split'), part_context=part_context,
+    title='AutoML classification CSV',
+    sample=FormatSample(
+        'm.csv',
+        'TRAIN,a.jpg,cat\n'),
+    # Last: the .csv or .txt file no other format takes, and a file of no known extension.
+    sniff_rank=140)

@@ -17,7 +17,7 @@ import io
 from typing import Iterator, List, Mapping, Optional, Tuple
 
 from tfrecorder_component.errors import ManifestError, RowError
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.features import parse_number
 from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
                                                 resolve_uri)
@@ -194,6 +194,12 @@ def _box(label: str, coordinates: List[str]) -> ObjectBox | str:
   return ObjectBox(label, min(xs), min(ys), max(xs), max(ys))
 
 
-FORMAT = ManifestFormat('automl_detection_csv', ('.csv', '.txt'), sniff=sniff, parse=parse,
-                        streamed=True, one_row_a_box=True,
-                        column_roles=('image', 'label', 'split'))
+FORMAT = ManifestFormat(
+    'automl_detection_csv', ('.csv', '.txt'), sniff=sniff, parse=parse, streamed=True,
+    one_row_a_box=True, column_roles=('image', 'label', 'split'),
+    title='AutoML detection CSV',
+    sample=FormatSample(
+        'm.csv',
+        'TRAIN,a.jpg,cat,0.1,0.2,,,0.5,0.6,,\n'),
+    # After the CSVs of named headers, before the classification CSV.
+    sniff_rank=130)

@@ -37,7 +37,7 @@ from typing import (AbstractSet, Any, Dict, Iterator, List, Mapping, Optional, T
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest import json_stream
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.features import FLOAT32_MAX, as_number
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, merge_image_rows,
                                                 ObjectBox, ParsedItem, resolve_uri, short)
@@ -524,6 +524,12 @@ def _numbers(values: object) -> Optional[Tuple[float, ...]]:
 
 
 # A COCO file is known by its .json extension alone: JSON text without one is Vertex JSONL.
-FORMAT = ManifestFormat('coco_json', ('.json',), sniff=lambda head: False, parse=parse,
-                        one_row_an_image=True, annotations=('masks', 'keypoints'),
-                        streamed=True, rows=b'"file_name"')
+FORMAT = ManifestFormat(
+    'coco_json', ('.json',), sniff=lambda head: False, parse=parse, one_row_an_image=True,
+    annotations=('masks', 'keypoints'), streamed=True, rows=b'"file_name"',
+    title='COCO JSON',
+    sample=FormatSample(
+        'm.json',
+        '{"images": [{"id": 1, "file_name": "a.jpg"}], "categories": []}'),
+    # After the other JSON formats: the .json file none of them takes.
+    sniff_rank=60)

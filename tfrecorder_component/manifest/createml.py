@@ -27,7 +27,7 @@ from typing import Iterator, List, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem, resolve_uri,
                                                 short, split_of_folder)
 
@@ -137,5 +137,12 @@ def _sniff(head: str) -> bool:
   return head.startswith('[') and '"coordinates"' in head
 
 
-FORMAT = ManifestFormat('createml', ('.json',), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, rows=b'"annotations"')
+FORMAT = ManifestFormat(
+    'createml', ('.json',), sniff=_sniff, parse=parse, one_row_an_image=True,
+    rows=b'"annotations"',
+    title='Apple Create ML JSON',
+    sample=FormatSample(
+        'm.json',
+        '[{"image": "a.jpg", "annotations": [{"label": "cat", "coordinates": {"x": 5, "y": '
+        '5, "width": 4, "height": 4}}]}]'),
+    sniff_rank=40)

@@ -70,7 +70,7 @@ from typing import (AbstractSet, Dict, Iterator, List, Mapping, Optional, Sequen
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import parse_number
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.pascal_voc import XML_ERRORS, xml_bytes
 from tfrecorder_component.manifest.shapes import (bitmap_mask, bounds, convex_hull, ellipse_bounds,
                                                   ellipse_polygon, rotated_corners)
@@ -551,6 +551,13 @@ def _sniff(head: str) -> bool:
   return _ROOT.match(head) is not None
 
 
-FORMAT = ManifestFormat('cvat', ('.xml',), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, annotations=('masks', 'keypoints'),
-                        rows=b'<image ', reads_files=True)
+FORMAT = ManifestFormat(
+    'cvat', ('.xml',), sniff=_sniff, parse=parse, one_row_an_image=True,
+    annotations=('masks', 'keypoints'), rows=b'<image ', reads_files=True,
+    title='CVAT for images 1.1 XML',
+    sample=FormatSample(
+        'm.xml',
+        '<?xml version="1.0"?>\n<annotations><version>1.1</version><image id="0" '
+        'name="a.jpg" width="10" height="10"><box label="cat" xtl="1" ytl="1" xbr="5" '
+        'ybr="5" occluded="0"/></image></annotations>'),
+    sniff_rank=70)

@@ -17,6 +17,23 @@ Parser = Callable[..., Iterator[ParsedItem]]
 
 
 @dataclasses.dataclass(frozen=True)
+class FormatSample:
+  """The smallest file of a format, listing one image, `a.jpg`, beside it: what the
+  tests read of every format (named and detected), and the seed every format is fuzzed
+  from (tests/test_fuzz_formats.py).
+
+  Attributes:
+    name: the file's name.
+    text: its text.
+    others: (path relative to the file's folder, text) of each other file the format
+      reads beside it (YOLO's label files, Darknet's lists).
+  """
+  name: str
+  text: str
+  others: Tuple[Tuple[str, str], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class ManifestFormat:
   """One manifest format: its name, the files it claims, and how they are read.
 
@@ -48,6 +65,12 @@ class ManifestFormat:
       the rest of the file (a header, the rows it checks before reading any), so that a
       range read after them is read as the whole file's parse reads it; None, from
       this function or for the format: the file is parsed whole.
+    title: what the format is, in words, as the formats guide names it.
+    sample: the smallest file of the format (`FormatSample`).
+    sniff_rank: where it is asked, among the formats that claim a file, whether the
+      file is its own (`registry.detect`): lowest first; the one of the highest rank is
+      the one such a file falls back to. A file no extension claims is asked of every
+      format in this order.
     reads_files: True when parse reads, lists or looks for files other than its own
       (YOLO's image lists, split folders and label files, Darknet's names file, Open
       Images' class descriptions, CVAT's images folder): it takes `confine`, the run's
@@ -88,6 +111,11 @@ class ManifestFormat:
   # How many of a file's first lines (path, lines, columns) -> Optional[int] set the
   # parser's state, where the file may be parsed in ranges after them (AutoML CSV).
   part_context: Optional[Callable[..., Optional[int]]] = None
+  title: str = ''
+  sample: Optional[FormatSample] = None
+  # The order formats are sniffed in where several claim a file, lowest first; the
+  # highest of them is the fallback (`registry.detect`).
+  sniff_rank: int = 0
 
 
 ANNOTATIONS = ('masks', 'keypoints')  # what a conversion may ask for beyond boxes

@@ -48,7 +48,7 @@ from typing import (AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple,
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.json_lines import short_json
 from tfrecorder_component.manifest.rows import (FeatureValue, InstanceMask, ManifestRow, ObjectBox,
                                                 ParsedItem, resolve_uri, split_of_folder)
@@ -414,5 +414,11 @@ def _sniff(head: str) -> bool:
       '"annotations"' in head or '"predictions"' in head)
 
 
-FORMAT = ManifestFormat('label_studio', ('.json',), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, annotations=('masks',), rows=b'"data"')
+FORMAT = ManifestFormat(
+    'label_studio', ('.json',), sniff=_sniff, parse=parse, one_row_an_image=True,
+    annotations=('masks',), rows=b'"data"',
+    title='Label Studio JSON export',
+    sample=FormatSample(
+        'm.json',
+        '[{"id": 1, "data": {"image": "a.jpg"}, "annotations": []}]'),
+    sniff_rank=50)

@@ -60,7 +60,7 @@ from typing import Counter, Iterator, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest.features import as_number
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.json_lines import lf_lines, load_line, short_json
 from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem, resolve_uri,
                                                 split_of_folder)
@@ -289,5 +289,14 @@ def _sniff(head: str) -> bool:
 
 # Before vertex_jsonl in the registry: a `.jsonl` (or `.json`) file whose first line is a
 # Labelbox row is this format; `.ndjson` is claimed by this format alone.
-FORMAT = ManifestFormat('labelbox', ('.ndjson', '.jsonl', '.json'), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, streamed=True)
+FORMAT = ManifestFormat(
+    'labelbox', ('.ndjson', '.jsonl', '.json'), sniff=_sniff, parse=parse,
+    one_row_an_image=True, streamed=True,
+    title='Labelbox NDJSON export',
+    sample=FormatSample(
+        'm.ndjson',
+        '{"data_row": {"id": "c1", "row_data": "a.jpg"}, "projects": {"p1": {"name": "P", '
+        '"labels": [{"annotations": {"objects": []}}]}}}\n'),
+    # First: a .jsonl or .json file whose first line is a Labelbox export row is Labelbox's, not
+    # Vertex AI JSONL's (which takes any line starting with `{`) nor COCO's.
+    sniff_rank=10)

@@ -48,7 +48,7 @@ from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Tuple, 
 
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.features import as_number
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.shapes import bitmap_mask, bounds, ellipse_polygon
 from tfrecorder_component.manifest.rows import (InstanceMask, ManifestRow, ObjectBox, ParsedItem,
                                                 resolve_uri, short)
@@ -295,5 +295,12 @@ def _sniff(head: str) -> bool:
   return head.startswith('{') and '"shapes"' in head
 
 
-FORMAT = ManifestFormat('labelme', ('.json',), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, annotations=('masks',), rows=1)
+FORMAT = ManifestFormat(
+    'labelme', ('.json',), sniff=_sniff, parse=parse, one_row_an_image=True,
+    annotations=('masks',), rows=1,
+    title='LabelMe JSON',
+    sample=FormatSample(
+        'm.json',
+        '{"version": "5.2.1", "shapes": [], "imagePath": "a.jpg", "imageHeight": 10, '
+        '"imageWidth": 10}'),
+    sniff_rank=30)

@@ -58,7 +58,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.automl_csv import csv_rows
 from tfrecorder_component.manifest.confine import Confinement
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.io import sort
 from tfrecorder_component.manifest.features import parse_number
 from tfrecorder_component.manifest.rows import (ManifestRow, ObjectBox, ParsedItem, resolve_uri,
@@ -504,5 +504,12 @@ def _sniff(head: str) -> bool:
   return first.startswith('ImageID,') and 'LabelName' in first
 
 
-FORMAT = ManifestFormat('open_images', ('.csv',), sniff=_sniff, parse=parse,
-                        one_row_an_image=True, streamed=True, reads_files=True)
+FORMAT = ManifestFormat(
+    'open_images', ('.csv',), sniff=_sniff, parse=parse, one_row_an_image=True, streamed=True,
+    reads_files=True,
+    title='Open Images CSVs',
+    sample=FormatSample(
+        'm.csv',
+        'ImageID,Source,LabelName,Confidence,XMin,XMax,YMin,YMax,IsOccluded,IsTruncated,'
+        'IsGroupOf,IsDepiction,IsInside\na,xclick,/m/01,1,0.1,0.5,0.1,0.5,0,0,0,0,0\n'),
+    sniff_rank=110)

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import Iterator, List, Mapping, Optional
 
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.features import parse_number
 from tfrecorder_component.manifest.rows import ManifestRow, ObjectBox, ParsedItem, resolve_uri
 
@@ -100,5 +100,12 @@ def _object(element: ET.Element) -> ObjectBox | str:
   return ObjectBox(name, *coordinates, normalized=False, **flags)
 
 
-FORMAT = ManifestFormat('pascal_voc', ('.xml',), sniff=lambda head: head.startswith('<'),
-                        parse=parse, one_row_an_image=True, rows=1)
+FORMAT = ManifestFormat(
+    'pascal_voc', ('.xml',), sniff=lambda head: head.startswith('<'), parse=parse,
+    one_row_an_image=True, rows=1,
+    title='Pascal VOC XML',
+    sample=FormatSample(
+        'm.xml',
+        '<annotation><filename>a.jpg</filename></annotation>'),
+    # After CVAT: the .xml file CVAT does not take.
+    sniff_rank=80)

@@ -3,8 +3,9 @@
 it from its first characters, how to parse it) and is listed once in `FORMATS`.
 
 A file's format is the one its extension claims; when several formats claim it (`.csv`,
-`.json`, `.xml`) or none does, the first of those formats, in `FORMATS` order, whose
-`sniff` accepts the file's first characters, else the last of them.
+`.json`, `.xml`) or none does, the first of those formats, by their `sniff_rank`, whose
+`sniff` accepts the file's first characters, else the last of them. Each format's module
+declares its rank beside why it is there.
 """
 from __future__ import annotations
 
@@ -17,18 +18,27 @@ from tfrecorder_component.manifest import (automl_csv, automl_detection_csv, coc
                                            yolo)
 from tfrecorder_component.manifest.format_spec import ManifestFormat
 
-# In sniffing order. Where several formats claim an extension, the last of them is the
-# one a file none of them recognises falls back to (COCO for .json, Vertex AI JSONL for
-# .jsonl, Pascal VOC for .xml, the AutoML classification CSV for .csv and for a file of no
-# known extension; .ndjson is Labelbox's alone). Labelbox comes first: a .jsonl or .json
-# file whose first line is a Labelbox export row is Labelbox's, not Vertex AI JSONL (which
-# takes any line starting with `{`) nor COCO.
-FORMATS: Tuple[ManifestFormat, ...] = (
-    labelbox.FORMAT, vertex_jsonl.FORMAT, labelme.FORMAT, createml.FORMAT, label_studio.FORMAT,
-    coco.FORMAT, cvat.FORMAT, pascal_voc.FORMAT, yolo.FORMAT, yolo.OBB_FORMAT, yolo.DARKNET_FORMAT,
+# Every format, one line each; `FORMATS` orders them by their declared `sniff_rank`.
+_DECLARED: Tuple[ManifestFormat, ...] = (
+    automl_csv.FORMAT,
+    automl_detection_csv.FORMAT,
+    coco.FORMAT,
+    createml.FORMAT,
+    cvat.FORMAT,
+    label_studio.FORMAT,
+    labelbox.FORMAT,
+    labelme.FORMAT,
+    open_images.FORMAT,
+    pascal_voc.FORMAT,
+    segmentation_csv.FORMAT,
     tf_od_csv.FORMAT,
-    open_images.FORMAT, segmentation_csv.FORMAT, automl_detection_csv.FORMAT,
-    automl_csv.FORMAT)
+    vertex_jsonl.FORMAT,
+    yolo.FORMAT,
+    yolo.OBB_FORMAT,
+    yolo.DARKNET_FORMAT,
+)
+# In sniffing order (`sniff_rank`).
+FORMATS: Tuple[ManifestFormat, ...] = tuple(sorted(_DECLARED, key=lambda f: f.sniff_rank))
 MANIFEST_FORMATS = tuple(sorted(f.name for f in FORMATS))
 # Files that may be manifests; anything else beside them (images) is skipped.
 MANIFEST_EXTENSIONS = tuple(sorted({e for f in FORMATS for e in f.extensions}))

@@ -23,7 +23,7 @@ from tfrecorder_component.manifest.automl_csv import (CsvLayout, column_key, fea
                                                       header_roles_of, is_header, parse_rows,
                                                       raw_features)
 from tfrecorder_component.manifest.columns import Columns
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.rows import ManifestRow, ParsedItem, resolve_uri
 
 MASK_COLUMNS = ('mask_uri', 'mask', 'mask_path', 'mask_gcs_uri', 'segmentation_mask',
@@ -129,5 +129,11 @@ def _parse_row(path: str, row: int, fields: List[str], layout: _Layout) -> Parse
                      resolved_mask_uri=resolve_uri(mask, path, layout.image_root))
 
 
-FORMAT = ManifestFormat('segmentation_csv', ('.csv', '.txt'), sniff=sniff, parse=parse,
-                        streamed=True, column_roles=('image', 'split', 'mask'))
+FORMAT = ManifestFormat(
+    'segmentation_csv', ('.csv', '.txt'), sniff=sniff, parse=parse, streamed=True,
+    column_roles=('image', 'split', 'mask'),
+    title='segmentation CSV',
+    sample=FormatSample(
+        'm.csv',
+        'split,image_uri,mask_uri\nTRAIN,a.jpg,a.png\n'),
+    sniff_rank=120)

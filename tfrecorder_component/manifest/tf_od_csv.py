@@ -34,7 +34,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Uni
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.manifest.automl_csv import csv_rows, feature_columns, raw_features
 from tfrecorder_component.manifest.features import parse_number, typed_items
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.rows import (ML_USE_TO_SPLIT, ManifestRow, ObjectBox, ParsedItem,
                                                 resolve_uri, split_of_folder)
 
@@ -167,5 +167,11 @@ def _sniff(head: str) -> bool:
           and bool({'filename', 'image'} & set(names)) and bool({'class', 'label'} & set(names)))
 
 
-FORMAT = ManifestFormat('tf_od_csv', ('.csv',), sniff=_sniff, parse=parse, streamed=True,
-                        one_row_a_box=True)
+FORMAT = ManifestFormat(
+    'tf_od_csv', ('.csv',), sniff=_sniff, parse=parse, streamed=True, one_row_a_box=True,
+    title='TensorFlow Object Detection CSV',
+    sample=FormatSample(
+        'm.csv',
+        'filename,width,height,class,xmin,ymin,xmax,ymax\na.jpg,10,10,cat,1,1,5,5\n'),
+    # Before the CSVs that take other headers: its header names its columns.
+    sniff_rank=100)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Iterator, Mapping, Optional, Tuple, Union
 
 from tfrecorder_component.errors import RowError
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.json_lines import lf_lines, load_line
 from tfrecorder_component.manifest.features import as_number, check_feature_name, typed_items
 from tfrecorder_component.manifest.rows import (FeatureValue, ManifestRow, MaskColor, ObjectBox,
@@ -184,5 +184,12 @@ def _features(path: str, obj: dict) -> Union[Tuple[Tuple[str, FeatureValue], ...
   return tuple(sorted(features))
 
 
-FORMAT = ManifestFormat('vertex_jsonl', ('.jsonl',), sniff=lambda head: head.startswith('{'),
-                        parse=parse, streamed=True)
+FORMAT = ManifestFormat(
+    'vertex_jsonl', ('.jsonl',), sniff=lambda head: head.startswith('{'), parse=parse,
+    streamed=True,
+    title='Vertex AI JSONL',
+    sample=FormatSample(
+        'm.jsonl',
+        '{"imageGcsUri": "a.jpg"}\n'),
+    # After Labelbox: the .jsonl file it does not take.
+    sniff_rank=20)

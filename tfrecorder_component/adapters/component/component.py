@@ -1,6 +1,9 @@
 """ImageExampleGen: an image manifest becomes a split `Examples` artifact."""
-import numbers
-from typing import Any, Dict, List, Optional, Union
+import inspect
+import re
+import textwrap
+import typing
+from typing import Any, Optional, Tuple, Union
 
 from tfx.components.example_gen import component as example_gen_component
 from tfx.components.example_gen import utils as example_gen_utils
@@ -10,12 +13,11 @@ from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import channel, standard_artifacts
 
 from tfrecorder_component import option_table
+from tfrecorder_component.adapters.conversion import check_names
 from tfrecorder_component.images import transform as transform_lib
 from tfrecorder_component.adapters.component import driver, executor, properties, spec, types
-from tfrecorder_component.manifest import MANIFEST_FORMATS, check_feature_types
-from tfrecorder_component.manifest.confine import parse_roots
-from tfrecorder_component.output.layouts import check_layouts
-from tfrecorder_component.options import check_sharding
+from tfrecorder_component.manifest import MANIFEST_FORMATS
+from tfrecorder_component.options import check_options
 
 
 def default_output_config() -> example_gen_pb2.Output:
@@ -60,170 +62,42 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
       cls = FileBasedImageExampleGen
     return super().__new__(cls)
 
-  def __init__(
-      self,
-      manifest: Optional[channel.BaseChannel] = None,
-      input_base: Optional[str] = None,
-      input_config: Optional[Union[example_gen_pb2.Input, data_types.RuntimeParameter]] = None,
-      output_config: Optional[Union[example_gen_pb2.Output, data_types.RuntimeParameter]] = None,
-      range_config: Optional[Union[range_config_pb2.RangeConfig,
-                                   data_types.RuntimeParameter]] = None,
-      manifest_format: Optional[str] = None,
-      max_pixels: int = option_table.DEFAULT_MAX_PIXELS,
-      max_bytes: int = option_table.DEFAULT_MAX_BYTES,
-      max_error_ratio: float = 0.0,
-      convert_unsupported: bool = False,
-      compression_level: int = option_table.DEFAULT_COMPRESSION_LEVEL,
-      verify_decode: bool = True,
-      image_root: Optional[str] = None,
-      feature_types: Optional[Dict[str, str]] = None,
-      columns: Optional[Union[str, Dict[str, Any]]] = None,
-      image_transform: Optional[Union[transform_lib.ImageTransform, Dict[str, Any]]] = None,
-      num_shards: int = 0,
-      shard_size_mb: float = 0.0,
-      include_masks: bool = False,
-      include_keypoints: bool = False,
-      class_synset: bool = False,
-      source_id: str = option_table.DEFAULT_SOURCE_ID,
-      concurrent_reads: int = option_table.DEFAULT_CONCURRENT_READS,
-      workers: int = 0,
-      label_map: Optional[str] = None,
-      append_new_labels: bool = False,
-      label_order: str = option_table.LABEL_ORDERS[0],
-      label_map_examples: Optional[channel.BaseChannel] = None,
-      class_map: Optional[Dict[str, Optional[str]]] = None,
-      layouts: Optional[List[str]] = None,
-      confine_to: Optional[Union[str, List[str]]] = None,
-      row_time_limit: float = option_table.BY_NAME['row_time_limit'].default):
+  def __init__(self, manifest: Optional[channel.BaseChannel] = None,
+               input_base: Optional[str] = None, input_config=None, output_config=None,
+               range_config=None, label_map_examples: Optional[channel.BaseChannel] = None,
+               **options):
     """Constructs an ImageExampleGen.
 
+    `help()` and `inspect.signature` give every parameter, its default and what it
+    means, made from `PIPELINE_PARAMETERS` and the option table (`_signature`,
+    `_docstring`), as [the component guide](../guides/component.md#parameters) tables
+    them.
+
     Args:
-      manifest: Channel of `ImageManifest` (a manifest file or a folder of them).
-      input_base: Folder of manifest files; the alternative to `manifest`.
-      input_config: Split patterns relative to `input_base` (default: one split, '*').
-      output_config: Hash buckets for rows without ML_USE (default 8:1:1
-        train/eval/test).
-      range_config: Span range, as for FileBasedExampleGen.
-      manifest_format: One of 'automl_csv', 'automl_detection_csv', 'vertex_jsonl',
-        'coco_json', 'pascal_voc', 'segmentation_csv', 'yolo' ... (docs/guides/formats.md);
-        detected per file if unset.
-      max_pixels: Images whose header claims more pixels are refused before they are
-        decoded (decompression bombs).
-      max_bytes: Image files larger than this are refused (default 64 MiB).
-      max_error_ratio: Fraction of manifest rows that may fail (missing, not an image,
-        ...) before the execution fails. Default 0.0: any failed row fails the run.
-        Failed rows are listed in the `report` output either way.
-      convert_unsupported: Re-encode images TensorFlow cannot decode (WebP, TIFF, ...)
-        as PNG instead of reporting them as `unsupported_format`.
-      compression_level: gzip level of the TFRecord shards. Default 0 (stored): encoded
-        images do not compress, and deflate would dominate the run time. Use 6 for
-        uncompressed formats such as BMP.
-      verify_decode: Decode every image once so no truncated or corrupt file becomes a
-        record (about 40% of the run time on 35 KB JPEGs). Turn off only for trusted
-        images: the header is still probed, but broken image data goes unnoticed.
-      image_root: Folder (or gs:// prefix) that relative image URIs, COCO
-        `file_name`s and Pascal VOC `filename`s are relative to; default: the
-        manifest's (or annotation file's) folder.
-      feature_types: {column: 'int' | 'float' | 'string'} for extra manifest columns
-        carried as features; undeclared columns are inferred per file.
-      columns: A CSV header's columns that hold the image, label(s), split (and a
-        segmentation CSV's mask), where the names the reader knows miss or are
-        ambiguous: {'image': 'filepaths', 'label': 'labels', 'split': 'data set'}, or
-        the command's text 'image=filepaths,label=labels,split=data set'; a label or
-        split of None reads none. Default: found by name (docs/guides/formats.md).
-      image_transform: An `ImageTransform` (or its fields as a dict): auto-orient,
-        resize, colour, re-encode. Default: image bytes pass through unchanged.
-      num_shards: Write exactly this many shards per split, records spread evenly.
-        Default 0: the runner decides (one shard per bundle), as CsvExampleGen does.
-      shard_size_mb: Instead of `num_shards`, shards of about this size (TensorFlow
-        suggests 100 MB or more, and at least as many shards as parallel readers).
-      include_masks: COCO, YOLO segmentation, LabelMe, CVAT, Label Studio: write each
-        object's instance mask (polygons or RLE, rasterised as pycocotools does) as a
-        PNG in `image/object/mask`, as the Object Detection API's `--include_masks`
-        does and Mask R-CNN reads.
-      include_keypoints: COCO, YOLO pose, CVAT points: write each object's keypoints
-        (`image/object/keypoint/{x,y,visibility,num,text}`).
-      class_synset: Classification: also write each record's labels as
-        `image/class/synset`, the key of ImageNet's records that holds the class
-        folder's name (a WordNet id such as n01440764).
-      source_id: What `image/source_id` holds: 'auto' (COCO's image id in decimal, as
-        Model Garden's and the Object Detection API's COCO converters write it; else
-        the image URI), 'uri' (the image URI as the manifest writes it) or 'number'
-        (the first 63 bits of the URI's SHA-256 in decimal, an int64 that Model
-        Garden's `process_source_id` parses; images given one number are reported).
-      concurrent_reads: Reads in flight per worker for images on gs://, s3:// and
-        other remote storage, so that its latency hides behind the conversion
-        (default 64). Local files are read in line.
-      workers: Worker processes on the executor's machine: without Beam (the
-        DirectRunner and no Beam argument that asks for Beam), the pool that converts
-        the rows; on Beam's DirectRunner, its `--direct_num_workers`. Default 0: a worker
-        per 1,000 rows without Beam, every core from 8,000 rows on Beam, up to one a
-        core. The run refuses it beside another runner (Dataflow sets its own:
-        `--max_num_workers`) or a `--direct_num_workers` in `beam_pipeline_args`.
-      label_map: Ids to keep: a label_map.pbtxt, label_map.csv or labels.txt path (any
-        file system Beam reads) or an earlier output folder. A label it lacks fails its rows
-        (`unknown_label`) unless `append_new_labels`. Default: ids the source defines
-        (COCO category ids), else the sorted labels.
-      append_new_labels: With `label_map`: give labels it lacks the next free ids.
-      label_order: The order assigned ids follow: 'auto' (by number when every label is
-        an integer, `2` before `10`, else as text) or 'text' (as text, `10` before `2`:
-        the ids Keras's `image_dataset_from_directory` and TFDS's `ImageFolder` give
-        class folders).
-      label_map_examples: Optional channel of an earlier `Examples` (a resolver's latest
-        ImageExampleGen output, for continuous training): its ids are kept and new
-        labels appended after them (closed instead when `label_map` is given without
-        `append_new_labels`). Empty on a pipeline's first run: ids are assigned then.
-      class_map: Classes to keep, drop, rename or merge, {class as annotated: class to
-        write, or None to drop it}; the key "*" says what becomes of the classes not
-        listed (None: dropped). Dropped objects are listed in box_issues.jsonl, rows
-        left with no label in errors.jsonl (not counted as failures).
-      layouts: Output layouts written into the Examples artifact beside TFX's GZIP
-        shards, from them: 'tfrecord' (uncompressed + .idx, for DALI and PyTorch),
-        'tfds', 'array_record' (Grain), 'parquet' (docs/guides/layouts.md).
-      confine_to: Folders every file read for a row must lie inside, links followed
-        (local folders, 'gs://bucket/prefix', 's3://bucket/prefix', or 'source': each
-        manifest artifact's folder, or `input_base`): an image, mask, list or label
-        file or any path a manifest names that leads outside fails its row as
-        `outside_root`, never opened (docs/guides/untrusted-input.md). Default: none.
-      row_time_limit: Seconds a row's conversion (read, checks, record, thumbnail) may
-        take; a row past it fails as `too_slow` (docs/guides/report.md), interrupted
-        where it returns to Python (a DoFn cannot outlive its process: a row stuck in C
-        code holds its bundle). Default 60; 0: no limit.
+      manifest: A channel of `ImageManifest`.
+      input_base: A folder of manifests, instead of `manifest`.
+      input_config: Split patterns relative to `input_base`.
+      output_config: Hash buckets for rows without a split.
+      range_config: The span range, as for FileBasedExampleGen.
+      label_map_examples: An earlier `Examples` whose label ids are kept.
+      **options: The conversion's options, each a keyword (`option_table.OPTIONS`
+        declares them, those taken by the COMPONENT).
     """
-    # The conversion's options, as `option_table.OPTIONS` names them.
-    options = {name: value for name, value in locals().items()
-               if name in option_table.BY_NAME}
     if (manifest is None) == (not input_base):
       raise ValueError('ImageExampleGen needs exactly one of `manifest` (a channel of '
                        'ImageManifest) or `input_base` (a folder of manifests).')
-    if manifest_format not in (None, *MANIFEST_FORMATS):
-      raise ValueError(f'manifest_format must be one of {MANIFEST_FORMATS}, got {manifest_format!r}')
-    if not 0 <= compression_level <= 9:
-      raise ValueError(f'compression_level must be 0..9, got {compression_level}')
-    if not 0.0 <= max_error_ratio <= 1.0:
-      raise ValueError(f'max_error_ratio must be within [0, 1], got {max_error_ratio}')
-    check_sharding(num_shards, shard_size_mb)
-    if isinstance(concurrent_reads, bool) or not isinstance(concurrent_reads, numbers.Integral) or (
-        concurrent_reads < 1):
-      raise ValueError(f'concurrent_reads must be a whole number of at least 1, got '
-                       f'{concurrent_reads!r}')
-    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 0:
-      raise ValueError(f'workers must be a whole number, 0 (as many as the rows call for) or '
-                       f'more, got {workers!r}')
-    for error in (option_table.choice_error('source_id', source_id),
-                  option_table.choice_error('label_order', label_order)):
-      if error:
-        raise ValueError(error)
-    if isinstance(image_transform, dict):
-      image_transform = transform_lib.ImageTransform.from_dict(image_transform)
-    check_feature_types(feature_types)  # ManifestError, a ValueError, names the bad entry
+    check_names(options, option_table.COMPONENT)  # TypeError, as Python's, naming the closest
+    options = dict(option_table.defaults(option_table.COMPONENT), **options)
+    # Each option checked as convert() checks it (`options.check_option`); a layout's
+    # library need not be installed where the pipeline is compiled. The label map is
+    # read where the component runs.
+    checked = check_options(options, compiling=True)
+    for name in ('image_transform', 'layouts', 'confine_to'):
+      options[name] = checked[name]
     input_config = input_config or example_gen_utils.make_default_input_config()
     output_config = output_config or default_output_config()
     # Explicitly the Beam component's constructor: FileBasedImageExampleGen also
     # inherits FileBasedExampleGen, whose constructor builds another spec.
-    if layouts:
-      options['layouts'] = check_layouts(layouts, check_available=False)
-    options['confine_to'] = parse_roots(confine_to)  # UsageError (a ValueError) names a bad root
     base_beam_component.BaseBeamComponent.__init__(self, spec=spec.ImageExampleGenSpec(
         manifest=manifest,
         input_base=input_base,
@@ -234,6 +108,83 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
         examples=channel.Channel(type=standard_artifacts.Examples),
         report=channel.Channel(type=types.ConversionReport),
         **properties.to_properties(options)))
+
+
+# The component's parameters that are no conversion option: its inputs and the
+# configuration TFX's ExampleGen takes, before the options (`option_table.OPTIONS` taken
+# by the COMPONENT). (name, annotation, the component guide's default cell, what it is, in
+# Markdown.) Every one defaults to None.
+PIPELINE_PARAMETERS: Tuple[Tuple[str, Any, str, str], ...] = (
+    ('manifest', Optional[channel.BaseChannel], '',
+     'channel of `ImageManifest`: one manifest file, a folder of them, or a dataset folder '
+     'read as `convert()` reads it (a Pascal VOC or COCO root, an image folder: see the '
+     'formats guide\'s dataset folders)'),
+    ('input_base', Optional[str], '', 'folder of manifests; the alternative to `manifest`'),
+    ('input_config', Optional[Union[example_gen_pb2.Input, data_types.RuntimeParameter]],
+     'one split, pattern `*`', 'split patterns relative to `input_base`; with several splits '
+     'every row of a split\'s files takes that split'),
+    ('output_config', Optional[Union[example_gen_pb2.Output, data_types.RuntimeParameter]],
+     'hash buckets train 8 : eval 1 : test 1',
+     'splits for rows whose ML_USE is `UNASSIGNED` or empty'),
+    ('range_config', Optional[Union[range_config_pb2.RangeConfig,
+                                    data_types.RuntimeParameter]],
+     'latest span', 'as for FileBasedExampleGen'),
+    ('label_map_examples', Optional[channel.BaseChannel], 'none',
+     'optional channel of an earlier `Examples` (a resolver\'s latest, for continuous '
+     'training): its ids are kept, new labels appended after them'),
+)
+_TYPES = dict(vars(typing), ImageTransform=transform_lib.ImageTransform)
+
+
+def _signature() -> inspect.Signature:
+  """ImageExampleGen's constructor's signature: self, `PIPELINE_PARAMETERS`, then each
+  option the component takes, keyword only, with its annotation and default."""
+  parameters = [inspect.Parameter('self', inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+  parameters += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                   default=None, annotation=annotation)
+                 for name, annotation, _, _ in PIPELINE_PARAMETERS]
+  for o in option_table.taken_by(option_table.COMPONENT):
+    annotation = (eval(o.annotation, _TYPES) if o.annotation  # pylint: disable=eval-used
+                  else type(o.default))
+    parameters.append(inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY,
+                                        default=o.default, annotation=annotation))
+  return inspect.Signature(parameters)
+
+
+def _plain(markdown: str) -> str:
+  """Markdown as a docstring says it: links as their text, table pipes unescaped."""
+  return re.sub(r'\[([^\]]+)\]\([^)]+\)', r'\1', markdown).replace('\\|', '|')
+
+
+def _docstring() -> str:
+  """ImageExampleGen's constructor's docstring: an `Args:` entry for each parameter, from
+  `PIPELINE_PARAMETERS` and the option table (`component_doc`, else `doc`)."""
+  names = ', '.join(f'`{name}`' for name in MANIFEST_FORMATS)
+  entries = [(name, text, default) for name, _, default, text in PIPELINE_PARAMETERS]
+  entries += [(o.name, (o.component_doc or o.doc).replace('{formats}', names),
+               o.component_default or f'`{option_table.literal(o)}`')
+              for o in option_table.taken_by(option_table.COMPONENT)]
+  lines = ['Constructs an ImageExampleGen.', '', 'Args:']
+  for name, text, default in entries:
+    said = _plain(text[:1].upper() + text[1:]) + '.'
+    if default and default != 'none':
+      said += f' Default: {_plain(default)}.'
+    lines += textwrap.wrap(f'{name}: {said}', 84, initial_indent='  ',
+                           subsequent_indent='    ', break_on_hyphens=False)
+  return '\n'.join(lines) + '\n'
+
+
+def docs_table() -> str:
+  """The component guide's table of parameters, in Markdown: `PIPELINE_PARAMETERS`, then
+  the options (`option_table.docs_rows`)."""
+  rows = ['| parameter | default | meaning |', '| --- | --- | --- |']
+  rows += [f'| `{name}` | {default} | {text} |' for name, _, default, text in PIPELINE_PARAMETERS]
+  rows += option_table.docs_rows(option_table.COMPONENT, MANIFEST_FORMATS)
+  return '\n'.join(rows) + '\n'
+
+
+ImageExampleGen.__init__.__signature__ = _signature()
+ImageExampleGen.__init__.__doc__ = _docstring()
 
 
 class FileBasedImageExampleGen(ImageExampleGen, example_gen_component.FileBasedExampleGen):

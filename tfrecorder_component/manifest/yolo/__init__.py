@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 
-from tfrecorder_component.manifest.format_spec import ManifestFormat
+from tfrecorder_component.manifest.format_spec import FormatSample, ManifestFormat
 from tfrecorder_component.manifest.yolo.darknet import parse_darknet
 from tfrecorder_component.manifest.yolo.data_yaml import parse, parse_obb, sniff
 from tfrecorder_component.manifest.yolo.lines import TOLERANCE
@@ -52,13 +52,34 @@ from tfrecorder_component.manifest.yolo.paths import IMG_FORMATS, img2label_path
 from tfrecorder_component.manifest.yolo.folders import count_images, label_folders, objects_from
 
 
-FORMAT = ManifestFormat('yolo', ('.yaml', '.yml'), sniff=sniff, parse=parse,
-                        one_row_an_image=True, annotations=('masks', 'keypoints'), rows=count_images,
-                        objects_from=objects_from, reads_files=True)
+FORMAT = ManifestFormat(
+    'yolo', ('.yaml', '.yml'), sniff=sniff, parse=parse, one_row_an_image=True,
+    annotations=('masks', 'keypoints'), rows=count_images, objects_from=objects_from,
+    reads_files=True,
+    title='Ultralytics YOLO data.yaml',
+    sample=FormatSample(
+        'data.yaml',
+        'train: images/train\nnames: [cat]\n',
+        others=(
+            ('images/train/a.jpg', ''),
+            ('labels/train/a.txt', '0 0.5 0.5 0.2 0.2\n'),
+        )),
+    sniff_rank=90)
 
 
-OBB_FORMAT = ManifestFormat('yolo_obb', (), sniff=lambda head: False, parse=parse_obb,
-                            one_row_an_image=True, objects_from=objects_from, reads_files=True)
+OBB_FORMAT = ManifestFormat(
+    'yolo_obb', (), sniff=lambda head: False, parse=parse_obb, one_row_an_image=True,
+    objects_from=objects_from, reads_files=True,
+    title='Ultralytics YOLO oriented boxes (only ever named: its files look like a polygon '
+          "dataset's)",
+    sample=FormatSample(
+        'data.yaml',
+        'train: images/train\nnames: [cat]\n',
+        others=(
+            ('images/train/a.jpg', ''),
+            ('labels/train/a.txt', '0 0.1 0.1 0.5 0.1 0.5 0.4 0.1 0.4\n'),
+        )),
+    sniff_rank=91)
 
 
 # Darknet's obj.data (`parse_darknet`).
@@ -69,7 +90,17 @@ DARKNET_FORMAT = ManifestFormat(
     rows=lambda path, confine=None: count_images(path, darknet=True, confine=confine),
     objects_from=lambda path, image_root=None, confine=None: objects_from(
         path, image_root, 'darknet', confine),
-    reads_files=True)
+    reads_files=True,
+    title='Darknet obj.data',
+    sample=FormatSample(
+        'obj.data',
+        'classes = 1\ntrain = train.txt\nnames = obj.names\n',
+        others=(
+            ('train.txt', 'a.jpg\n'),
+            ('obj.names', 'cat\n'),
+            ('a.txt', '0 0.5 0.5 0.2 0.2\n'),
+        )),
+    sniff_rank=92)
 
 __all__ = ['FORMAT', 'OBB_FORMAT', 'DARKNET_FORMAT', 'IMG_FORMATS', 'TOLERANCE', 'count_images',
            'img2label_path', 'label_folders', 'objects_from', 'parse', 'parse_darknet',
