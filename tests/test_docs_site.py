@@ -486,18 +486,22 @@ def test_convert_links_the_guides_it_names_and_the_links_resolve(site):
 
 def test_the_docs_lists_of_formats_and_extensions_are_the_registrys():
   """The component guide's `manifest_format` row names every format the registry has and
-  no other; the formats guide's sentence on what a folder's files are read names every
-  extension a format claims (`registry.MANIFEST_EXTENSIONS`, what discovery keeps) and
-  no other. A format added to the registry fails here until both pages say so."""
+  no other, and the formats guide's table of formats (which its sentence on a folder's
+  files points to) has a row for each, naming every extension a format claims
+  (`registry.MANIFEST_EXTENSIONS`, what discovery keeps) and no other. Both are made
+  from the registry (scripts/cli-reference), so a format added there is listed."""
   from tfrecorder_component.manifest import registry  # pylint: disable=g-import-not-at-top
   row = re.search(r'^\| `manifest_format` \|.*$', _docs_text('guides', 'component.md'), re.M)
   assert row, 'no manifest_format row in docs/guides/component.md'
   named = re.findall(r'`(\w+)`', row.group(0).split('|')[3])
   assert sorted(named) == sorted(registry.MANIFEST_FORMATS), (
       set(named) ^ set(registry.MANIFEST_FORMATS))
-  sentence = re.search(r'In a folder \(.*?\) are read', _docs_text('guides', 'formats.md'),
-                       re.S)
-  assert sentence, "no 'In a folder (...) ... are read' sentence in docs/guides/formats.md"
-  extensions = set(re.findall(r'`(\.\w+)`', sentence.group(0)))
+  guide = _docs_text('guides', 'formats.md')
+  assert re.search(r'In a folder \(.*?\[the table of formats\]\(#manifests\).*? are read',
+                   guide, re.S)
+  table = guide.split('\n## Manifests\n', 1)[1].split('\n### ', 1)[0]
+  rows = re.findall(r'^\| `(\w+)` \| [^|]+ \| ([^|]+) \|', table, re.M)[1:]  # the header first
+  assert [name for name, _ in rows] == [f.name for f in registry.FORMATS]
+  extensions = {e for _, cell in rows for e in re.findall(r'`(\.\w+)`', cell)}
   assert extensions == set(registry.MANIFEST_EXTENSIONS), (
       extensions ^ set(registry.MANIFEST_EXTENSIONS))
