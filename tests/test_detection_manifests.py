@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from images import write_text
-from manifest_items import errors_of, rows_of
+from manifest_items import (FORMAT_SAMPLES, JSON_SCALARS, ONLY_NAMED, SETTINGS, check_items,
+                            errors_of, rows_of)
 from tfrecorder_component.errors import ManifestError, RowError, error_record
 from tfrecorder_component.steps.policy import format_error
 from tfrecorder_component.manifest.registry import FORMATS
@@ -394,14 +395,6 @@ def test_detect_format(name, text, expected):
   assert detect_format(name, text) == expected
 
 
-# One small file of each format, listing a.jpg once: each format's declared sample
-# (`format_spec.FormatSample`), so that a new format is read here as soon as it is in the
-# registry. name: (file name, its text, {other file the format reads beside it: text}).
-FORMAT_SAMPLES = {f.name: (f.sample.name, f.sample.text, dict(f.sample.others))
-                  for f in FORMATS}
-# Formats no file's text can tell apart from another's (they claim no extension: an
-# oriented-box dataset looks like a polygon one): only ever named.
-ONLY_NAMED = {f.name for f in FORMATS if not f.extensions}
 
 
 def test_every_format_declares_a_title_a_sample_and_its_own_sniff_rank():
@@ -432,12 +425,9 @@ def test_every_listed_format_reads_its_files_named_or_detected(tmp_path):
 
 # Any input: rows or the project's own errors, never anything else
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DETECTION_PIECES = st.sampled_from(['TRAIN', 'test', 'a.jpg', 'gs://b/c.png', 'cat', 'dög', ',',
                                     ',,', '0.1', '1e-3', 'nan', '-2', 'x', '"', '\n', ' ',
                                     'image_uri', 'label', 'image/x', '\udce9'])
-JSON_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats() |
-                st.sampled_from(['1', 'a.jpg', 'x', '']))
 COCO_DOCS = st.fixed_dictionaries({
     'images': st.lists(st.fixed_dictionaries({'id': st.integers(0, 3) | JSON_SCALARS,
                                               'file_name': st.sampled_from(['a.jpg', '', 'b'])}),
@@ -449,18 +439,6 @@ COCO_DOCS = st.fixed_dictionaries({
                                                   'name': st.sampled_from(['cat', 'dog'])}),
                            max_size=2, unique_by=lambda c: c['id']),
 })
-
-
-def check_items(items):
-  for item in items:
-    assert isinstance(item, (ManifestRow, RowError)), type(item)
-    if isinstance(item, ManifestRow):
-      assert item.image_uri.strip() == item.image_uri and item.image_uri and item.row >= 1
-      assert all(l == l.strip() and l for l in item.labels)
-      assert all(isinstance(o, ObjectBox) and o.label for o in item.objects or ())
-      assert all(isinstance(v, (int, float, str)) for _, v in item.features)
-    else:
-      assert item.reason and item.message
 
 
 @SETTINGS

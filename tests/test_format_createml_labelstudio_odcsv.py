@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 
 from images import write_image, write_text
 from records import feature, read_split
-from test_detection_manifests import FORMAT_SAMPLES, JSON_SCALARS, SETTINGS, check_items
+from manifest_items import FORMAT_SAMPLES, JSON_SCALARS, SETTINGS, check_items
 from tfrecorder_component import convert
 from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError

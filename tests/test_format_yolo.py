@@ -15,7 +15,7 @@ from pycocotools import mask as coco_mask
 
 from images import write_image, write_text
 from records import by_source_id, decoded_masks, feature
-from test_detection_manifests import FORMAT_SAMPLES, check_items
+from manifest_items import FORMAT_SAMPLES, check_items
 import tfrecorder_component as trc
 from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError

@@ -81,18 +81,6 @@ OBJECT_ROWS_BYTES = 64 << 20
 # The reason of a row whose conversion ended its worker process (`_convert_chunks`).
 CRASHED = 'crashed'
 
-def _error_key(e: Dict[str, Any]) -> bytes:
-  return jsonl.row_key(e['source'], e['row'])
-
-
-def _box_issue_key(b: Dict[str, Any]) -> bytes:
-  return jsonl.row_key(b['source'], b['row'], b['index'])
-
-
-def _duplicate_key(d: Dict[str, Any]) -> bytes:
-  return bytes.fromhex(d['sha256'])
-
-
 def _json_lines(report_dir: str, name: str) -> RunSpiller:
   """Sorted runs of the JSON-lines file `name`'s entries (`jsonl.entry`), in the scratch
   folder `jsonl.merge_runs` removes."""
@@ -173,12 +161,12 @@ class _Worker:
         self._index.add(duplicates_lib.entries(value))
       elif tag == ERRORS:
         value = self._first_error_of(value)
-        report.count(self._counts, ('errors', value['reason']))
-        self._errors.add((jsonl.entry(value, _error_key),))
+        report.count(self._counts, report.error_count(value))
+        self._errors.add((jsonl.entry(value, report.error_key),))
         self._first_errors = _first(self._first_errors, value, report.error_order)
       elif tag == BOX_ISSUES:
-        report.count(self._counts, ('box_issues', f'{value["action"]}:{value["reason"]}'))
-        self._box_issues.add((jsonl.entry(value, _box_issue_key),))
+        report.count(self._counts, report.box_issue_count(value))
+        self._box_issues.add((jsonl.entry(value, report.box_issue_key),))
         self._first_box_issues = _first(self._first_box_issues, value,
                                         report.box_issue_order)
       elif tag == SAMPLES:
@@ -822,7 +810,7 @@ def _write_outputs(results: List[Dict[str, Any]], vocabulary, sources: Sequence[
     for group in duplicates_lib.merge_range(task):
       report.add_duplicate(duplicate_counts, group)
       if not duplicates_lib.is_source_id_group(group):  # summary.json counts those
-        groups.add((jsonl.entry(group, _duplicate_key),))
+        groups.add((jsonl.entry(group, report.duplicate_key),))
   groups.spill()
   merge(output_paths.DUPLICATES_FILE, groups.runs)
 

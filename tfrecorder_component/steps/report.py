@@ -10,6 +10,7 @@ from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.output import report_html
 from tfrecorder_component.record.example import record_features
+from tfrecorder_component.steps import jsonl
 from tfrecorder_component.steps.row import RecordStat
 from tfrecorder_component.manifest.class_map import DROPPED
 from tfrecorder_component.steps.warnings import run_warnings, source_id_warning
@@ -34,6 +35,58 @@ def box_issue_order(issue: Dict[str, Any]) -> Tuple[str, int, int]:
       `index` in the row.
   """
   return issue['source'], issue['row'] or 0, issue['index']
+
+
+# What a run's report is made of, declared once for both engines (each spreads the work
+# its own way: the local pool in its parent process, Beam in combines and sorts): the
+# order of each JSON-lines file, as sort keys of its entries (`jsonl.row_key`: manifest
+# row order, a box's index within its row; duplicates.jsonl in hash order), and the
+# summary's count each error and box issue adds to.
+
+
+def error_key(error: Dict[str, Any]) -> bytes:
+  """errors.jsonl's order: by source, then row (`jsonl.row_key`).
+
+  Args:
+    error: an error record (`errors.error_record`).
+  """
+  return jsonl.row_key(error['source'], error['row'])
+
+
+def box_issue_key(issue: Dict[str, Any]) -> bytes:
+  """box_issues.jsonl's order: by source, row, then the box's index in the row.
+
+  Args:
+    issue: a box issue's dict, with its source, row and `index`.
+  """
+  return jsonl.row_key(issue['source'], issue['row'], issue['index'])
+
+
+def duplicate_key(group: Dict[str, Any]) -> bytes:
+  """duplicates.jsonl's order: by the images' SHA-256.
+
+  Args:
+    group: a group of equal images (`duplicates.groups`), with its hex `sha256`.
+  """
+  return bytes.fromhex(group['sha256'])
+
+
+def error_count(error: Dict[str, Any]) -> Tuple[str, str]:
+  """The summary's count a failed row adds to: ('errors', its reason).
+
+  Args:
+    error: an error record (`errors.error_record`).
+  """
+  return 'errors', error['reason']
+
+
+def box_issue_count(issue: Dict[str, Any]) -> Tuple[str, str]:
+  """The summary's count a box issue adds to: ('box_issues', 'action:reason').
+
+  Args:
+    issue: a box issue's dict, with its `action` and `reason`.
+  """
+  return 'box_issues', f'{issue["action"]}:{issue["reason"]}'
 
 
 class CiteIndex:

@@ -9,7 +9,7 @@ import apache_beam as beam
 from tfrecorder_component.io import files
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.engines.beam.duplicates import FindDuplicates
-from tfrecorder_component.engines.beam.jsonl import WriteSortedJsonLines, row_key
+from tfrecorder_component.engines.beam.jsonl import WriteSortedJsonLines
 from tfrecorder_component.steps import duplicates as duplicates_lib
 from tfrecorder_component.steps import report
 from tfrecorder_component.steps.convert_chunks import SAMPLES_PER_LABEL
@@ -77,10 +77,9 @@ class Summarize(beam.PTransform):
     """
     stats, errors, box_issues = pcolls
     counts = lambda pcoll, label: pcoll | label >> beam.CombineGlobally(_CountsFn())
-    errors = counts(errors | 'ErrorReasons' >> beam.Map(lambda e: ('errors', e['reason'])),
-                    'CountErrors')
-    box_issues = counts(box_issues | 'BoxIssueReasons' >> beam.Map(
-        lambda b: ('box_issues', f'{b["action"]}:{b["reason"]}')), 'CountBoxIssues')
+    errors = counts(errors | 'ErrorReasons' >> beam.Map(report.error_count), 'CountErrors')
+    box_issues = counts(box_issues | 'BoxIssueReasons' >> beam.Map(report.box_issue_count),
+                        'CountBoxIssues')
     return (counts(stats | 'CountStats' >> beam.Map(report.stat_counts), 'CountAllStats')
             | 'Combine' >> beam.Map(_summary, beam.pvalue.AsSingleton(errors),
                                     beam.pvalue.AsSingleton(box_issues)
@@ -127,14 +126,14 @@ class WriteReport(beam.PTransform):
     duplicates = pcolls['stats'] | 'FindDuplicates' >> FindDuplicates(
         output_paths.work_dir(self._report_dir, output_paths.DUPLICATE_INDEX_DIR))
     written = ((errors | 'WriteErrors' >> write_lines(
-                    output_paths.ERRORS_FILE, lambda e: row_key(e['source'], e['row'])),
+                    output_paths.ERRORS_FILE, report.error_key),
                 duplicates
                 | 'RepeatedImages' >> beam.Filter(
                     lambda d: not duplicates_lib.is_source_id_group(d))
                 | 'WriteDuplicates' >> write_lines(
-                    output_paths.DUPLICATES_FILE, lambda d: bytes.fromhex(d['sha256'])),
+                    output_paths.DUPLICATES_FILE, report.duplicate_key),
                 box_issues | 'WriteBoxIssues' >> write_lines(
-                    output_paths.BOX_ISSUES_FILE, lambda b: row_key(b['source'], b['row'], b['index'])))
+                    output_paths.BOX_ISSUES_FILE, report.box_issue_key))
                | 'JsonLinesWritten' >> beam.Flatten())
     duplicate_counts = (duplicates
                         | 'CountDuplicates' >> beam.CombineGlobally(_DuplicateCountsFn()))
