@@ -710,10 +710,11 @@ def _keep(kept: dict, key, size: int, value):
   return value
 
 
-def _kept(kept: dict, key, size: int, make, *args):
-  """`kept[key]`, else `make(*args)`, kept by `key` as `_keep` keeps it."""
-  value = kept.get(key, _MISSING)
-  return _keep(kept, key, size, make(*args)) if value is _MISSING else value
+def _kept(kept: dict, make, *args):
+  """`make(*args)`, kept in `kept` as `_keep` keeps it: by `args` (its one argument
+  where it has one), the segment's bytes `args[-1]` giving the size. Called on a miss
+  only: a hit is the caller's own `get`, a function call less an image."""
+  return _keep(kept, args[0] if len(args) == 1 else args, len(args[-1]), make(*args))
 
 
 def _dht_definitions(payload: bytes) -> Optional[Tuple[Tuple[bool, int, int], ...]]:
@@ -811,14 +812,14 @@ def _scan(components: bytes, progressive: bool, payload: bytes):
           (across, max_h * 8, down, max_v * 8), count < len(specs) or progressive)
 
 
-def _first_scan(height: int, width: int, components: int, progressive: bool,
-                dc: List[Optional[int]], ac: List[Optional[int]], check_pixels,
-                max_pixels: int) -> Optional[Header]:
-  """For `_straight_walk`, at the first scan of an 8-bit frame: jdinput.c
-  initial_setup, walk()'s checks, `check_pixels` and master_selection (a sequential
-  frame's missing tables 0 and 1 the standard ones, set in `dc` and `ac`); the image's
-  Header, or None where `_full_walk` refuses the frame."""
-  if width * height * components >= 2**29:
+def _first_scan(precision: int, height: int, width: int, components: int,
+                progressive: bool, dc: List[Optional[int]], ac: List[Optional[int]],
+                check_pixels, max_pixels: int) -> Optional[Header]:
+  """For `_straight_walk`, at the first scan: jdinput.c initial_setup, walk()'s checks,
+  `check_pixels` and master_selection (a sequential frame's missing tables 0 and 1 the
+  standard ones, set in `dc` and `ac`); the image's Header, or None where `_full_walk`
+  refuses the frame or this walk leaves it to `_full_walk` (a precision other than 8)."""
+  if precision != 8 or width * height * components >= 2**29:
     return None
   header = Header(height, width, components, progressive, False)
   check_pixels(width, height, max_pixels)
@@ -920,7 +921,8 @@ def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Heade
       return None
     if marker == _DHT:
       payload = data[pos + 4:segment_end]
-      defined = _kept(_DEFINED, payload, len(payload), _dht_definitions, payload)
+      defined = _DEFINED.get(payload, _MISSING)
+      defined = _kept(_DEFINED, _dht_definitions, payload) if defined is _MISSING else defined
       if defined is None:
         return None
       for is_ac, index, verdict in defined:
@@ -929,14 +931,13 @@ def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Heade
       if frame is None:
         return None
       key = (frame_bytes, progressive, data[pos + 4:segment_end])
-      scan = _kept(_SCANS, key, len(key[2]), _scan, *key)
+      scan = _SCANS.get(key, _MISSING)
+      scan = _kept(_SCANS, _scan, *key) if scan is _MISSING else scan
       if scan is None:
         return None
       components, checks, (across, per_width, down, per_height), scans = scan
       if header is None:
-        if precision != 8:
-          return None
-        header = _first_scan(height, width, len(frame[0]), progressive, dc, ac,
+        header = _first_scan(precision, height, width, len(frame[0]), progressive, dc, ac,
                              check_pixels, max_pixels)
         if header is None:
           return None
@@ -963,7 +964,8 @@ def _straight_walk(data: bytes, max_pixels: int, check_pixels) -> Optional[Heade
         return None
       height, width = data[pos + 5] << 8 | data[pos + 6], data[pos + 7] << 8 | data[pos + 8]
       frame_bytes = data[pos + 9:segment_end]
-      frame = _kept(_FRAMES, frame_bytes, len(frame_bytes), _frame, frame_bytes)
+      frame = _FRAMES.get(frame_bytes, _MISSING)
+      frame = _kept(_FRAMES, _frame, frame_bytes) if frame is _MISSING else frame
       if (frame is None or not height or not width or height > _JPEG_MAX_DIMENSION
           or width > _JPEG_MAX_DIMENSION):
         return None
