@@ -174,6 +174,9 @@ def test_a_value_of_another_type_is_refused_not_coerced():
       _component(**{name: value})
     with pytest.raises(ValueError, match=f"{name} must be a whole number"):
       conversion.convert('unused.csv', 'unused', **{name: value})
+  for ratio in (-0.1, 1.5, float('nan'), '0.1'):  # convert()'s own keyword, checked first
+    with pytest.raises(ValueError, match=r'max_error_ratio must be a number, from 0 to 1'):
+      conversion.convert('unused.csv', 'unused', max_error_ratio=ratio)
 
 
 _ADDED_OPTION = '''

@@ -213,6 +213,7 @@ def convert(source, output_dir: str, *, max_error_ratio: float = 0.0, overwrite:
     MissingExtra: A path that needs an extra that is not installed (an ImportError).
   """
   check_names(options)
+  check_options({'max_error_ratio': max_error_ratio})  # the others in `_conversion`
   output_dir = output_folder(os.fspath(output_dir))
   inputs = sources_lib.input_paths(source, options.get('image_root'), options.get('label_map'),
                                    options.get('class_map'))
