@@ -378,7 +378,7 @@ def mutated(draw, text: str, syntax: str) -> str:
   return '\n'.join(lines)
 
 
-@pytest.mark.parametrize('fmt', [f for f in FORMATS], ids=lambda f: f.name)
+@pytest.mark.parametrize('fmt', FORMATS, ids=lambda f: f.name)
 def test_every_format_fuzzed_from_its_sample(folder, fmt):
   sample = fmt.sample
   names = [sample.name, *(name for name, _ in sample.others)]

@@ -638,22 +638,34 @@ def _cell(text: str) -> str:
   return text.replace('|', '\\|').replace('\\\\|', '\\|')
 
 
-def docs_rows(where: str, formats: Tuple[str, ...] = ()) -> List[str]:
-  """The Markdown table rows of the options taken at `where`, in `OPTIONS`' order:
-  `| name | default | what it does |`, as the Python guide (API: `doc`, the default's
-  literal) and the component guide (COMPONENT: `component_doc`, `component_default`)
-  table them.
+def docs_texts(where: str, formats: Tuple[str, ...] = ()) -> List[Tuple[str, str, str]]:
+  """(name, default, what it does), in Markdown, of each option taken at `where`, in
+  `OPTIONS`' order, as the Python guide (API: `doc`, the default's literal) and the
+  component guide and constructor (COMPONENT: `component_doc`, `component_default`)
+  say them.
 
   Args:
     where: API or COMPONENT.
     formats: The manifest formats' names, for a `{formats}` in a text.
   """
-  rows = []
   names = ', '.join(f'`{name}`' for name in formats)
+  texts = []
   for o in taken_by(where):
     if where == COMPONENT:
       text, default = o.component_doc or o.doc, o.component_default or f'`{literal(o)}`'
     else:
       text, default = o.doc, f'`{literal(o)}`'
-    rows.append(f'| `{o.name}` | {default} | {_cell(text.replace("{formats}", names))} |')
-  return rows
+    texts.append((o.name, default, text.replace('{formats}', names)))
+  return texts
+
+
+def docs_rows(where: str, formats: Tuple[str, ...] = ()) -> List[str]:
+  """The Markdown table rows of the options taken at `where` (`docs_texts`):
+  `| name | default | what it does |`.
+
+  Args:
+    where: API or COMPONENT.
+    formats: The manifest formats' names, for a `{formats}` in a text.
+  """
+  return [f'| `{name}` | {default} | {_cell(text)} |'
+          for name, default, text in docs_texts(where, formats)]

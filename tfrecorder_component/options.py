@@ -113,7 +113,8 @@ def _progress_every_s(value: Optional[float]) -> Optional[float]:
 # (`option_table.Option.bounds`, its flag's `choices`) describes: a function of the value
 # giving it in the form a run keeps it, raising UsageError (a ValueError) that names it.
 # `check_option` runs these and the declared bounds and choices: every option's check
-# is here or in its declaration, once. `label_map` is read where the run starts
+# is here (`layouts`: `_layouts`, told whether the run is here) or in its declaration,
+# once. `label_map` is read where the run starts
 # (`labels.given_label_map`): a compiled pipeline's path need not exist where it is
 # compiled.
 _PARSERS = {
@@ -122,7 +123,6 @@ _PARSERS = {
     'columns': parse_columns,
     'class_map': parse_class_map,
     'image_transform': _transform,
-    'layouts': _layouts,
     'confine_to': confine.parse_roots,
     'progress_every_s': _progress_every_s,
 }

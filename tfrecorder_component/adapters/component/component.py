@@ -159,13 +159,10 @@ def _plain(markdown: str) -> str:
 def _docstring() -> str:
   """ImageExampleGen's constructor's docstring: an `Args:` entry for each parameter, from
   `PIPELINE_PARAMETERS` and the option table (`component_doc`, else `doc`)."""
-  names = ', '.join(f'`{name}`' for name in MANIFEST_FORMATS)
-  entries = [(name, text, default) for name, _, default, text in PIPELINE_PARAMETERS]
-  entries += [(o.name, (o.component_doc or o.doc).replace('{formats}', names),
-               o.component_default or f'`{option_table.literal(o)}`')
-              for o in option_table.taken_by(option_table.COMPONENT)]
+  entries = [(name, default, text) for name, _, default, text in PIPELINE_PARAMETERS]
+  entries += option_table.docs_texts(option_table.COMPONENT, MANIFEST_FORMATS)
   lines = ['Constructs an ImageExampleGen.', '', 'Args:']
-  for name, text, default in entries:
+  for name, default, text in entries:
     said = _plain(text[:1].upper() + text[1:]) + '.'
     if default and default != 'none':
       said += f' Default: {_plain(default)}.'

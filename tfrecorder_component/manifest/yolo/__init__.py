@@ -52,18 +52,18 @@ from tfrecorder_component.manifest.yolo.paths import IMG_FORMATS, img2label_path
 from tfrecorder_component.manifest.yolo.folders import count_images, label_folders, objects_from
 
 
+def _data_yaml_sample(label_line: str) -> FormatSample:
+  """The smallest Ultralytics dataset: a data.yaml, one image and its label file's line."""
+  return FormatSample('data.yaml', 'train: images/train\nnames: [cat]\n',
+                      others=(('images/train/a.jpg', ''), ('labels/train/a.txt', label_line)))
+
+
 FORMAT = ManifestFormat(
     'yolo', ('.yaml', '.yml'), sniff=sniff, parse=parse, one_row_an_image=True,
     annotations=('masks', 'keypoints'), rows=count_images, objects_from=objects_from,
     reads_files=True,
     title='Ultralytics YOLO data.yaml',
-    sample=FormatSample(
-        'data.yaml',
-        'train: images/train\nnames: [cat]\n',
-        others=(
-            ('images/train/a.jpg', ''),
-            ('labels/train/a.txt', '0 0.5 0.5 0.2 0.2\n'),
-        )),
+    sample=_data_yaml_sample('0 0.5 0.5 0.2 0.2\n'),
     sniff_rank=90)
 
 
@@ -72,13 +72,7 @@ OBB_FORMAT = ManifestFormat(
     objects_from=objects_from, reads_files=True,
     title='Ultralytics YOLO oriented boxes (only ever named: its files look like a polygon '
           "dataset's)",
-    sample=FormatSample(
-        'data.yaml',
-        'train: images/train\nnames: [cat]\n',
-        others=(
-            ('images/train/a.jpg', ''),
-            ('labels/train/a.txt', '0 0.1 0.1 0.5 0.1 0.5 0.4 0.1 0.4\n'),
-        )),
+    sample=_data_yaml_sample('0 0.1 0.1 0.5 0.1 0.5 0.4 0.1 0.4\n'),
     sniff_rank=91)
 
 
