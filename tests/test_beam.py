@@ -188,8 +188,8 @@ def test_records_are_written_in_the_stage_that_converts_them(tmp_path):
   assert len(convert) == 1
   names = {t.unique_name for t in convert[0].transforms}
   for step in [f'ConvertManifests/WriteSplits/Write[{s}]/WriteImpl/WriteBundles' for s in SPLITS] + [
-      'ConvertManifests/Summarize/CountStats', 'ConvertManifests/Summarize/ErrorReasons',
-      'ConvertManifests/Summarize/BoxIssueReasons',
+      f'ConvertManifests/Summarize/{tally}/CombinePerKey/Precombine'
+      for tally in ('CountStats', 'CountErrors', 'CountBoxIssues', 'FirstSamples')] + [
       'ConvertManifests/WriteReport/FindDuplicates/SpillSortedRuns',
       'ConvertManifests/WriteReport/WriteErrors/SpillSortedRuns',
       'ConvertManifests/WriteReport/WriteBoxIssues/SpillSortedRuns']:

@@ -20,6 +20,8 @@ from tfrecorder_component.record import example_proto
 from tfrecorder_component.record import labels as labels_lib
 from tfrecorder_component.steps import row as row_lib
 from tfrecorder_component.steps import duplicates
+from tfrecorder_component.steps import report as report_lib
+from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS
 from tfrecorder_component.engines.beam import jsonl
 from tfrecorder_component.engines.beam import report
 from tfrecorder_component.io import sorted_runs
@@ -279,16 +281,26 @@ def stat(split, labels, sha, uri, objects=()):
 
 
 def test_summarize_counts_records_labels_errors_and_box_issues():
+  """The four outputs, each combined where it is made, give one Tally: its counts, the
+  summary's; the first failed rows and box issues by (source, row[, box]), whichever
+  bundle saw them; the first samples of each label by uri."""
   stats = [[stat('train', ['cat'], 'a' * 64, 'a.jpg'), stat('test', ['cat', 'dog'], 'b' * 64,
                                                               'b.jpg')],
            [stat('train', ['dog'], 'c' * 64, 'c.jpg', objects=['dog', 'dog'])]]
-  errors = [{'reason': 'missing'}, {'reason': 'bad_row'}, {'reason': 'missing'}]
-  issues = [{'action': 'dropped', 'reason': 'empty'}, {'action': 'clipped', 'reason': 'clipped'},
-            {'action': 'dropped', 'reason': 'empty'}]
+  errors = [{'source': 'm.csv', 'row': 9, 'reason': 'missing'},
+            {'source': 'm.csv', 'row': 2, 'reason': 'bad_row'},
+            {'source': 'a.csv', 'row': 5, 'reason': 'missing'}]
+  issues = [{'source': 'm.csv', 'row': 3, 'index': 1, 'action': 'dropped', 'reason': 'empty'},
+            {'source': 'm.csv', 'row': 3, 'index': 0, 'action': 'clipped', 'reason': 'clipped'},
+            {'source': 'm.csv', 'row': 1, 'index': 4, 'action': 'dropped', 'reason': 'empty'}]
+  samples = [('cat', ('b.jpg', b'B')), ('dog', ('c.jpg', b'C')), ('cat', ('a.jpg', b'A'))]
   with BeamTestPipeline() as p:
-    summary = ((p | 'Stats' >> beam.Create(stats), p | 'Errors' >> beam.Create(errors),
-                p | 'Issues' >> beam.Create(issues)) | Summarize())
-    assert_that(summary, equal_to([{
+    tally = ((p | 'Stats' >> beam.Create(stats), p | 'Errors' >> beam.Create(errors),
+              p | 'Issues' >> beam.Create(issues), p | 'Samples' >> beam.Create(samples))
+             | Summarize())
+    found = tally | beam.Map(lambda t: (report_lib.summary(t.counts), t.first(ERRORS),
+                                        t.first(BOX_ISSUES), t.first_samples()))
+    assert_that(found, equal_to([({
         'rows_read': 6, 'records_written': 3, 'rows_failed': 3, 'rows_left_out': {},
         'records_per_split': {'test': 1, 'train': 2},
         'records_per_label': {'cat': 2, 'dog': 2},
@@ -303,7 +315,8 @@ def test_summarize_counts_records_labels_errors_and_box_issues():
             'image/class/label': {'type': 'int64', 'records': 3, 'scalar': False},
             'image/encoded': {'type': 'bytes', 'records': 3, 'scalar': True},
             'image/object/bbox/xmin': {'type': 'float', 'records': 1, 'scalar': False}},
-    }]))
+    }, [errors[2], errors[1], errors[0]], [issues[2], issues[1], issues[0]],
+        {'cat': [('a.jpg', b'A'), ('b.jpg', b'B')], 'dog': [('c.jpg', b'C')]})]))
 
 
 # --- WriteSortedJsonLines -------------------------------------------------------------

@@ -26,7 +26,7 @@ import pytest
 from images import write_image, write_text
 from tfrecord_digest import digest
 import tfrecorder_component as trc
-from tfrecorder_component.engines import local_pool
+from tfrecorder_component.engines.local import read as local_read
 from tfrecorder_component.engines import run
 from tfrecorder_component.images import thumbnail
 from tfrecorder_component.images.formats import jpeg_walk
@@ -239,7 +239,7 @@ def test_a_row_past_the_time_limit_fails_as_too_slow(tmp_path, monkeypatch, work
                        ''.join(l for l in f if 'slow' not in l))
   slow_convert_row(monkeypatch)
   monkeypatch.setenv(run.LOCAL_WORKERS_ENV, str(workers))
-  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 8)  # 3 chunks: the workers share them
+  monkeypatch.setattr(local_read, 'CHUNK_ROWS', 8)  # 3 chunks: the workers share them
   out = str(tmp_path / 'out')
   started = time.perf_counter()
   result = trc.convert(manifest, out, max_error_ratio=0.2, row_time_limit=1)

@@ -15,7 +15,7 @@ import pytest
 from images import lossless_jpeg, write_image, write_text
 from tfrecord_digest import digest
 import tfrecorder_component as trc
-from tfrecorder_component.engines import local_pool
+from tfrecorder_component.engines.local import read as local_read
 from tfrecorder_component.steps import row as row_lib
 from tfrecorder_component.engines import run
 
@@ -119,7 +119,7 @@ def test_rows_that_kill_their_worker_fail_alone(tmp_path, monkeypatch, workers):
                              and bad[1][0] not in l and bad[2][0] not in l))
   crashing_convert_row(monkeypatch)
   monkeypatch.setenv(run.LOCAL_WORKERS_ENV, str(workers))
-  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 8)  # 7 chunks: the workers share them
+  monkeypatch.setattr(local_read, 'CHUNK_ROWS', 8)  # 7 chunks: the workers share them
   out = str(tmp_path / 'out')
   result = trc.convert(manifest, out, max_error_ratio=0.1)
   assert (result.rows_read, result.records_written) == (GOOD + 3, GOOD)
@@ -150,7 +150,7 @@ def test_crashes_with_layouts_and_the_progress_counts(tmp_path, monkeypatch):
   manifest = dataset(str(tmp_path / 'data'), [('abort1.jpg', b'x'), ('abort2.jpg', b'y')])
   crashing_convert_row(monkeypatch)
   monkeypatch.setenv(run.LOCAL_WORKERS_ENV, '2')
-  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 8)
+  monkeypatch.setattr(local_read, 'CHUNK_ROWS', 8)
   updates = []
   from tfrecorder_component.output import progress as progress_lib  # pylint: disable=g-import-not-at-top
   update = progress_lib.Progress.update
@@ -173,7 +173,7 @@ SCRIPT = '''
 import os, signal, sys
 sys.path.insert(0, {tests!r})
 import tfrecorder_component as trc
-from tfrecorder_component.engines import local_pool
+from tfrecorder_component.engines.local import read as local_read
 from tfrecorder_component.steps import row as row_lib
 convert_row = row_lib.convert_row
 class Unpicklable(Exception):
@@ -187,7 +187,7 @@ def crashing(row, *args, **kwargs):
     raise Unpicklable('an exception no pipe can carry')
   return convert_row(row, *args, **kwargs)
 row_lib.convert_row = crashing
-local_pool.CHUNK_ROWS = 1
+local_read.CHUNK_ROWS = 1
 try:
   result = trc.convert({manifest!r}, {out!r}, max_error_ratio=0.5)
   print('records', result.records_written, result.errors_per_reason)

@@ -1,5 +1,5 @@
 """The two ways a conversion runs write the same bytes: without Beam on this machine's
-cores (`local_pool.convert_locally`, what a local run takes) and as Beam's `ConvertManifests`
+cores (`engines.local.pipeline.convert_locally`, what a local run takes) and as Beam's `ConvertManifests`
 (what Dataflow, and any run with Beam arguments, takes). Real files, real Beam runs,
 real worker processes."""
 import os
@@ -13,9 +13,12 @@ import digests
 from images import write_image, write_text
 from tfrecord_digest import digest
 import tfrecorder_component as trc
-from tfrecorder_component.engines import local_pool
+from tfrecorder_component.engines.local import pipeline as local_pipeline
+from tfrecorder_component.engines.local import pool as local_pool
+from tfrecorder_component.engines.local import read as local_read
 from tfrecorder_component.engines import run
 from tfrecorder_component.errors import UsageError
+from tfrecorder_component.io import files
 from tfrecorder_component.io import tfrecord
 
 
@@ -28,22 +31,22 @@ def test_every_format_writes_the_same_records_and_report_without_beam_as_with_it
   box rows of detection manifests through an external sort that writes a run to disk for
   every row (each image's rows merged back from many runs), as Beam's GroupByKey groups
   them."""
-  monkeypatch.setattr(local_pool, 'OBJECT_ROWS_BYTES', 1)
+  monkeypatch.setattr(local_read, 'OBJECT_ROWS_BYTES', 1)
   runs_merged = []
 
-  class CountingSort(local_pool.ExternalSort):
+  class CountingSort(local_read.ExternalSort):
     def entries(self):
       self.spill()
       runs_merged.append(len(self._spiller.runs))  # pylint: disable=protected-access
       return super().entries()
 
-  monkeypatch.setattr(local_pool, 'ExternalSort', CountingSort)
+  monkeypatch.setattr(local_read, 'ExternalSort', CountingSort)
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 1)
   monkeypatch.setattr(run, 'cores', lambda: 2)
-  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 2)  # every run's rows spread over 2 workers
+  monkeypatch.setattr(local_read, 'CHUNK_ROWS', 2)  # every run's rows spread over 2 workers
   forked = []
-  start = local_pool._convert_chunks  # pylint: disable=protected-access
-  monkeypatch.setattr(local_pool, '_convert_chunks', lambda chunks, make, workers, *a: forked.append(
+  start = local_pool.convert_chunks
+  monkeypatch.setattr(local_pool, 'convert_chunks', lambda chunks, make, workers, *a: forked.append(
       min(workers, len(chunks))) or start(chunks, make, workers, *a))
   without_beam = digests.digests(str(tmp_path / 'work'))
   assert forked.count(2) >= 6, forked  # the runs of more than one chunk
@@ -77,7 +80,7 @@ def _rows(tmp_path, n):
 def test_num_shards_spreads_the_records_of_every_worker_over_exactly_that_many(tmp_path,
                                                                                monkeypatch):
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 5)
-  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 4)
+  monkeypatch.setattr(local_read, 'CHUNK_ROWS', 4)
   result = trc.convert(_rows(tmp_path, 40), str(tmp_path / 'out'), num_shards=3)
   for split, count in (('train', 20), ('test', 20)):
     names = sorted(os.listdir(tmp_path / 'out' / f'Split-{split}'))
@@ -99,7 +102,7 @@ def test_a_worker_that_fails_fails_the_run_and_leaves_nothing(tmp_path, monkeypa
   with that error, from the worker process that met it; the other worker is stopped,
   and the output folder is left as it was: no records, no staging folder, no scratch."""
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 5)
-  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 4)
+  monkeypatch.setattr(local_read, 'CHUNK_ROWS', 4)
   write_records = tfrecord.GzipStream.write_records
   written = []
 
@@ -164,7 +167,7 @@ def test_the_workers_option_sizes_the_pool(tmp_path):
   for (200 rows call for one), each writing its own shard of each split, and the
   records are the default run's; a pool size that is no whole number is refused, as is
   one beside a Beam argument that sizes the DirectRunner itself."""
-  manifest = _rows(tmp_path, 200)  # 4 chunks of 64 rows (`local_pool.CHUNK_ROWS`)
+  manifest = _rows(tmp_path, 200)  # 4 chunks of 64 rows (`engines.local.read.CHUNK_ROWS`)
   command = [sys.executable, '-m', 'tfrecorder_component.adapters.cli', 'convert', '-q']
   runs = {}
   for workers in ('0', '3'):
@@ -300,8 +303,8 @@ def test_manifest_and_output_on_object_storage_write_the_same_bytes_both_ways(
   source = f'{scheme}://{BUCKET}/data/{manifest}'
   prefix = f'{tmp_path.name}-{scheme}'
   calls = []
-  convert_locally = local_pool.convert_locally
-  monkeypatch.setattr(local_pool, 'convert_locally', lambda *a, **k: calls.append(a[3]) or
+  convert_locally = local_pipeline.convert_locally
+  monkeypatch.setattr(local_pipeline, 'convert_locally', lambda *a, **k: calls.append(a[3]) or
                       convert_locally(*a, **k))
   without_beam = trc.convert(source, f'{scheme}://{BUCKET}/{prefix}/local', **options)
   # It ran without Beam, into a local stand-in of the remote report folder.
@@ -366,10 +369,10 @@ def test_workers_write_their_shards_on_object_storage_under_their_final_names(
   for key, value in env.items():
     monkeypatch.setenv(key, value)
   monkeypatch.setenv(run.LOCAL_WORKERS_ENV, '3')
-  monkeypatch.setattr(local_pool, 'CHUNK_ROWS', 2)
+  monkeypatch.setattr(local_read, 'CHUNK_ROWS', 2)
   renamed = []
-  rename = local_pool.files.rename
-  monkeypatch.setattr(local_pool.files, 'rename', lambda a, b: renamed.append(a) or rename(a, b))
+  rename = files.rename
+  monkeypatch.setattr(files, 'rename', lambda a, b: renamed.append(a) or rename(a, b))
   prefix = f'{tmp_path.name}-{scheme}'
   trc.convert(f'{scheme}://{BUCKET}/data/cls.csv', f'{scheme}://{BUCKET}/{prefix}',
               max_error_ratio=0.2, splits={'train': 1})

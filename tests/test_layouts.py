@@ -167,7 +167,7 @@ def test_label_names_by_id_from_zero_for_every_task():
 def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_told(tmp_path):
   """The local run writes the layouts on its worker processes, a shard a task: the same
   files as one process; a shard that cannot be read fails the run with its cause."""
-  from tfrecorder_component.engines import local_pool  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines.local import write  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.output import examples_json as index_lib  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   trc.convert(_rows(tmp_path), str(out), layouts=['tfrecord'], num_shards=3)
@@ -189,7 +189,7 @@ def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_
   for path in one:
     if path not in empty:
       os.remove(path)
-  info = local_pool._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
+  info = write.write_layouts(('tfrecord',), ctx, shards, {}, 2)
   written = index['layouts']['tfrecord']
   assert info == {'tfrecord': {**written, 'files': {
       s: written['files'][s] for s in ('train', 'eval')}}}
@@ -198,7 +198,7 @@ def test_layouts_written_by_several_worker_processes_match_one_and_a_failure_is_
   with open(shard, 'r+b') as f:
     f.truncate(os.path.getsize(shard) // 2)
   with pytest.raises(EOFError):
-    local_pool._write_layouts(('tfrecord',), ctx, shards, {}, 2)  # pylint: disable=protected-access
+    write.write_layouts(('tfrecord',), ctx, shards, {}, 2)
 
 
 def _available_layouts():
@@ -226,7 +226,7 @@ def test_layouts_written_as_records_are_converted_equal_those_written_from_the_s
   over the finished TFX shards writes; a shard whose records change those keys on the
   way (a second label from row 100 makes `image/class/label` a list column) is written
   again from its TFX shard."""
-  from tfrecorder_component.engines import local_pool  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines.local import write  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.output import examples_json as index_lib  # pylint: disable=g-import-not-at-top
   names = _available_layouts()
   assert 'parquet' in names and 'tfrecord' in names
@@ -271,5 +271,5 @@ def test_layouts_written_as_records_are_converted_equal_those_written_from_the_s
     if path not in empty and not path.endswith('.json') and not path.endswith('README.md'):
       os.remove(out / path)
   shards = [(*job, None, -1) for job in base.shard_jobs(split_dirs)]
-  local_pool._write_layouts(tuple(names), ctx, shards, {}, 1)  # pylint: disable=protected-access
+  write.write_layouts(tuple(names), ctx, shards, {}, 1)
   assert _layout_files(out) == inline

@@ -1,5 +1,5 @@
 """A large AutoML CSV is parsed in byte ranges of whole lines by several processes
-(`manifest.parts`, `local_pool._parsed_in_parts`): the items of its parts, in order,
+(`manifest.parts`, `engines.local.read`): the items of its parts, in order,
 are exactly the whole file's parse's, differentially on generated files holding every
 kind of row the reader tells apart; a file the cut could misread (a quoted field, a line
 ended by a lone CR, extra columns whose types come from the whole file) is parsed whole;

@@ -164,7 +164,8 @@ def test_a_local_run_reads_gcs_images_in_forked_workers_after_its_parent_did(
   this process (its Arrow client and reader threads are made here); the second forks 2
   workers, which make their own (a forked child has none of its parent's connections
   and threads) and read every object once, with the same records."""
-  from tfrecorder_component.engines import local_pool as local, run  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines import run  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines.local import pool, read  # pylint: disable=g-import-not-at-top
   rows = [line.split(',') for line in
           open(os.path.join(dataset, 'data', 'manifest.csv')).read().splitlines()]
   manifest = write_text(str(tmp_path / 'm.csv'), ''.join(
@@ -173,10 +174,10 @@ def test_a_local_run_reads_gcs_images_in_forked_workers_after_its_parent_did(
   proxy.reset_stats()
   monkeypatch.setattr(run, 'LOCAL_ROWS_PER_WORKER', 1)
   monkeypatch.setattr(run, 'cores', lambda: 2)
-  monkeypatch.setattr(local, 'CHUNK_ROWS', 4)
+  monkeypatch.setattr(read, 'CHUNK_ROWS', 4)
   forked = []
-  start = local._convert_chunks  # pylint: disable=protected-access
-  monkeypatch.setattr(local, '_convert_chunks', lambda chunks, make, workers, *a: forked.append(
+  start = pool.convert_chunks
+  monkeypatch.setattr(pool, 'convert_chunks', lambda chunks, make, workers, *a: forked.append(
       min(workers, len(chunks))) or start(chunks, make, workers, *a))
   trc.convert(manifest, str(tmp_path / 'forked'))
   # Two worker processes took the chunks from one queue (which took how many is theirs

@@ -3,7 +3,7 @@ extra when a path needs one that is not installed.
 
 `pip install tfrecorder-component` is the core: it converts, validates and inspects
 local files on this machine's cores without Beam, pandas or pyarrow
-(`engines.local_pool`). The rest is in extras, which `[tfx]` pulls in:
+(`engines.local`). The rest is in extras, which `[tfx]` pulls in:
 
     [beam]     Apache Beam: another runner, Beam arguments, the Beam transforms
                (`tfrecorder_component.engines.beam`)

@@ -523,7 +523,7 @@ OPTIONS: Tuple[Option, ...] = (
            component_default='none',
            annotation='Optional[Union[str, List[str]]]'),
     # Every row at a bounded cost (issue 65): a row past S seconds fails as too_slow
-    # (`steps.deadline.RowDeadline`; without Beam, `engines.local_pool._RowClock` stops its
+    # (`steps.deadline.RowDeadline`; without Beam, `engines.local.pool.RowClock` stops its
     # worker process). 60 s is far above any image's conversion (a 178 M-pixel PNG's
     # decode check takes seconds) and short enough that a stuck row does not hold a run.
     Option('row_time_limit', 60.0,

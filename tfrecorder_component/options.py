@@ -223,7 +223,7 @@ class ConversionOptions:
       confinement.
     row_time_limit: seconds a row's conversion (read, checks, record, thumbnail) may
       take; past it the row fails as `too_slow` (`steps.deadline.RowDeadline`; without
-      Beam its worker process is stopped, `engines.local_pool`). 0: no limit.
+      Beam its worker process is stopped, `engines.local.pool`). 0: no limit.
   """
   buckets: Tuple[Tuple[str, int], ...] = option_table.DEFAULT_BUCKETS
   max_pixels: int = option_table.DEFAULT_MAX_PIXELS

@@ -1,7 +1,7 @@
 """The one way a conversion runs, for the component's executor and for `convert()`:
 Beam arguments for a runner, the conversion run either by Beam (`ConvertManifests` in a
 pipeline) or, for a DirectRunner run on local, gs:// or s3:// files that asks nothing
-else of Beam, by this machine's cores without Beam (`local_pool.convert_locally`: the same
+else of Beam, by this machine's cores without Beam (`local.pipeline.convert_locally`: the same
 steps, the same bytes, seconds less to start; on object storage the workers upload their
 shards as they write them, and the label files and report are staged on local disk,
 then uploaded: `staging`), and the summary read back (the error policy is
@@ -297,7 +297,7 @@ def _reachable_without_beam(path: str) -> bool:
 def local_workers(beam_args: Sequence[str], manifests: Sequence[str],
                   outputs: Sequence[str], confine_to: Sequence[str] = (),
                   workers: int = 0) -> int:
-  """How many worker processes a run without Beam takes (`local_pool.convert_locally`), or 0
+  """How many worker processes a run without Beam takes (`local.pipeline.convert_locally`), or 0
   when the run goes to Beam. A run stays on this machine and goes without Beam when its
   runner is the DirectRunner (Beam's default), its Beam arguments ask nothing else of
   Beam (`_NOTHING_FOR_DIRECT`: a TFX pipeline's `--project` or `--temp_location` do
@@ -454,7 +454,7 @@ def leave_out_empty_splits(split_dirs: Mapping[str, str],
                            records_per_split: Mapping[str, int]) -> None:
   """Removes what a run wrote for each split no record went to (`written_splits`): the
   one empty shard both engines write there (as Beam writes an empty PCollection), then
-  the folder, if nothing else is in it (`local_pool.remove_parts`: shards and the run's
+  the folder, if nothing else is in it (`local.write.remove_parts`: shards and the run's
   `.part-` temporaries only). Only the run's own split folders are given (the output's
   staging folder, an Examples artifact's URI).
 
@@ -462,7 +462,7 @@ def leave_out_empty_splits(split_dirs: Mapping[str, str],
     split_dirs: {split: its folder}, local or on object storage.
     records_per_split: {split: records written}.
   """
-  from tfrecorder_component.engines.local_pool import remove_parts  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines.local.write import remove_parts  # pylint: disable=g-import-not-at-top
   empty = [folder for name, folder in split_dirs.items() if not records_per_split.get(name)]
   remove_parts(empty, shards=True)
   for folder in empty:
@@ -472,16 +472,17 @@ def leave_out_empty_splits(split_dirs: Mapping[str, str],
 
 def _convert_without_beam(sources, split_dirs, label_dir, report_dir,
                           options: ConversionOptions, workers: int, progress: Progress) -> None:
-  """`local_pool.convert_locally` into local folders; its scratch folder removed however it
+  """`local.pipeline.convert_locally` into local folders; its scratch folder removed however it
   ends."""
-  from tfrecorder_component.engines import local_pool  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines.local import pipeline as local  # pylint: disable=g-import-not-at-top
+  from tfrecorder_component.engines.local import write  # pylint: disable=g-import-not-at-top
   from tfrecorder_component.steps.report import CiteIndex  # pylint: disable=g-import-not-at-top
   try:
-    local_pool.convert_locally(sources, split_dirs, label_dir, report_dir, options, workers,
+    local.convert_locally(sources, split_dirs, label_dir, report_dir, options, workers,
                           CiteIndex(sources) if any(s.row_index for s in sources)
                           else lambda e: e, progress=progress)
   except BaseException:  # the shards its workers uploaded to object storage go too
-    local_pool.remove_parts([d for d in (split_dirs or {}).values() if not files.is_local(d)],
+    write.remove_parts([d for d in (split_dirs or {}).values() if not files.is_local(d)],
                        shards=True)
     raise
   finally:  # a failed run leaves no chunks or sorted runs behind, nor a finished one

@@ -63,7 +63,7 @@ class RunSpiller:
   """Entries (bytes) gathered until there are `run_entries`, then `write(path, entries)`
   writes them, sorted, as a new run file in `folder`; `runs` holds what each `write`
   returned. So one process holds at most one run's entries (a Beam bundle's in
-  `beam.sorted_runs.SpillRuns`, a local worker's in `engines/local_pool.py`).
+  `beam.sorted_runs.SpillRuns`, a local worker's in `engines/local/worker.py`).
 
   Args:
     folder: The folder the run files are made in: a local path or a URI.

@@ -1,5 +1,5 @@
 """Local stand-ins for a run's label and report folders on object storage (gs://, s3://),
-for the engine without Beam (`local_pool.convert_locally`) on a machine whose outputs
+for the engine without Beam (`engines.local.pipeline.convert_locally`) on a machine whose outputs
 live in a bucket, as every Vertex AI and Kubeflow run's do.
 
 The shards do not come here: the workers upload them as they write them

@@ -54,7 +54,7 @@ _clients: Dict[Tuple[str, Tuple], Any] = {}
 
 
 def _forget_clients() -> None:
-  """In a process forked from this one (`engines/local_pool.py`'s workers): the parent's clients
+  """In a process forked from this one (`engines/local/`'s workers): the parent's clients
   hold its connections and threads, none of which the child has; it makes its own."""
   global _lock
   _lock = threading.Lock()

@@ -39,7 +39,7 @@ _POOLS_LOCK = threading.Lock()
 
 
 def _forget_pools() -> None:
-  """In a process forked from this one (`engines/local_pool.py`'s workers): the parent's reader
+  """In a process forked from this one (`engines/local/`'s workers): the parent's reader
   threads are not there; the child starts its own pool (and its own deadline monitor)."""
   global _POOLS_LOCK
   _POOLS_LOCK = threading.Lock()
@@ -174,7 +174,7 @@ class ChunkConverter:
     """Has `watch(where)` called as each row starts, where = (its chunk's tag, its index
     among the chunk's items), and `watch(None)` as it ends, in place of the in-process
     `RowDeadline`: the process that forked this one then enforces the time limit
-    (`engines.local_pool._RowClock`).
+    (`engines.local.pool.RowClock`).
 
     Args:
       watch: Called with the row's Where as it starts, with None as it ends.

@@ -4,7 +4,7 @@ runs longer fails as `too_slow`, with its cost in seconds (`too_slow_record`).
 `RowDeadline` interrupts the row in its own thread, where it returns to Python: the
 limit on Beam and wherever the conversion runs in one process. A run without Beam
 kills the worker process of a late row instead, which interrupts C code too
-(`engines.local_pool._RowClock`, told where each row is by `convert.ChunkConverter`'s
+(`engines.local.pool.RowClock`, told where each row is by `convert.ChunkConverter`'s
 watch); its error record is this module's too.
 """
 from __future__ import annotations
@@ -58,7 +58,7 @@ class RowDeadline:
   (`convert._reader`), so a row waiting on a stuck remote read stops at its deadline. This is the limit on Beam (a
   DoFn cannot outlive its process) and in a run that converts in its own process; a
   run without Beam forks its workers and stops a late row's process instead
-  (`engines.local_pool._RowClock`), which interrupts C code too.
+  (`engines.local.pool.RowClock`), which interrupts C code too.
 
   Use as `with deadline:` around one row; RowTooSlow leaves the block.
 

@@ -6,6 +6,10 @@ ConvertBatches' tagged `errors` output (those that failed to parse ride in the c
                                                                  |   +-> stats -> Summarize,
                                                       errors  <--+             FindDuplicates
 
+What follows is `steps.run_plan`'s, as the local engine's: Summarize combines the run's
+`Tally`, then the label files, the layouts (WriteLayouts, from the finished shards), the
+JSON-lines files and `run_plan.finish` (WriteReport).
+
 Label ids are fixed by LabelVocabulary before any image is read (`labels.assign_ids`) and
 never renumbered.
 
@@ -28,8 +32,8 @@ from tfrecorder_component.engines.beam.convert_batches import ConvertBatches
 from tfrecorder_component.engines.beam.vocabulary import LabelVocabulary
 from tfrecorder_component.steps.outputs import BOX_ISSUES, ERRORS, SAMPLES, STATS
 from tfrecorder_component.engines.beam.read import ReadManifestRows
-from tfrecorder_component.output import examples_json as index_lib
 from tfrecorder_component.steps import report as report_lib
+from tfrecorder_component.steps import run_plan
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
 __all__ = ['ConvertManifests']
@@ -84,32 +88,27 @@ class ConvertManifests(beam.PTransform):
     errors = converted[ERRORS]  # every failed row, from the manifest or its image
     if any(s.row_index for s in self._sources):
       errors = errors | 'CiteDataFrameIndex' >> beam.Map(report_lib.CiteIndex(self._sources))
-    summary = ((converted[STATS], errors, converted[BOX_ISSUES])
-               | 'Summarize' >> report.Summarize())
-    held = summary | 'HeldLabels' >> beam.Map(report_lib.held_labels,
-                                              beam.pvalue.AsSingleton(vocabulary))
-    level = self._options.compression_level
+    outputs = run_plan.RunOutputs(self._sources, self._split_dirs, self._label_dir,
+                                  self._report_dir, self._options)
+    tally = ((converted[STATS], errors, converted[BOX_ISSUES], converted[SAMPLES])
+             | 'Summarize' >> report.Summarize())
+    summarized = tally | 'HeldLabels' >> beam.Map(run_plan.summarize,
+                                                  beam.pvalue.AsSingleton(vocabulary))
     if self._label_dir is not None:
-      _ = held | 'WriteLabelFiles' >> write.WriteLabelFiles(self._label_dir)
+      _ = (summarized | 'Held' >> beam.Map(lambda s: s.held)
+           | 'WriteLabelFiles' >> write.WriteLabelFiles(self._label_dir))
     layouts_written = pbegin.pipeline | 'NoLayouts' >> beam.Create([])
     if self._split_dirs is not None:
       shards = converted.records | 'WriteSplits' >> write.WriteSplits(
-          self._split_dirs, level, num_shards=self._options.num_shards,
+          self._split_dirs, self._options.compression_level,
+          num_shards=self._options.num_shards,
           shard_bytes=int(self._options.shard_size_mb * 2**20))
       if self._options.layouts:
-        layouts_written = shards | 'WriteLayouts' >> write.WriteLayouts(
-            self._options.layouts, self._split_dirs, self._label_dir, summary, held)
-    written = ({'summary': summary, 'held': held, 'errors': errors, 'stats': converted[STATS],
-                'box_issues': converted[BOX_ISSUES], 'samples': converted[SAMPLES],
+        layouts_written = shards | 'WriteLayouts' >> write.WriteLayouts(outputs, summarized)
+    written = ({'tally': tally, 'summarized': summarized, 'errors': errors,
+                'stats': converted[STATS], 'box_issues': converted[BOX_ISSUES],
                 'layouts': layouts_written}
-               | 'WriteReport' >> report.WriteReport(self._report_dir, self._sources,
-                                                     self._options.buckets))
-    if self._split_dirs is not None and self._label_dir is not None:
-      _ = summary | 'WriteIndex' >> beam.Map(
-          lambda s, out, splits, held, written: index_lib.write_index(
-              s, out, splits, held['task'], written[0] if written else None),
-          self._label_dir, list(self._split_dirs), beam.pvalue.AsSingleton(held),
-          beam.pvalue.AsList(layouts_written))
+               | 'WriteReport' >> report.WriteReport(outputs))
     # The summary is written once every row is converted and every duplicate found.
     _ = written | 'RemoveWork' >> beam.Map(lambda _, work: files.remove(work),
                                            output_paths.work_dir(self._report_dir))

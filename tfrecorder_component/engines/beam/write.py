@@ -12,10 +12,10 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from tfrecorder_component.io import files
-from tfrecorder_component.record import labels as labels_lib
 from tfrecorder_component.output import paths as output_paths
 from tfrecorder_component.engines.beam import sink as sink_lib
 from tfrecorder_component.output.layouts import base as layouts_base
+from tfrecorder_component.steps import run_plan
 from tfrecorder_component.steps import shards as shards_lib
 from tfrecorder_component.io import tfrecord as tfrecord_lib
 
@@ -125,7 +125,7 @@ TEMP_FILE_BYTES = shards_lib.TEMP_FILE_BYTES  # here, so a test can make it smal
 
 class WriteLabelFiles(beam.PTransform):
   """Writes labels.txt, label_map.pbtxt and label_map.csv of the run's vocabulary (one
-  element, `steps.report.held_labels`).
+  element, `run_plan.Summarized.held`: `run_plan.write_label_files`).
 
   Args:
     directory: The folder the three files are written into (the output folder), on any
@@ -143,9 +143,7 @@ class WriteLabelFiles(beam.PTransform):
       held: The PCollection of one dict, `steps.report.held_labels`: the vocabulary's
         'labels', their 'ids' and the 'task', whose first id labels.txt starts at.
     """
-    return held | beam.Map(lambda h, d: labels_lib.write_label_files(
-        d, dict(zip(h['labels'], h['ids'])), labels_lib.first_label_id(h['task'])),
-                           self._directory)
+    return held | beam.Map(lambda h, d: run_plan.write_label_files(d, h), self._directory)
 
 
 
@@ -155,22 +153,18 @@ class WriteLayouts(beam.PTransform):
   layout's metadata. Returns one element, what `layouts.base.finish` returns.
 
   Args:
-    held: The PCollection of one dict, `steps.report.held_labels`: the ids and task the
-      layouts' label metadata take.
-    names: The layouts to write (keys of `layouts.LAYOUTS`: 'tfds', 'parquet', ...).
-    output_dir: The output folder the layouts' folders go into.
-    split_dirs: {split name: its folder of TFX shards}, read back shard by shard.
-    summary: The PCollection of one summary dict (`Summarize`), whose feature types the
-      layouts declare.
+    outputs: The run's outputs (`run_plan.RunOutputs`): the layouts its options name
+      go into its label_dir, from the TFX shards of its split_dirs.
+    summarized: The PCollection of one `run_plan.Summarized`: the feature types, ids
+      and task the layouts declare.
   """
 
-  def __init__(self, names, split_dirs: Mapping[str, str], output_dir: str, summary, held):
+  def __init__(self, outputs: run_plan.RunOutputs, summarized):
     super().__init__()
-    self._names = tuple(names)
-    self._split_dirs = dict(split_dirs)
-    self._output_dir = output_dir
-    self._summary = summary
-    self._held = held
+    self._outputs = outputs
+    self._names = tuple(outputs.options.layouts)
+    self._split_dirs = dict(outputs.split_dirs)
+    self._summarized = summarized
 
   def expand(self, shards):
     """One element, {layout: its metadata}, once every layout is written.
@@ -180,11 +174,9 @@ class WriteLayouts(beam.PTransform):
         shards are then listed from `split_dirs`.
     """
     context = beam.pvalue.AsSingleton(
-        self._summary | 'LayoutContext' >> beam.Map(
-            lambda s, held, out, splits, names: _checked(
-                layouts_base.context(s, held, out, splits), names),
-            beam.pvalue.AsSingleton(self._held), self._output_dir, list(self._split_dirs),
-            self._names))
+        self._summarized | 'LayoutContext' >> beam.Map(
+            lambda s, outputs, names: _checked(run_plan.layout_context(outputs, s), names),
+            self._outputs, self._names))
     return (shards
             | 'AllShards' >> beam.combiners.ToList()
             | 'ShardJobs' >> beam.FlatMap(lambda _, dirs: layouts_base.shard_jobs(dirs),
