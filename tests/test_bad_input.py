@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from baddata import make
 from records import by_source_id, feature, read_split
-from test_beam import SPLITS, convert
+from runs import SPLITS, convert
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 
 MAX_BYTES = 50_000

@@ -6,11 +6,10 @@ import subprocess
 import sys
 
 from images import write_image, write_text
+from runs import CLI
 import tfrecorder_component as trc
 from tfrecorder_component.manifest import iter_manifest_file, parse_manifest_text
 from tfrecorder_component.manifest.rows import ManifestRow
-
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 
 
 def images(folder, names):

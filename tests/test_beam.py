@@ -5,29 +5,14 @@ import os
 import apache_beam as beam
 import pytest
 import tensorflow as tf
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from images import write_image, write_text
+from runs import SPLITS, convert
 from records import by_source_id, feature
 from tfrecorder_component.engines.beam.pipeline import ConvertManifests
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.record.labels import read_label_map
 from tfrecorder_component.record.splits import hash_split
-
-SPLITS = ['train', 'eval', 'test']
-
-
-def convert(tmp_path, sources, options=ConversionOptions(), pipeline_args=None):
-  out = str(tmp_path / 'out')
-  report = str(tmp_path / 'report')
-  with beam.Pipeline(options=PipelineOptions(pipeline_args or [])) as p:
-    _ = p | ConvertManifests(sources, {s: os.path.join(out, f'Split-{s}') for s in SPLITS},
-                             out, report, options)
-  with open(os.path.join(report, 'summary.json')) as f:
-    summary = json.load(f)
-  with open(os.path.join(report, 'errors.jsonl')) as f:
-    errors = [json.loads(l) for l in f]
-  return out, summary, errors
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ import time
 import pytest
 
 from images import write_image, write_text
+from runs import CLI
 from tfrecord_digest import digest
 import tfrecorder_component as trc
 from tfrecorder_component.engines.local import read as local_read
@@ -39,7 +40,6 @@ from tfrecorder_component.steps.outputs import ERRORS
 from tfrecorder_component.steps.vocabulary import VocabularyBuilder
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 GOOD = 20
 
 

@@ -21,10 +21,10 @@ import time
 import pytest
 
 from images import write_image, write_text
+from runs import CLI
 from terminal import read_terminal
 from tfrecorder_component.adapters import cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
 COMMANDS = ('convert', 'validate', 'inspect')

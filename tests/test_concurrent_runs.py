@@ -25,10 +25,10 @@ import urllib.parse
 import pytest
 
 from images import write_image, write_text
+from runs import CLI
 from storage_servers import S3Server, _http, gcs_behind_proxy
 from tfrecord_digest import read_records
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 TESTS = os.path.dirname(os.path.abspath(__file__))
 BUCKET = 'bkt'
 LOCK = '.tfrecorder-lock'

@@ -9,7 +9,7 @@ import os
 from tfx import v1 as tfx
 
 from images import write_image, write_text
-from test_local_run import compile_with_defaults, only, run_spec
+from runs import compile_with_defaults, only, run_spec
 import tfrecorder_component as trc
 from tfrecorder_component.readers import dataset
 from tfrecorder_component.adapters.component import mlmd as mlmd_helpers

@@ -14,7 +14,8 @@ import tensorflow as tf
 from PIL import Image
 
 from images import write_image, write_text
-from records import by_source_id, feature, read_split
+from runs import CLI
+from records import by_source_id, feature
 import tfrecord_digest
 import tfrecorder_component as trc
 from tfrecorder_component.engines import run
@@ -22,7 +23,6 @@ from tfrecorder_component.io.tfrecord import read_shard
 from tfrecorder_component.images import thumbnail
 
 COLOURS = {'cat': (220, 30, 30), 'dog': (30, 30, 220)}
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 
 
 def solid(path: str, colour, size=(20, 14)) -> bytes:

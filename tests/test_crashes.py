@@ -13,13 +13,13 @@ import sys
 import pytest
 
 from images import lossless_jpeg, write_image, write_text
+from runs import CLI
 from tfrecord_digest import digest
 import tfrecorder_component as trc
 from tfrecorder_component.engines.local import read as local_read
 from tfrecorder_component.steps import row as row_lib
 from tfrecorder_component.engines import run
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 GOOD = 50
 
 

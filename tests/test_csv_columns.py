@@ -7,12 +7,12 @@ real conversion, records read back."""
 import json
 import os
 import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from images import write_image, write_text
+from runs import CLI
 from records import by_source_id, feature
 import tfrecorder_component as trc
 from tfrecorder_component.adapters import conversion
@@ -20,9 +20,7 @@ from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import read_manifest_file
 from tfrecorder_component.manifest.automl_csv import header_roles
 from tfrecorder_component.manifest.columns import as_text, describe, parse_columns
-from tfrecorder_component.manifest.rows import ManifestRow
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 SPLITS = ['train', 'eval', 'test']
 
 

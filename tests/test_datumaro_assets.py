@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from oracle_readers import assert_same, ours, reference
+from runs import CLI
 
 ASSETS = os.path.join(os.path.dirname(__file__), 'assets', 'datumaro')
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
 
 # (the folder or file a user converts, Datumaro's format for it, the path Datumaro reads)

@@ -12,7 +12,7 @@ import sklearn.datasets
 import tensorflow as tf
 from PIL import Image
 
-from test_beam import SPLITS, convert
+from runs import SPLITS, convert
 from records import by_coco_file_name, by_source_id, feature
 from tfrecorder_component.options import ConversionOptions, ManifestSource
 from tfrecorder_component.record.labels import read_label_map

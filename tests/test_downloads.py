@@ -20,7 +20,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import pytest
@@ -28,8 +27,8 @@ import pytest
 import dataset_replicas as replicas
 from dataset_replicas import Reference
 from records import feature, read_split
+from runs import CLI
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 SPLITS = ('train', 'eval', 'test')
 
 

@@ -13,7 +13,7 @@ from tfx.utils import proto_utils
 from baddata import make
 from images import write_text
 from mlmd_queries import OUTPUT, artifact_ids, node_executions
-from test_pipeline import run
+from runs import run
 from tfrecorder_component import ImageExampleGen, ImageManifest
 from tfrecorder_component.adapters.component import executor as executor_lib
 from tfrecorder_component.adapters.component.component import default_output_config

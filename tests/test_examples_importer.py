@@ -12,7 +12,7 @@ from tfx import v1 as tfx
 from tfx.types import artifact_utils
 
 from images import write_image
-from test_pipeline import run  # LocalDagRunner on SQLite, as the other pipeline tests
+from runs import run  # LocalDagRunner on SQLite, as the other pipeline tests
 import tfrecorder_component as trc
 from tfrecorder_component.adapters.component.importer import examples_importer
 from tfrecorder_component.adapters.component.mlmd import latest_output

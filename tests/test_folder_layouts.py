@@ -6,16 +6,15 @@ folders on disk and on an S3 server (moto), the real CLI."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from images import write_image, write_text
+from runs import CLI
 import tfrecorder_component as trc
 from tfrecorder_component.manifest import sources
 from tfrecorder_component.errors import ManifestError
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 
 VOC_XML = ('<annotation><folder>VOC2007</folder><filename>{name}.jpg</filename>'
            '<size><width>16</width><height>12</height><depth>3</depth></size>'

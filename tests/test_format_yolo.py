@@ -10,7 +10,6 @@ import os
 from hypothesis import HealthCheck, given, settings, strategies as st
 import numpy as np
 import pytest
-import tensorflow as tf
 from pycocotools import mask as coco_mask
 
 from images import write_image, write_text
@@ -21,7 +20,7 @@ from tfrecorder_component.adapters.cli import main
 from tfrecorder_component.errors import ManifestError, RowError
 from tfrecorder_component.record.labels import read_label_map
 from tfrecorder_component.manifest import ManifestRow, read_manifest_file, yolo
-from tfrecorder_component.manifest.registry import MANIFEST_FORMATS, detect_format
+from tfrecorder_component.manifest.registry import detect_format
 
 
 def write_dataset(root, yaml_text, images, labels):

@@ -6,7 +6,6 @@ JPEG of the tests, and on JPEGs of random frames, tables, restart intervals and 
 scripts, good and bad. No TensorFlow is needed: the two walks are compared."""
 import collections
 import random
-import struct
 
 import pytest
 

@@ -4,17 +4,16 @@ data written with several label maps is read together (`load_dataset`)."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from images import write_image, write_text
+from runs import CLI
 from records import by_source_id, feature
 import tfrecorder_component as trc
 from tfrecorder_component.errors import UsageError
 from tfrecorder_component.steps.policy import TooManyFailedRows
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 SPLITS = ['train', 'eval', 'test']
 
 

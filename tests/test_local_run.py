@@ -8,7 +8,6 @@ command (TFX's V2 entry point, the example-gen driver hook) with this machine's 
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 import yaml
@@ -18,6 +17,7 @@ from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2
 
 from images import write_image, write_text
+from runs import IMAGE, REPO, SPLITS, compile_with_defaults, only, run_spec
 
 from kubeflow import local_run, runner
 from pipelines import demo_data, local_runner, tabular
@@ -25,9 +25,6 @@ from records import by_source_id, feature
 from tfrecorder_component import ImageExampleGen
 from tfrecorder_component.adapters.component import mlmd as mlmd_helpers
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IMAGE = 'us-docker.pkg.dev/my-project/pipelines/tfrecorder-component:0.1.0'
-SPLITS = ['train', 'eval', 'test']
 DRIVER = ['python', '-m', 'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver']
 
 
@@ -43,38 +40,10 @@ def image(tmp_path_factory):
   return str(where / 'venv' / 'bin' / 'python'), str(where / 'app')
 
 
-def run_spec(spec_path, work, *args):
-  """`python -m kubeflow.local_run SPEC --work WORK ARGS`: (process, last-line JSON)."""
-  done = subprocess.run([sys.executable, '-m', 'kubeflow.local_run', str(spec_path),
-                         '--work', str(work), *args], capture_output=True, text=True,
-                        cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'),
-                        timeout=1800, check=False)
-  lines = done.stdout.strip().splitlines()
-  assert lines, done.stderr[-4000:]
-  return done, json.loads(lines[-1])
-
-
 def executor_of(spec, task):
   label = spec['components'][spec['root']['dag']['tasks'][task]['componentRef']['name']][
       'executorLabel']
   return spec['deploymentSpec']['executors'][label]
-
-
-def only(outputs, key):
-  [artifact] = outputs[key]
-  return artifact
-
-
-def compile_with_defaults(pipeline, path):
-  """As TFX's tutorials compile for Vertex AI: `KubeflowV2DagRunnerConfig(default_image=)`
-  and nothing else, so pipeline-spec schema 2.0, written as a PipelineJob JSON."""
-  config = tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(default_image=IMAGE)
-  tfx.orchestration.experimental.KubeflowV2DagRunner(
-      config=config, output_dir=str(path.parent), output_filename=path.name).run(pipeline)
-  with open(path, encoding='utf-8') as f:
-    job = json.load(f)
-  assert job['pipelineSpec']['schemaVersion'] == '2.0.0'
-  return local_run.load_spec(str(path))
 
 
 def states(result):

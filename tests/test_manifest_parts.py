@@ -7,13 +7,12 @@ and a run whose manifest is read in parts writes what a run that reads it whole 
 import json
 import os
 import subprocess
-import sys
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from images import write_image
+from runs import CLI
 from tfrecorder_component.errors import RowError
 from tfrecorder_component.manifest import parts as manifest_parts
 from tfrecorder_component.manifest.parts import iter_manifest_part, plan_parts
@@ -22,7 +21,6 @@ from tfrecorder_component.manifest.reader import iter_manifest_file
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 
 
 def _compared(item):

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from images import write_image, write_text
-from storage_servers import GcsServer, Proxy, S3Server, environment, gcs_behind_proxy
+from storage_servers import Proxy, S3Server, environment, gcs_behind_proxy
 from tfrecord_digest import digest, read_records
 import tfrecorder_component as trc
 from tfrecorder_component.record import example_proto

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from tfx.types import channel, standard_artifacts
+from tfx.types import channel
 
 from images import write_image, write_text
 from tfrecorder_component.adapters import cli, conversion

@@ -2,7 +2,6 @@
 tmpfs mount and capabilities dropped with setpriv (as root; skipped otherwise, saying
 why), real signals to real processes of the command."""
 import glob
-import hashlib
 import json
 import os
 import shutil
@@ -15,9 +14,9 @@ import time
 import pytest
 
 from images import write_image, write_text
+from runs import CLI, tree
 import tfrecorder_component as trc
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason='mounting tmpfs and dropping capabilities '
@@ -32,23 +31,6 @@ def dataset(folder, n=6, scheme=''):
     write_image(path, 'PNG', seed=i)
     rows.append(f'TRAIN,{scheme}{path},l{i % 2}\n')
   return write_text(os.path.join(folder, 'm.csv'), ''.join(rows))
-
-
-def tree(folder):
-  """{relative path: sha256} of every file under `folder`, the report's run-dependent
-  files (summary.json's timings, the page) left out; folders too, as None."""
-  found = {}
-  for d, dirs, names in os.walk(folder):
-    for name in dirs:
-      found[os.path.relpath(os.path.join(d, name), folder)] = None
-    for name in names:
-      rel = os.path.relpath(os.path.join(d, name), folder)
-      if rel in ('report/summary.json', 'report/report.html'):
-        found[rel] = 'run-dependent'
-        continue
-      with open(os.path.join(d, name), 'rb') as f:
-        found[rel] = hashlib.sha256(f.read()).hexdigest()
-  return found
 
 
 def env(**extra):

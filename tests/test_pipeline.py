@@ -9,21 +9,11 @@ from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2
 
 from images import write_image, write_text
+from runs import run
 from records import by_source_id, feature
 from tfrecorder_component import ImageExampleGen, ImageManifest, read_label_map
 from tfrecorder_component.adapters.component.mlmd import latest_output
 from tfrecorder_component.record.splits import DEFAULT_BUCKETS, hash_split
-
-BEAM_ARGS = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
-
-
-def run(components, root, name):
-  config = tfx.orchestration.metadata.sqlite_metadata_connection_config(
-      os.path.join(root, 'metadata.db'))
-  tfx.orchestration.LocalDagRunner().run(tfx.dsl.Pipeline(
-      pipeline_name=name, pipeline_root=os.path.join(root, 'root'), components=components,
-      metadata_connection_config=config, enable_cache=True, beam_pipeline_args=BEAM_ARGS))
-  return config
 
 
 def test_importer_to_schema_gen_from_another_working_directory(tmp_path, monkeypatch):

@@ -4,16 +4,15 @@ records as the local engine: local paths given relative to the caller's working 
 (the manifest, `image_root`) must reach the workers as the files they name."""
 import os
 import subprocess
-import sys
 
 import pytest
 
 from beam_workers import worker_pool
 from images import write_image, write_text
+from runs import CLI
 from tfrecord_digest import digest
 import tfrecorder_component as trc
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 IMAGES = {  # name: (format, mode, height, width)
     'a.jpg': ('JPEG', 'RGB', 12, 16),
     'b.jpg': ('JPEG', 'L', 9, 7),

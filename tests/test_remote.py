@@ -13,7 +13,7 @@ from apache_beam.io.filesystem import FileSystem
 
 from images import encode, make_image, write_text
 from records import by_source_id
-from test_beam import SPLITS, convert
+from runs import SPLITS, convert
 from tfrecorder_component.io import files
 from tfrecorder_component.options import ManifestSource
 from tfrecorder_component.errors import RowError

@@ -5,16 +5,15 @@ as that limit. Real files, real tmpfs mounts, the real command."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from images import write_image
+from runs import CLI
 import tfrecorder_component as trc
 from tfrecorder_component import option_table
 from tfrecorder_component.options import ConversionOptions
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason='mounts a tmpfs (the tests run as root)')
 
 

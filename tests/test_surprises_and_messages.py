@@ -11,7 +11,7 @@ import re
 import pytest
 
 from images import write_image, write_text
-from test_warnings_and_refusals import refusal_lines, run_cli, summary_of
+from runs import refusal_lines, run_cli, summary_of
 import tfrecorder_component as trc
 from tfrecorder_component.record import splits as splits_lib
 

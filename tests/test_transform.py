@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 import pytest

@@ -20,17 +20,16 @@ import json
 import os
 import struct
 import subprocess
-import sys
 
 import pytest
 
 from images import write_image, write_text
+from runs import CLI
 import tfrecorder_component as trc
 from tfrecorder_component.errors import ManifestError, UsageError
 from tfrecorder_component.manifest import confine
 from tfrecorder_component.manifest.reader import read_manifest_file
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 SECRET = 's3cr3t-marker'
 PASSWD_LINE = b'root:x:0:0'
 

@@ -6,17 +6,14 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 
 import pandas
 import pytest
 
 from images import write_image, write_text
-from test_output_folder import tree
+from runs import CLI, tree
 import tfrecorder_component as trc
 from tfrecorder_component.errors import UsageError
-
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
 
 
 def project(folder):

@@ -6,28 +6,15 @@ counts by reason."""
 import json
 import logging
 import os
-import subprocess
-import sys
 
 import pytest
 
 from images import write_image, write_text
+from runs import REFUSAL_LINES, refusal_lines, run_cli, summary_of
 import tfrecorder_component as trc
 from tfrecorder_component.adapters import cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), 'tfrecorder-component')
-REFUSAL_LINES = 5
 WARNING = 'No object in any of the'
-
-
-def run_cli(*args, timeout=300):
-  return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
-
-
-def summary_of(output_dir):
-  with open(os.path.join(output_dir, 'report', 'summary.json'), encoding='utf-8') as f:
-    return json.load(f)
 
 
 def yolo_dataset(root, labels_folder='labels', objects=()):
@@ -146,14 +133,6 @@ def test_a_classification_manifest_does_not_warn(tmp_path):
 
 
 # --- (b) refusals in at most 5 lines -----------------------------------------------------
-
-
-def refusal_lines(done):
-  assert done.returncode == 1, (done.returncode, done.stdout, done.stderr[-3000:])
-  assert 'Traceback' not in done.stderr
-  lines = done.stderr.strip().splitlines()
-  assert lines[0].startswith('error: ') and len(lines) <= REFUSAL_LINES, done.stderr
-  return lines
 
 
 def test_wider_face_annotations_read_as_an_image_list_are_refused_in_5_lines(tmp_path):
