@@ -122,3 +122,30 @@ def compile_with_defaults(pipeline, path):
     job = json.load(f)
   assert job['pipelineSpec']['schemaVersion'] == '2.0.0'
   return local_run.load_spec(str(path))
+
+
+def run_executor(tmp_path, manifest_uri):
+  """ImageExampleGen's executor alone (`Executor().Do`) on the manifest at
+  `manifest_uri`, with the component's default configs and no error allowed; the
+  Examples and report artifacts under tmp_path."""
+  # pylint: disable=g-import-not-at-top
+  from tfx.components.example_gen import utils as example_gen_utils
+  from tfx.types import standard_artifacts
+  from tfx.utils import proto_utils
+  from tfrecorder_component import ImageManifest
+  from tfrecorder_component.adapters.component import executor as executor_lib
+  from tfrecorder_component.adapters.component.component import default_output_config
+  from tfrecorder_component.adapters.component.types import ConversionReport
+  # pylint: enable=g-import-not-at-top
+  manifest = ImageManifest()
+  manifest.uri = manifest_uri
+  examples, report = standard_artifacts.Examples(), ConversionReport()
+  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
+  props = {
+      'input_config': proto_utils.proto_to_json(example_gen_utils.make_default_input_config()),
+      'output_config': proto_utils.proto_to_json(default_output_config()),
+      'max_pixels': 10**8, 'max_bytes': 10**6, 'max_error_ratio': 0.0,
+      'convert_unsupported': 0, 'compression_level': 0, 'verify_decode': 1,
+  }
+  executor_lib.Executor().Do({'manifest': [manifest]},
+                             {'examples': [examples], 'report': [report]}, props)

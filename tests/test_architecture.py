@@ -339,3 +339,20 @@ def test_each_public_function_and_class_documents_each_argument():
       if parameter.name not in documented:
         undocumented.append(f'{name}({parameter.name})')
   assert not undocumented, ', '.join(undocumented)
+
+
+def test_no_test_module_imports_another():
+  """Helpers several test modules use live in the shared modules (runs.py, images.py,
+  records.py, ...), not in a test module another imports: running one test file never
+  collects another's tests, and a test module's helper changes only its own tests."""
+  tests = os.path.join(ROOT, 'tests')
+  test_modules = {name[:-3] for name in os.listdir(tests)
+                  if name.startswith('test_') and name.endswith('.py')}
+  found = []
+  for name in sorted(test_modules):
+    for node in ast.walk(ast.parse(open(os.path.join(tests, name + '.py'),
+                                        encoding='utf-8').read())):
+      imported = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                  [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+      found += [f'{name} imports {m}' for m in imported if m.split('.')[0] in test_modules]
+  assert not found, found

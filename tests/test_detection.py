@@ -305,7 +305,7 @@ def test_coco_folder_through_tfx_with_a_transform(tmp_path, photos):
   pipeline; StatisticsGen and SchemaGen read the detection records unchanged."""
   import tensorflow_data_validation as tfdv
   from tfx import v1 as tfx
-  from test_pipeline import run
+  from runs import run
   from tfrecorder_component import ImageExampleGen
   from tensorflow_metadata.proto.v0 import schema_pb2
   from tfrecorder_component.adapters.component.mlmd import latest_output

@@ -7,20 +7,15 @@ import pytest
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.orchestration import metadata
-from tfx.types import standard_artifacts
-from tfx.utils import proto_utils
 
 from baddata import make
 from images import write_text
 from mlmd_queries import OUTPUT, artifact_ids, node_executions
-from runs import run
+from runs import run, run_executor
 from tfrecorder_component import ImageExampleGen, ImageManifest
-from tfrecorder_component.adapters.component import executor as executor_lib
-from tfrecorder_component.adapters.component.component import default_output_config
 from tfrecorder_component.adapters.component.types import ConversionReport
 from tfrecorder_component.errors import ManifestError
 from tfrecorder_component.adapters.component.mlmd import latest_output
-from tfx.components.example_gen import utils as example_gen_utils
 
 MAX_BYTES = 50_000
 
@@ -73,21 +68,6 @@ def test_zero_ratio_fails_the_run_and_publishes_nothing(tmp_path):
             for a in m.store.get_artifacts_by_type(t)
             if a.state == metadata_store_pb2.Artifact.LIVE]
     assert live == []
-
-
-def run_executor(tmp_path, manifest_uri):
-  manifest = ImageManifest()
-  manifest.uri = manifest_uri
-  examples, report = standard_artifacts.Examples(), ConversionReport()
-  examples.uri, report.uri = str(tmp_path / 'examples'), str(tmp_path / 'report')
-  props = {
-      'input_config': proto_utils.proto_to_json(example_gen_utils.make_default_input_config()),
-      'output_config': proto_utils.proto_to_json(default_output_config()),
-      'max_pixels': 10**8, 'max_bytes': 10**6, 'max_error_ratio': 0.0,
-      'convert_unsupported': 0, 'compression_level': 0, 'verify_decode': 1,
-  }
-  executor_lib.Executor().Do({'manifest': [manifest]},
-                             {'examples': [examples], 'report': [report]}, props)
 
 
 def test_empty_manifest_is_an_error_not_an_empty_artifact(tmp_path):

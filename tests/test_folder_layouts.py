@@ -216,7 +216,7 @@ def test_a_folder_on_object_storage_is_refused_or_read_as_on_disk(tmp_path, s3_b
 def test_the_component_reads_a_dataset_folder_as_convert_does(tmp_path):
   """A manifest artifact naming a VOC devkit root: the same layout reading (splits from
   its lists) through the TFX component's executor, its implied manifest in the report."""
-  from test_error_policy import run_executor  # pylint: disable=g-import-not-at-top
+  from runs import run_executor  # pylint: disable=g-import-not-at-top
   from records import read_split  # pylint: disable=g-import-not-at-top
   root = _voc_devkit(tmp_path / 'VOC2007')
   run_executor(tmp_path, root)

@@ -241,7 +241,7 @@ def assert_headline_records(records, expected, size=(W, H), min_iou=0.99, box_at
 def through_tfx(tmp_path_factory, photos):
   """One LocalDagRunner run of ImageExampleGen(include_masks, include_keypoints) over a
   COCO folder: (the Examples artifact, {file_name: (split, example)}, expected)."""
-  from test_pipeline import run
+  from runs import run
   from tfrecorder_component import ImageExampleGen
   from tfrecorder_component.adapters.component.mlmd import latest_output
   root = tmp_path_factory.mktemp('tfx_masks')
